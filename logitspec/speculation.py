@@ -1,0 +1,29 @@
+"""Next-next token speculation: x_{i+1} = argmax, the top-k others guess x_{i+2}."""
+from __future__ import annotations
+
+import torch
+
+from .trace import Candidate
+
+
+def speculate(logits: torch.Tensor, root: int, k: int) -> list[Candidate]:
+    """Up to k next-next candidates from the row of logits whose argmax is `root` (x_{i+1}).
+
+    The candidates are the best entries of the same logits other than the root, ranked 1..k,
+    each with its logit and softmax probability.
+    """
+    logits = logits.float()
+    if k <= 0:
+        return []
+    top = torch.topk(logits, min(k + 1, logits.shape[-1]))
+    probs = torch.exp(top.values - torch.logsumexp(logits, dim=-1))
+    # One transfer to the host for all three lists.
+    vals, idx, ps = top.values.tolist(), top.indices.tolist(), probs.tolist()
+    cands: list[Candidate] = []
+    for v, i, p in zip(vals, idx, ps):
+        if i == root:
+            continue
+        cands.append(Candidate(rank=len(cands) + 1, token=int(i), logit=float(v), prob=float(p)))
+        if len(cands) == k:
+            break
+    return cands

@@ -1,0 +1,193 @@
+"""The trace: one StepRecord per forward pass, gathered in a RunTrace.
+
+The trace is the one contract between the engine and everything that shows or measures
+it. It holds plain Python values only (no tensors), so it round-trips through JSON exactly
+and can be redrawn anywhere without torch or a model.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+TRACE_FORMAT = "logitspec-trace/1"
+
+
+@dataclass
+class Candidate:
+    """A guess for the next-next token x_{i+2}, taken from the last logits."""
+
+    rank: int  # 1 = most likely after x_{i+1}
+    token: int
+    logit: float
+    prob: float
+
+
+@dataclass
+class NgramAttempt:
+    """One lookup of one n-gram length inside a query."""
+
+    n: int
+    ngram: list[int]
+    matched: bool
+
+
+@dataclass
+class QueryRecord:
+    """A retrieval query: g1 (for x_{i+1}) or g2 (for one candidate x^_{i+2})."""
+
+    kind: str  # "g1" | "g2" | "pld"
+    candidate_rank: int | None  # for g2: the rank of the candidate it extends
+    attempts: list[NgramAttempt]  # longest n first, in the order they were tried
+    matched_n: int | None  # the n-gram length that matched, or None
+    match_pos: int | None  # context index where the matched n-gram starts
+    continuation: list[int]  # tokens that followed the match (empty when none)
+
+    @property
+    def matched(self) -> bool:
+        return self.matched_n is not None
+
+
+@dataclass
+class TreeNode:
+    """A node of the draft tree. Node 0 is the root x_{i+1}; parents precede children."""
+
+    id: int
+    token: int
+    parent: int  # -1 for the root
+    depth: int  # root = 0
+    origin: str  # "root" | "g1" | "g2" | "pld"
+    rank: int | None = None  # candidate rank of the g2 branch it belongs to
+    query: int | None = None  # index into StepRecord.queries that produced it
+    pruned: bool = False  # cut before verification; never sent to the model
+    prune_reason: str | None = None  # "rank" | "capacity" | "cost"
+    accept_prob: float | None = None  # cost-aware tree: estimated chance of acceptance
+
+
+@dataclass
+class TreeSizing:
+    """Why the tree has the size it has (cost-aware mode), for the app to explain."""
+
+    mode: str  # "static" | "cost"
+    size: int  # nodes verified, root included
+    expected_accepted: float | None  # expected tokens per forward pass at this size
+    expected_seconds: float | None  # modelled forward cost at this size
+    next_gain: float | None  # expected accepted tokens the next node would have added
+    next_seconds: float | None  # modelled cost with that node added
+    reason: str
+
+
+@dataclass
+class StepRecord:
+    """One forward pass of a decoder, everything it drafted and what it accepted."""
+
+    index: int
+    method: str
+    context_len: int  # tokens in the KV cache before this forward pass
+    root: int  # x_{i+1}; the first token this step commits
+    tokens: list[int]  # tokens committed by this step: root + accepted drafts
+    bonus: int | None  # the model's argmax after the last accepted node (next root)
+    candidates: list[Candidate] = field(default_factory=list)
+    queries: list[QueryRecord] = field(default_factory=list)
+    tree: list[TreeNode] = field(default_factory=list)
+    accepted_path: list[int] = field(default_factory=list)  # node ids, root first
+    draft_seconds: float = 0.0
+    forward_seconds: float = 0.0
+    bookkeeping_seconds: float = 0.0
+    forward: bool = True  # False only for a final commit that needed no forward pass
+    sizing: TreeSizing | None = None
+
+    @property
+    def verified_nodes(self) -> list[TreeNode]:
+        return [n for n in self.tree if not n.pruned]
+
+    @property
+    def accepted(self) -> int:
+        return len(self.tokens)
+
+    @property
+    def seconds(self) -> float:
+        return self.draft_seconds + self.forward_seconds + self.bookkeeping_seconds
+
+
+@dataclass
+class RunTrace:
+    """A whole run: settings, prompt, prefill and the step records in order."""
+
+    method: str
+    model: str
+    prompt_text: str
+    prompt_tokens: list[int]
+    settings: dict[str, Any]
+    steps: list[StepRecord] = field(default_factory=list)
+    prefill_seconds: float = 0.0
+    eos_token_ids: list[int] = field(default_factory=list)
+    token_texts: dict[str, str] = field(default_factory=dict)  # id -> decoded piece
+    device: str = "cpu"
+    dtype: str = "float32"
+    format: str = TRACE_FORMAT
+
+    @property
+    def tokens(self) -> list[int]:
+        """Every generated token, in order."""
+        return [t for s in self.steps for t in s.tokens]
+
+    @property
+    def forward_steps(self) -> int:
+        """Forward passes after prefill."""
+        return sum(1 for s in self.steps if s.forward)
+
+    @property
+    def decode_seconds(self) -> float:
+        return sum(s.seconds for s in self.steps)
+
+    @property
+    def seconds(self) -> float:
+        return self.prefill_seconds + self.decode_seconds
+
+    @property
+    def mean_accepted_tokens(self) -> float:
+        n = self.forward_steps
+        return len(self.tokens) / n if n else 0.0
+
+    def text_of(self, token: int) -> str:
+        return self.token_texts.get(str(token), f"<{token}>")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def to_json(self, indent: int | None = None) -> str:
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(self.to_json(), encoding="utf-8")
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "RunTrace":
+        d = dict(d)
+        steps = [_step_from_dict(s) for s in d.pop("steps", [])]
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(steps=steps, **{k: v for k, v in d.items() if k in known})
+
+    @classmethod
+    def from_json(cls, text: str) -> "RunTrace":
+        return cls.from_dict(json.loads(text))
+
+    @classmethod
+    def load(cls, path: str | Path) -> "RunTrace":
+        return cls.from_json(Path(path).read_text(encoding="utf-8"))
+
+
+def _step_from_dict(d: dict[str, Any]) -> StepRecord:
+    d = dict(d)
+    d["candidates"] = [Candidate(**c) for c in d.get("candidates", [])]
+    d["queries"] = [
+        QueryRecord(**{**q, "attempts": [NgramAttempt(**a) for a in q["attempts"]]})
+        for q in d.get("queries", [])
+    ]
+    d["tree"] = [TreeNode(**n) for n in d.get("tree", [])]
+    if d.get("sizing") is not None:
+        d["sizing"] = TreeSizing(**d["sizing"])
+    return StepRecord(**d)

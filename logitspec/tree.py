@@ -1,0 +1,185 @@
+"""The draft tree: a trie of drafted tokens under the root x_{i+1}, its pruning and its mask.
+
+Branches that share a prefix share nodes, so no token is verified twice. Tokens that
+pruning cut are kept (marked `pruned`) for the explainer but never reach the model.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .trace import Candidate, QueryRecord, TreeNode
+
+PRUNED_SHOWN_PER_BRANCH = 3  # how many cut tokens per branch the trace keeps for the picture
+
+
+@dataclass(frozen=True)
+class PruningRule:
+    """The paper's rank-based rule: how many tokens a candidate's branch may keep."""
+
+    top_ranks: int = 8
+    top_keep: int = 4
+    mid_ranks: int = 32
+    mid_keep: int = 3
+    rest_keep: int = 1
+
+    def keep(self, rank: int) -> int:
+        if rank <= self.top_ranks:
+            return self.top_keep
+        if rank <= self.mid_ranks:
+            return self.mid_keep
+        return self.rest_keep
+
+
+class DraftTree:
+    """A trie under a root token. Node ids follow insertion order, so parents come first."""
+
+    def __init__(self, root: int) -> None:
+        self.nodes: list[TreeNode] = [TreeNode(id=0, token=int(root), parent=-1, depth=0, origin="root")]
+        self._child: dict[tuple[int, int], int] = {}
+        self.size = 1  # verified (not pruned) nodes
+
+    def child(self, parent: int, token: int) -> int | None:
+        return self._child.get((parent, token))
+
+    def add_branch(
+        self,
+        parent: int,
+        tokens: Sequence[int],
+        keep: int,
+        capacity: int,
+        origin: str,
+        rank: int | None = None,
+        query: int | None = None,
+        probs: Sequence[float] | None = None,
+    ) -> list[int]:
+        """Insert `tokens` as a chain under `parent`, merging shared prefixes.
+
+        At most `keep` tokens of the branch are verified and the tree never grows past
+        `capacity` verified nodes; the first few tokens past either limit are added as
+        pruned nodes. Returns the ids along the branch (pruned ones included).
+        """
+        ids: list[int] = []
+        node = parent
+        shown_pruned = 0
+        for j, tok in enumerate(tokens):
+            tok = int(tok)
+            reason = None
+            if j >= keep:
+                reason = "rank"
+            elif self.size >= capacity:
+                reason = "capacity"
+            parent_pruned = self.nodes[node].pruned
+            existing = self.child(node, tok)
+            if existing is not None:
+                n = self.nodes[existing]
+                if n.pruned and reason is None and not parent_pruned:
+                    n.pruned, n.prune_reason = False, None
+                    self.size += 1
+                node = existing
+                ids.append(existing)
+                continue
+            pruned = reason is not None or parent_pruned
+            if pruned:
+                if shown_pruned >= PRUNED_SHOWN_PER_BRANCH:
+                    break
+                shown_pruned += 1
+            new = TreeNode(
+                id=len(self.nodes),
+                token=tok,
+                parent=node,
+                depth=self.nodes[node].depth + 1,
+                origin=origin,
+                rank=rank,
+                query=query,
+                pruned=pruned,
+                prune_reason=(reason or self.nodes[node].prune_reason) if pruned else None,
+                accept_prob=None if probs is None else float(probs[j]),
+            )
+            self.nodes.append(new)
+            self._child[(node, tok)] = new.id
+            if not pruned:
+                self.size += 1
+            node = new.id
+            ids.append(new.id)
+        return ids
+
+    def finalize(self) -> list[TreeNode]:
+        """Nodes renumbered so verified ones come first (in insertion order), then pruned."""
+        order = [n for n in self.nodes if not n.pruned] + [n for n in self.nodes if n.pruned]
+        new_id = {n.id: i for i, n in enumerate(order)}
+        out = []
+        for n in order:
+            out.append(
+                TreeNode(
+                    id=new_id[n.id],
+                    token=n.token,
+                    parent=new_id[n.parent] if n.parent >= 0 else -1,
+                    depth=n.depth,
+                    origin=n.origin,
+                    rank=n.rank,
+                    query=n.query,
+                    pruned=n.pruned,
+                    prune_reason=n.prune_reason,
+                    accept_prob=n.accept_prob,
+                )
+            )
+        return out
+
+
+def build_static_tree(
+    root: int,
+    g1: QueryRecord | None,
+    g2: Sequence[tuple[Candidate, QueryRecord]],
+    capacity: int = 64,
+    g1_len: int = 20,
+    rule: PruningRule = PruningRule(),
+    g2_offset: int = 1,
+) -> list[TreeNode]:
+    """The paper's tree: g1's continuation, then one branch per candidate in rank order.
+
+    `g2` holds (candidate, its g2 query) pairs; `g2_offset` is the index of the first g2
+    query in the step's query list (g1 is index 0).
+    """
+    tree = DraftTree(root)
+    if g1 is not None and g1.continuation:
+        tree.add_branch(0, g1.continuation, keep=g1_len, capacity=capacity, origin="g1", query=0)
+    for i, (cand, q) in enumerate(g2):
+        branch = [cand.token] + list(q.continuation)
+        tree.add_branch(0, branch, keep=rule.keep(cand.rank), capacity=capacity,
+                        origin="g2", rank=cand.rank, query=g2_offset + i)
+    return tree.finalize()
+
+
+def chain_tree(root: int, chain: Sequence[int], origin: str, query: int | None = 0) -> list[TreeNode]:
+    """A single chain under the root (prompt lookup's draft)."""
+    tree = DraftTree(root)
+    if chain:
+        tree.add_branch(0, chain, keep=len(chain), capacity=len(chain) + 1, origin=origin, query=query)
+    return tree.finalize()
+
+
+def tree_inputs(
+    nodes: Sequence[TreeNode], context_len: int, dtype: torch.dtype, device: torch.device | str
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Input ids [1,T], position ids [1,T] and the additive 4D mask [1,1,T,context+T].
+
+    Row i of the mask lets node i see the whole cached context, its ancestors and itself.
+    `nodes` must be the verified nodes only, parents before children.
+    """
+    t = len(nodes)
+    parents = np.fromiter((n.parent for n in nodes), dtype=np.int64, count=t)
+    anc = np.zeros((t, t), dtype=bool)
+    anc[np.arange(t), np.arange(t)] = True
+    # Parents precede children, so one pass copies each parent's finished row (O(T) row ops).
+    for i in range(1, t):
+        anc[i] |= anc[parents[i]]
+    blocked = torch.from_numpy(~anc).to(device)
+    mask = torch.zeros((1, 1, t, context_len + t), dtype=dtype, device=device)
+    mask[0, 0, :, context_len:].masked_fill_(blocked, torch.finfo(dtype).min)
+    depths = torch.tensor([n.depth for n in nodes], dtype=torch.long)
+    ids = torch.tensor([[n.token for n in nodes]], dtype=torch.long, device=device)
+    return ids, (depths + context_len).unsqueeze(0).to(device), mask

@@ -1,0 +1,77 @@
+"""Verification: one forward pass over the draft tree, the greedy acceptance walk, and
+compaction of the KV cache down to the accepted path."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from .trace import TreeNode
+from .tree import tree_inputs
+
+
+class UnsupportedCache(RuntimeError):
+    """The model's cache cannot be compacted (e.g. sliding-window layers)."""
+
+
+def prepare_inputs(model, nodes: Sequence[TreeNode], context_len: int) -> dict:
+    """Model inputs for the verified nodes: ids, and for a real tree its positions and mask."""
+    device = model.device
+    if len(nodes) == 1:
+        # A lone root needs no mask: the ordinary causal step, the very call vanilla makes.
+        return {"input_ids": torch.tensor([[nodes[0].token]], dtype=torch.long, device=device)}
+    ids, pos, mask = tree_inputs(nodes, context_len, model.dtype, device)
+    return {"input_ids": ids, "position_ids": pos, "attention_mask": mask}
+
+
+@torch.inference_mode()
+def forward_tree(model, cache, inputs: dict) -> tuple[torch.Tensor, list[int]]:
+    """One forward pass over the tree; returns the logits [T, V] and each node's argmax.
+
+    The argmax vector reaches the host in one transfer, the only sync of the step.
+    """
+    logits = model(**inputs, cache=cache, use_cache=True).logits[0]
+    return logits, logits.argmax(dim=-1).tolist()
+
+
+def accept_walk(nodes: Sequence[TreeNode], preds: Sequence[int]) -> tuple[list[int], int]:
+    """Walk from the root while the model's argmax at a node is one of its children.
+
+    Returns the accepted node ids (root first) and the bonus token: the argmax after the
+    last accepted node, which is exactly what greedy decoding would emit next.
+    """
+    children: dict[tuple[int, int], int] = {(n.parent, n.token): n.id for n in nodes if n.parent >= 0}
+    path = [0]
+    while True:
+        nxt = children.get((path[-1], preds[path[-1]]))
+        if nxt is None:
+            return path, int(preds[path[-1]])
+        path.append(nxt)
+
+
+def compact_cache(cache, context_len: int, path: Sequence[int]) -> None:
+    """Keep the cached context plus the accepted path's entries, drop the rest.
+
+    When the path is the first nodes in order (always so for a chain) this is a crop;
+    otherwise one index_select per layer.
+    """
+    keep_n = context_len + len(path)
+    contiguous = list(path) == list(range(len(path)))
+    idx = None
+    if not contiguous:
+        device = cache.layers[0].keys.device
+        idx = torch.cat([
+            torch.arange(context_len, device=device),
+            torch.tensor(path, dtype=torch.long, device=device) + context_len,
+        ])
+    for layer in cache.layers:
+        if type(layer).__name__ != "DynamicLayer":
+            raise UnsupportedCache(f"cache layer {type(layer).__name__} cannot be compacted")
+        if not getattr(layer, "is_initialized", True) or layer.keys is None:
+            continue
+        if contiguous:
+            layer.keys = layer.keys[..., :keep_n, :]
+            layer.values = layer.values[..., :keep_n, :]
+        else:
+            layer.keys = layer.keys.index_select(-2, idx)
+            layer.values = layer.values.index_select(-2, idx)

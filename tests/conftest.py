@@ -1,0 +1,48 @@
+"""Shared fixtures: the bundled model (loaded once per session) and tiny random models."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+# Test helpers (tiny_models, lossless_prompts) import as plain modules from this folder.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from tiny_models import tiny_gpt2 as _build_tiny_gpt2  # noqa: E402
+from tiny_models import tiny_llama as _build_tiny_llama  # noqa: E402
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+TEST_THREADS = 2  # the CI machine has 2 cores shared with other work
+
+
+@pytest.fixture(scope="session")
+def bundled():
+    """The bundled SmolLM2-135M-Instruct, float32, loaded once for the session."""
+    from logitspec.models import load_model
+
+    torch.set_num_threads(TEST_THREADS)
+    return load_model()  # float32 by default
+
+
+@pytest.fixture(scope="session")
+def tiny_llama():
+    """A seeded 2-layer Llama (rotary positions), vocab 128, float32, eval mode."""
+    torch.set_num_threads(TEST_THREADS)
+    return _build_tiny_llama(seed=0)
+
+
+@pytest.fixture(scope="session")
+def tiny_gpt2():
+    """A seeded 2-layer GPT-2 (learned absolute positions), vocab 128, float32, eval mode."""
+    torch.set_num_threads(TEST_THREADS)
+    return _build_tiny_gpt2(seed=0)
+
+
+@pytest.fixture(scope="session")
+def fixture_traces() -> list[Path]:
+    """The real traces recorded on the bundled model."""
+    paths = sorted(FIXTURES.glob("*.json"))
+    assert paths, f"no trace fixtures in {FIXTURES}"
+    return paths

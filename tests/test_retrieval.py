@@ -1,0 +1,119 @@
+"""The n-gram retrieval pool: incremental updates, most-recent-wins and query fallback."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from logitspec.retrieval import NgramPool, rebuild
+
+
+def brute_force_table(tokens: list[int], sizes) -> dict[tuple[int, ...], int]:
+    """For every n-gram with a follower, the index of its latest follower (by definition)."""
+    table: dict[tuple[int, ...], int] = {}
+    for n in sizes:
+        for start in range(len(tokens) - n):  # the n-gram must be followed by a token
+            table[tuple(tokens[start : start + n])] = start + n
+    return table
+
+
+token_lists = st.lists(st.integers(0, 6), max_size=60)  # small alphabet: many repeats
+size_sets = st.sets(st.integers(1, 5), min_size=1, max_size=5)
+
+
+@settings(max_examples=200, deadline=None)
+@given(tokens=token_lists, sizes=size_sets, cuts=st.lists(st.integers(0, 60), max_size=6))
+def test_incremental_pool_equals_rebuild(tokens, sizes, cuts):
+    pool = NgramPool(sizes)
+    bounds = sorted({min(c, len(tokens)) for c in cuts} | {0, len(tokens)})
+    for a, b in zip(bounds, bounds[1:]):
+        pool.extend(tokens[a:b])
+        # After every piece, the pool matches a scan of what it holds so far.
+        assert pool.table == rebuild(tokens[:b], sizes)
+    assert pool.tokens == tokens
+    assert pool.table == brute_force_table(tokens, sizes)
+
+
+@settings(max_examples=100, deadline=None)
+@given(tokens=token_lists, sizes=size_sets)
+def test_pool_built_at_once_equals_token_by_token(tokens, sizes):
+    one_by_one = NgramPool(sizes)
+    for t in tokens:
+        one_by_one.extend([t])
+    assert NgramPool(sizes, tokens).table == one_by_one.table
+
+
+def test_most_recent_occurrence_wins():
+    pool = NgramPool((1, 2), [5, 1, 5, 2, 5, 3])
+    assert pool.table[(5,)] == 5  # followed by 1, then 2, then 3: the last one counts
+    q = pool.query("g1", [5], max_len=4)
+    assert q.continuation == [3]
+    assert q.match_pos == 4
+
+
+def test_query_falls_back_longest_first_and_records_attempts():
+    #        0  1  2  3  4  5  6  7  8  9  10
+    ctx = [1, 2, 3, 4, 9, 2, 3, 5, 7, 3, 6]
+    pool = NgramPool((1, 2, 3), ctx)
+    q = pool.query("g2", [8, 2, 3], max_len=3, candidate_rank=7)
+    assert [(a.n, a.ngram, a.matched) for a in q.attempts] == [
+        (3, [8, 2, 3], False),
+        (2, [2, 3], True),
+    ]
+    assert q.kind == "g2" and q.candidate_rank == 7
+    assert q.matched_n == 2
+    assert q.match_pos == 5  # the later of the two occurrences of (2, 3)
+    assert ctx[q.match_pos : q.match_pos + 2] == [2, 3]
+    assert q.continuation == [5, 7, 3]
+    assert q.matched
+
+
+def test_query_falls_back_to_unigram():
+    pool = NgramPool((1, 2, 3), [1, 2, 3, 4, 9, 2, 3, 5, 7, 3, 6])
+    q = pool.query("g1", [0, 8, 7], max_len=10)
+    assert [(a.n, a.matched) for a in q.attempts] == [(3, False), (2, False), (1, True)]
+    assert q.matched_n == 1 and q.match_pos == 8
+    assert q.continuation == [3, 6]  # cut by the end of the context
+
+
+def test_query_without_match_tries_every_size():
+    pool = NgramPool((1, 2, 3), [1, 2, 3, 4])
+    q = pool.query("g1", [7, 8, 9], max_len=5)
+    assert [(a.n, a.ngram, a.matched) for a in q.attempts] == [
+        (3, [7, 8, 9], False), (2, [8, 9], False), (1, [9], False),
+    ]
+    assert q.matched_n is None and q.match_pos is None and q.continuation == []
+    assert not q.matched
+
+
+def test_ngram_at_the_very_end_has_no_follower():
+    # (2, 3) occurs only as the tail of the context: nothing followed it yet.
+    pool = NgramPool((1, 2), [1, 2, 3])
+    q = pool.query("g1", [2, 3], max_len=5)
+    assert q.matched_n is None
+    assert [a.n for a in q.attempts] == [2, 1]
+
+
+def test_short_suffix_skips_longer_sizes():
+    pool = NgramPool((1, 2, 3), [4, 5, 4, 6])
+    q = pool.query("g1", [4], max_len=2)
+    assert [a.n for a in q.attempts] == [1]
+    assert q.continuation == [6]
+
+
+def test_query_respects_explicit_sizes_and_max_len():
+    pool = NgramPool((1, 2, 3), [1, 2, 3, 4, 5, 6, 1, 2, 3, 7, 8])
+    q = pool.query("pld", [1, 2], max_len=2, sizes=[1])
+    assert [a.n for a in q.attempts] == [1]  # (1, 2) would match, but only n=1 was asked for
+    assert q.matched_n == 1 and q.match_pos == 7
+    assert q.continuation == [3, 7]  # cut at max_len
+
+
+def test_sizes_are_sorted_longest_first_and_deduplicated():
+    assert NgramPool([1, 3, 2, 3]).sizes == (3, 2, 1)
+
+
+@pytest.mark.parametrize("sizes", [(), (0,), (2, -1)])
+def test_bad_sizes_are_refused(sizes):
+    with pytest.raises(ValueError):
+        NgramPool(sizes)

@@ -1,0 +1,167 @@
+"""The race: decoder lanes interleaved step by step, each on its own measured compute clock.
+
+Every lane is a stream of StepRecords (one per forward pass). The race takes one record
+from each lane in turn, so the lanes share the machine fairly and progress side by side,
+while each lane's clock adds up only its own measured prefill and step seconds. Nothing
+here is simulated: the times are the ones the decoders measured.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .trace import RunTrace, StepRecord
+
+if TYPE_CHECKING:  # the engine imports torch; replaying saved traces must not need it
+    from .decoders import DecodeSettings
+    from .models import LoadedModel
+
+LANE_ORDER = ("vanilla", "pld", "logitspec")
+
+
+class RaceStopped(Exception):
+    """The race was stopped before every lane finished; `reason` says why."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass
+class Lane:
+    """One decoder in the race: its steps as they come and the trace they fill."""
+
+    name: str
+    trace: RunTrace
+    steps: Iterator[StepRecord]
+    done: bool = False
+
+
+@dataclass
+class LaneStats:
+    """A lane's counters, all from measured times."""
+
+    name: str
+    tokens: int
+    forward_steps: int
+    seconds: float  # prefill + the lane's own step seconds
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.tokens / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def tokens_per_forward(self) -> float:
+        return self.tokens / self.forward_steps if self.forward_steps else 0.0
+
+
+def lane_stats(name: str, trace: RunTrace) -> LaneStats:
+    """Counters of a (possibly unfinished) lane from its trace."""
+    return LaneStats(name, len(trace.tokens), trace.forward_steps, trace.seconds)
+
+
+@dataclass
+class RaceUpdate:
+    """What changed: the lane that just stepped, its step, and every lane's counters."""
+
+    lane: str
+    step: StepRecord
+    stats: dict[str, LaneStats]
+
+
+@dataclass
+class RaceResult:
+    """The end of a race: the traces, counters, speed-ups and the lossless check."""
+
+    traces: dict[str, RunTrace]
+    stats: dict[str, LaneStats]
+    speedups: dict[str, float] = field(default_factory=dict)  # lane -> x vs vanilla
+    lossless: bool = True  # every lane's tokens equal the vanilla lane's
+
+
+def speedup(lane: LaneStats, baseline: LaneStats) -> float:
+    """Ratio of tokens per second, lane over baseline (0 when the baseline has no time)."""
+    base = baseline.tokens_per_second
+    return lane.tokens_per_second / base if base > 0 else 0.0
+
+
+def interleave(
+    lanes: Iterable[Lane],
+    should_stop: Callable[[], bool] | None = None,
+    deadline: float | None = None,
+) -> Iterator[RaceUpdate]:
+    """Take one step from each unfinished lane in turn until all are done.
+
+    `should_stop` is asked before every step, and `deadline` (a time.monotonic() value) is
+    checked likewise, so a stop takes effect within one decoding step; either raises
+    RaceStopped. The lanes' traces hold every step taken so far.
+    """
+    lanes = list(lanes)
+    while not all(ln.done for ln in lanes):
+        for ln in lanes:
+            if ln.done:
+                continue
+            if should_stop is not None and should_stop():
+                raise RaceStopped("stopped")
+            if deadline is not None and time.monotonic() > deadline:
+                raise RaceStopped("time limit")
+            try:
+                step = next(ln.steps)
+            except StopIteration:
+                ln.done = True
+                continue
+            yield RaceUpdate(ln.name, step, _stats(lanes))
+
+
+def _stats(lanes: list[Lane]) -> dict[str, LaneStats]:
+    return {ln.name: lane_stats(ln.name, ln.trace) for ln in lanes}
+
+
+def result_of(traces: dict[str, RunTrace], baseline: str = "vanilla") -> RaceResult:
+    """Counters, speed-ups against `baseline` and whether every lane equals it."""
+    stats = {name: lane_stats(name, t) for name, t in traces.items()}
+    res = RaceResult(traces=traces, stats=stats)
+    if baseline in traces:
+        base = traces[baseline].tokens
+        res.lossless = all(t.tokens == base for t in traces.values())
+        res.speedups = {n: speedup(s, stats[baseline]) for n, s in stats.items()}
+    return res
+
+
+def lane_order(methods: Iterable[str]) -> list[str]:
+    """The requested methods in race order (vanilla first), without duplicates."""
+    wanted = set(methods)
+    return [m for m in LANE_ORDER if m in wanted]
+
+
+def model_lanes(lm: LoadedModel, prompt_text: str, methods: Iterable[str],
+                settings: DecodeSettings) -> list[Lane]:
+    """A lane per method over the same prompt on a loaded model; each run starts on its first step.
+
+    Token texts are attached to a lane's trace when its run ends (Run.finish).
+    """
+    from .runner import Run
+
+    lanes = []
+    for m in lane_order(methods):
+        run = Run(lm, prompt_text, m, settings)
+        lanes.append(Lane(m, run.trace, iter(run)))
+    return lanes
+
+
+def replay_lanes(traces: dict[str, RunTrace]) -> list[Lane]:
+    """Lanes that replay finished traces step by step (to show a saved race again)."""
+    lanes = []
+    for name in lane_order(traces):
+        src = traces[name]
+        fresh = RunTrace(**{**{f: getattr(src, f) for f in src.__dataclass_fields__}, "steps": []})
+        lanes.append(Lane(name, fresh, _appending(fresh, src.steps)))
+    return lanes
+
+
+def _appending(trace: RunTrace, steps: list[StepRecord]) -> Iterator[StepRecord]:
+    for s in steps:
+        trace.steps.append(s)
+        yield s

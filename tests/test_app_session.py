@@ -1,0 +1,164 @@
+"""Serving state: the model allow-list, the model cache, stop flags and uploaded-trace checks."""
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+from logitspec.limits import InputError, Limits
+from logitspec.models import ModelLoadError
+from logitspec.session import (BUNDLED, ModelCache, StopSignals, allowed_models, check_model_choice,
+                               read_trace_upload)
+
+FIX = Path(__file__).parent / "fixtures"
+
+
+def test_allow_list_is_bundled_plus_env_with_env_default_first():
+    assert allowed_models({}) == [BUNDLED]
+    env = {"LOGITSPEC_MODELS": " Qwen/Qwen2.5-7B-Instruct, meta-llama/Llama-3.1-8B-Instruct ,,",
+           "LOGITSPEC_DEFAULT_MODEL": "Qwen/Qwen2.5-7B-Instruct"}
+    assert allowed_models(env) == ["Qwen/Qwen2.5-7B-Instruct", BUNDLED, "meta-llama/Llama-3.1-8B-Instruct"]
+
+
+@pytest.mark.parametrize("bad", ["/etc/passwd", "../models/x", "gpt2", "", None, 3])
+def test_choices_off_the_allow_list_are_refused(bad):
+    with pytest.raises(InputError, match="not offered"):
+        check_model_choice(bad, {"LOGITSPEC_MODELS": "Qwen/Qwen2.5-0.5B-Instruct"})
+
+
+def test_allowed_choice_passes():
+    assert check_model_choice("Qwen/Qwen2.5-0.5B-Instruct", {"LOGITSPEC_MODELS": "Qwen/Qwen2.5-0.5B-Instruct"}) \
+        == "Qwen/Qwen2.5-0.5B-Instruct"
+
+
+class _Loaded:
+    device = "cpu"
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+def test_cache_loads_once_and_bounds_how_many_it_keeps():
+    calls: list[str] = []
+
+    def loader(name: str):
+        calls.append(name)
+        return _Loaded(name)
+
+    cache = ModelCache(loader=loader, keep=2)
+    threads = [threading.Thread(target=cache.get, args=("a",)) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert calls == ["a"]
+    assert cache.status("a").state == "ready"
+    cache.get("b")
+    cache.get("c")
+    assert cache.loaded("a") is None and cache.loaded("c").name == "c"
+    assert cache.status("a").state == "idle"
+
+
+def test_a_failed_load_is_reported_and_retried():
+    attempts = {"n": 0}
+
+    def loader(name: str):
+        attempts["n"] += 1
+        if attempts["n"] == 1:
+            raise OSError("disk went away")
+        return _Loaded(name)
+
+    cache = ModelCache(loader=loader)
+    with pytest.raises(ModelLoadError, match="disk went away"):
+        cache.get("m")
+    assert cache.status("m").state == "failed" and "disk went away" in cache.status("m").message
+    assert cache.get("m").name == "m"
+    assert cache.status("m").state == "ready"
+
+
+def test_preload_records_the_reason_of_a_failure():
+    def loader(name: str):
+        raise ModelLoadError(f"could not load model {name!r}: no such repository")
+
+    cache = ModelCache(loader=loader)
+    cache.preload("nope/nope").join(5)
+    st = cache.status("nope/nope")
+    assert st.state == "failed" and "no such repository" in st.message
+
+
+def test_stop_signals_per_session():
+    sig = StopSignals()
+    a1 = sig.start("a")
+    b = sig.start("b")
+    a2 = sig.start("a")  # a new run of the same user stops the old one
+    assert a1.is_set() and not a2.is_set() and not b.is_set()
+    assert sig.stop("a") is True and a2.is_set() and not b.is_set()
+    assert sig.stop("a") is False
+    sig.finish("b", b)
+    assert sig.active() == 0
+
+
+# ---------------------------------------------------------------- uploaded traces
+
+def test_a_recorded_trace_loads_and_equals_the_file():
+    t = read_trace_upload(FIX / "coding-121.json")
+    ref = json.loads((FIX / "coding-121.json").read_text())
+    assert t.tokens == [tok for s in ref["steps"] for tok in s["tokens"]]
+    assert t.model == "SmolLM2-135M-Instruct"
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "up.json"
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+def test_not_json(tmp_path):
+    with pytest.raises(InputError, match="not JSON"):
+        read_trace_upload(_write(tmp_path, "hello, this is not json {"))
+
+
+def test_truncated(tmp_path):
+    text = (FIX / "coding-121.json").read_text()
+    with pytest.raises(InputError, match="truncated"):
+        read_trace_upload(_write(tmp_path, text[: len(text) // 2]))
+
+
+@pytest.mark.parametrize("data", [[1, 2, 3], {"steps": 5}, {"hello": "world"},
+                                  {"format": "other/1", "steps": []}])
+def test_wrong_shape(tmp_path, data):
+    with pytest.raises(InputError, match="not a LogitSpec trace"):
+        read_trace_upload(_write(tmp_path, json.dumps(data)))
+
+
+def test_wrong_shape_inside_steps(tmp_path):
+    d = json.loads((FIX / "coding-121.json").read_text())
+    d["steps"][0]["tree"] = [{"id": 0}]
+    with pytest.raises(InputError, match="wrong shape"):
+        read_trace_upload(_write(tmp_path, json.dumps(d)))
+
+
+def test_over_the_size_limit(tmp_path):
+    with pytest.raises(InputError, match="limit is 0.1 MB"):
+        read_trace_upload(FIX / "coding-121.json", Limits(trace_bytes=100_000))
+
+
+def test_token_ids_outside_the_vocabulary(tmp_path):
+    d = json.loads((FIX / "coding-121.json").read_text())
+    d["steps"][2]["tokens"][0] = 49152  # the bundled model's vocabulary is 0..49151
+    with pytest.raises(InputError, match="outside the vocabulary"):
+        read_trace_upload(_write(tmp_path, json.dumps(d)))
+    d["steps"][2]["tokens"][0] = -4
+    with pytest.raises(InputError, match="not a whole number"):
+        read_trace_upload(_write(tmp_path, json.dumps(d)))
+
+
+def test_unknown_model_ids_must_be_in_the_traces_own_table(tmp_path):
+    d = json.loads((FIX / "coding-121.json").read_text())
+    d["model"] = "someone/else"
+    assert read_trace_upload(_write(tmp_path, json.dumps(d))).model == "someone/else"
+    d["steps"][0]["tokens"][0] = 900_000
+    with pytest.raises(InputError, match="token table does not know"):
+        read_trace_upload(_write(tmp_path, json.dumps(d)))

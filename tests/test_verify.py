@@ -1,0 +1,193 @@
+"""Verification: the acceptance walk, cache compaction, and one tree forward pass against
+the same tokens fed one at a time."""
+from __future__ import annotations
+
+import pytest
+import torch
+from transformers import DynamicCache, MistralConfig
+
+from logitspec.decoders import prefill
+from logitspec.trace import TreeNode
+from logitspec.verify import UnsupportedCache, accept_walk, compact_cache, forward_tree, prepare_inputs
+from tiny_models import greedy_reference
+
+ATOL = 1e-4  # float32 tree batch vs one token at a time: same maths, different rounding
+
+
+def hand_tree(spec: list[tuple[int, int]]) -> list[TreeNode]:
+    """Nodes from (token, parent) pairs, parents first; depth follows the parents."""
+    nodes: list[TreeNode] = []
+    for i, (tok, parent) in enumerate(spec):
+        depth = 0 if parent < 0 else nodes[parent].depth + 1
+        nodes.append(TreeNode(id=i, token=tok, parent=parent, depth=depth, origin="root" if parent < 0 else "g2"))
+    return nodes
+
+
+# ----- the acceptance walk ------------------------------------------------------------------
+
+#        0:10
+#       /    \
+#    1:11    2:12
+#     |      /   \
+#    3:13  4:14  5:15
+#                 |
+#                6:16
+TREE = hand_tree([(10, -1), (11, 0), (12, 0), (13, 1), (14, 2), (15, 2), (16, 5)])
+
+
+@pytest.mark.parametrize("preds, path, bonus", [
+    ([99, 0, 0, 0, 0, 0, 0], [0], 99),  # the root's argmax matches no child
+    ([11, 13, 0, 77, 0, 0, 0], [0, 1, 3], 77),  # leaf reached: the bonus is the leaf's argmax
+    ([12, 0, 15, 0, 0, 16, 5], [0, 2, 5, 6], 5),  # the deepest branch, non-contiguous ids
+    ([12, 0, 14, 0, 44, 0, 0], [0, 2, 4], 44),
+    ([12, 0, 16, 0, 0, 0, 0], [0, 2], 16),  # 16 exists in the tree but not under node 2
+    ([11, 12, 0, 0, 0, 0, 0], [0, 1], 12),  # 12 is a child of the root, not of node 1
+])
+def test_accept_walk_on_a_hand_made_tree(preds, path, bonus):
+    assert accept_walk(TREE, preds) == (path, bonus)
+
+
+def test_accept_walk_on_the_root_alone():
+    assert accept_walk(hand_tree([(3, -1)]), [42]) == ([0], 42)
+
+
+# ----- cache compaction on known tensors ---------------------------------------------------
+
+def numbered_cache(layers: int, length: int) -> DynamicCache:
+    """A cache whose entry at position p holds p in keys and -p - 100*layer in values."""
+    cache = DynamicCache()
+    for layer in range(layers):
+        pos = torch.arange(length, dtype=torch.float32).view(1, 1, length, 1)
+        keys = pos.expand(1, 2, length, 3).clone()
+        values = (-pos - 100 * layer).expand(1, 2, length, 3).clone()
+        cache.update(keys, values, layer)
+    return cache
+
+
+def kept_positions(cache: DynamicCache) -> list[list[int]]:
+    out = []
+    for layer_idx, layer in enumerate(cache.layers):
+        k = layer.keys[0, :, :, 0]
+        v = layer.values[0, :, :, 0]
+        assert torch.equal(k[0], k[1]) and torch.equal(v[0], v[1])  # every head alike
+        assert torch.equal(v[0], -k[0] - 100 * layer_idx)  # keys and values kept together
+        assert layer.keys.shape[-1] == 3
+        out.append([int(x) for x in k[0]])
+    return out
+
+
+@pytest.mark.parametrize("context_len, tree_len, path, expected", [
+    (4, 6, [0, 2, 5], [0, 1, 2, 3, 4, 6, 9]),  # a branch: gather
+    (4, 6, [0, 1, 2], [0, 1, 2, 3, 4, 5, 6]),  # a prefix: crop
+    (4, 6, [0], [0, 1, 2, 3, 4]),
+    (0, 3, [0, 2], [0, 2]),
+    (3, 1, [0], [0, 1, 2, 3]),
+])
+def test_compact_cache_keeps_context_and_path(context_len, tree_len, path, expected):
+    cache = numbered_cache(layers=3, length=context_len + tree_len)
+    compact_cache(cache, context_len, path)
+    assert kept_positions(cache) == [expected] * 3
+    assert cache.get_seq_length() == context_len + len(path)
+
+
+def test_sliding_window_cache_is_refused():
+    cfg = MistralConfig(sliding_window=16, num_hidden_layers=2, hidden_size=32,
+                        num_attention_heads=4, num_key_value_heads=2)
+    cache = DynamicCache(config=cfg)
+    for layer in range(2):
+        cache.update(torch.zeros(1, 2, 6, 8), torch.zeros(1, 2, 6, 8), layer)
+    with pytest.raises(UnsupportedCache, match="cannot be compacted"):
+        compact_cache(cache, 4, [0, 2])
+
+
+# ----- one tree forward pass on tiny real models ---------------------------------------------
+
+@pytest.fixture(params=["tiny_llama", "tiny_gpt2"])
+def tiny(request):
+    return request.getfixturevalue(request.param)
+
+
+PROMPT = [5, 17, 99, 3, 5, 17, 42, 8, 1, 64, 5, 17]
+
+
+def path_of(nodes: list[TreeNode], i: int) -> list[int]:
+    out = []
+    while i >= 0:
+        out.append(nodes[i].token)
+        i = nodes[i].parent
+    return out[::-1]
+
+
+def distracted_tree(greedy: list[int]) -> list[TreeNode]:
+    """A tree whose true greedy path is not its first nodes, next to wrong branches.
+
+    greedy[0] is the root; the accepted path should be root -> 2 -> 4 -> 6.
+    """
+    g = greedy
+    wrong = [(t + 1) % 128 for t in g]
+    return hand_tree([
+        (g[0], -1),
+        (wrong[1], 0),  # 1: wrong first draft
+        (g[1], 0),  # 2: right
+        (g[2], 1),  # 3: under the wrong node (never reached)
+        (g[2], 2),  # 4: right
+        (wrong[3], 4),  # 5: wrong
+        (g[3], 4),  # 6: right
+        (wrong[4], 6),  # 7: wrong: the walk stops at 6
+    ])
+
+
+@torch.inference_mode()
+def test_tree_logits_equal_each_path_fed_sequentially(tiny):
+    greedy = greedy_reference(tiny, PROMPT, 6)
+    nodes = distracted_tree(greedy)
+    cache = DynamicCache(config=tiny.config)
+    prefill(tiny, cache, PROMPT)
+    logits, preds = forward_tree(tiny, cache, prepare_inputs(tiny, nodes, len(PROMPT)))
+    assert logits.shape == (len(nodes), tiny.config.vocab_size)
+    for i in range(len(nodes)):
+        ids = torch.tensor([PROMPT + path_of(nodes, i)])
+        expected = tiny(input_ids=ids).logits[0, -1]
+        torch.testing.assert_close(logits[i], expected, atol=ATOL, rtol=1e-4)
+        assert preds[i] == int(expected.argmax())
+
+
+@torch.inference_mode()
+def test_tree_step_leaves_the_cache_of_sequential_decoding(tiny):
+    greedy = greedy_reference(tiny, PROMPT, 6)
+    nodes = distracted_tree(greedy)
+    cache = DynamicCache(config=tiny.config)
+    prefill(tiny, cache, PROMPT)
+    logits, preds = forward_tree(tiny, cache, prepare_inputs(tiny, nodes, len(PROMPT)))
+    path, bonus = accept_walk(nodes, preds)
+    assert path == [0, 2, 4, 6]
+    assert [nodes[i].token for i in path] == greedy[:4]
+    assert bonus == greedy[4]
+    compact_cache(cache, len(PROMPT), path)
+
+    # The same tokens fed one at a time into a fresh cache.
+    ref = DynamicCache(config=tiny.config)
+    tiny(input_ids=torch.tensor([PROMPT]), cache=ref, use_cache=True)
+    for tok in greedy[:4]:
+        tiny(input_ids=torch.tensor([[tok]]), cache=ref, use_cache=True)
+    assert cache.get_seq_length() == ref.get_seq_length() == len(PROMPT) + 4
+    for mine, theirs in zip(cache.layers, ref.layers):
+        torch.testing.assert_close(mine.keys, theirs.keys, atol=ATOL, rtol=1e-4)
+        torch.testing.assert_close(mine.values, theirs.values, atol=ATOL, rtol=1e-4)
+
+    # And the next step, taken from the compacted cache, continues greedy decoding.
+    nxt = tiny(input_ids=torch.tensor([[bonus]]), cache=cache, use_cache=True).logits[0, -1]
+    assert int(nxt.argmax()) == greedy[5]
+
+
+@torch.inference_mode()
+def test_lone_root_is_an_ordinary_causal_step(tiny):
+    nodes = hand_tree([(PROMPT[-1], -1)])
+    inputs = prepare_inputs(tiny, nodes, len(PROMPT) - 1)
+    assert set(inputs) == {"input_ids"}
+    cache = DynamicCache(config=tiny.config)
+    prefill(tiny, cache, PROMPT[:-1])
+    logits, preds = forward_tree(tiny, cache, inputs)
+    expected = tiny(input_ids=torch.tensor([PROMPT])).logits[0, -1]
+    torch.testing.assert_close(logits[0], expected, atol=ATOL, rtol=1e-4)
+    assert preds == [int(expected.argmax())]

@@ -37,6 +37,7 @@ class Lane:
     trace: RunTrace
     steps: Iterator[StepRecord]
     done: bool = False
+    finish: Callable[[], object] | None = None  # completes a stopped lane's trace (token texts)
 
 
 @dataclass
@@ -140,14 +141,15 @@ def model_lanes(lm: LoadedModel, prompt_text: str, methods: Iterable[str],
                 settings: DecodeSettings) -> list[Lane]:
     """A lane per method over the same prompt on a loaded model; each run starts on its first step.
 
-    Token texts are attached to a lane's trace when its run ends (Run.finish).
+    Token texts are attached to a lane's trace when its run ends; call `lane.finish()` to
+    attach them to a lane that was stopped.
     """
     from .runner import Run
 
     lanes = []
     for m in lane_order(methods):
         run = Run(lm, prompt_text, m, settings)
-        lanes.append(Lane(m, run.trace, iter(run)))
+        lanes.append(Lane(m, run.trace, iter(run), finish=run.finish))
     return lanes
 
 

@@ -1,0 +1,553 @@
+"""LogitSpec Explorer: a live race against greedy decoding and every step of LogitSpec, drawn.
+
+Layout and event wiring only. The decoding lives in logitspec/ (race, session) and the
+pictures in visual/. Run `python app.py`; GRADIO_SERVER_NAME / GRADIO_SERVER_PORT are read
+by Gradio itself.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import gradio as gr
+
+import visual
+from logitspec.limits import InputError, Limits, check_context, check_prompt, check_settings
+from logitspec.models import ModelLoadError
+from logitspec.race import RaceStopped, interleave, lane_stats, model_lanes, result_of
+from logitspec.session import (BUNDLED, ModelCache, StopSignals, allowed_models, check_model_choice,
+                               model_label, read_trace_upload, run_deadline)
+from logitspec.trace import RunTrace
+
+ROOT = Path(__file__).resolve().parent
+TRACES_DIR = ROOT / "traces"
+QUESTIONS = ROOT / "data" / "spec_bench_subset.jsonl"
+# One example per kind of text; ids refer to data/spec_bench_subset.jsonl.
+EXAMPLE_IDS = {"Summarisation": 242, "Code": 122, "Translation": 161, "Maths": 401,
+               "Chat": 321, "RAG": 482}
+OUTCOMES = ["g1 matched", "g2 rescued", "both failed"]
+LIVE_REDRAW_SECONDS = 2.0  # the least time between redraws of the heavy figures during a race
+HAS_COST_TREE = importlib.util.find_spec("logitspec.costmodel") is not None
+
+MODELS = ModelCache()
+STOPS = StopSignals()
+
+
+@dataclass
+class View:
+    """One user's state: the lanes of their last run (or a loaded trace) and the step shown."""
+
+    traces: dict[str, RunTrace] = field(default_factory=dict)
+    lane: str = "logitspec"  # the lane the explorer shows
+    step: int = 0
+    source: str = ""  # what the traces came from, for the status line
+
+    @property
+    def trace(self) -> RunTrace | None:
+        return self.traces.get(self.lane) or next(iter(self.traces.values()), None)
+
+
+# ---------------------------------------------------------------- helpers (no decoding here)
+
+def load_examples() -> list[tuple[str, str]]:
+    """(label, prompt) for the example kinds, from the shipped Spec-Bench subset."""
+    by_id = {}
+    for line in QUESTIONS.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            q = json.loads(line)
+            by_id[q["question_id"]] = q["turns"][0]
+    return [(label, by_id[qid]) for label, qid in EXAMPLE_IDS.items() if qid in by_id]
+
+
+def shipped_traces() -> list[Path]:
+    return sorted(TRACES_DIR.glob("*.json"))
+
+
+def settings_from(k, capacity, ngram, continuation, max_new, tree):
+    """DecodeSettings from the form, checked against the limits (InputError otherwise)."""
+    from logitspec.decoders import DecodeSettings
+
+    try:
+        sizes = tuple(sorted({int(n) for n in (ngram or [])}))
+        s = DecodeSettings(max_new_tokens=int(max_new), k=int(k), capacity=int(capacity),
+                           ngram_sizes=sizes, continuation=int(continuation), tree=str(tree))
+    except (TypeError, ValueError) as e:
+        raise InputError(f"a decoder parameter is not a whole number: {e}") from e
+    return check_settings(s)
+
+
+def counters_html(traces: dict[str, RunTrace], running: bool, note: str = "") -> str:
+    """The race's counters: one row per lane, all from measured times."""
+    res = result_of(traces) if "vanilla" in traces else None
+    rows = []
+    for name, t in traces.items():
+        st = lane_stats(name, t)
+        colour = visual.PALETTE.get(name if name != "pld" else "pld-lane", "#888")
+        sp = ""
+        if res and name != "vanilla" and not running:
+            sp = f"<b>{res.speedups.get(name, 0):.2f}×</b>"
+        rows.append(
+            f"<tr><td><span style='color:{colour}'>■</span> {name}</td><td>{st.tokens}</td>"
+            f"<td>{st.forward_steps}</td><td>{st.tokens_per_forward:.2f}</td>"
+            f"<td>{st.tokens_per_second:.1f}</td><td>{st.seconds:.2f} s</td><td>{sp}</td></tr>")
+    head = ("<tr><th>lane</th><th>tokens</th><th>forward passes</th><th>tokens / forward</th>"
+            "<th>tokens / s</th><th>compute clock</th><th>speed-up</th></tr>")
+    verdict = ""
+    if res and not running and "logitspec" in traces:
+        same = "identical to vanilla, token for token" if res.lossless else "DIFFERENT from vanilla"
+        verdict = (f"<p class='verdict'>LogitSpec: <b>{res.speedups.get('logitspec', 0):.2f}×</b> "
+                   f"the tokens/s of vanilla greedy decoding; output {same}.</p>")
+    state = "<p><i>racing…</i></p>" if running else ""
+    extra = f"<p>{note}</p>" if note else ""
+    return f"<table class='counters'>{head}{''.join(rows)}</table>{verdict}{state}{extra}"
+
+
+def write_trace_file(trace: RunTrace) -> str:
+    """The trace as a JSON file in Gradio's temp area, for the download button."""
+    d = Path(tempfile.mkdtemp(prefix="logitspec-"))
+    path = d / f"logitspec-trace-{trace.method}-{len(trace.tokens)}tok.json"
+    trace.save(path)
+    return str(path)
+
+
+CSS = """
+.counters { width: 100%; border-collapse: collapse; font-size: 1.05rem; }
+.counters th, .counters td { padding: 4px 10px; text-align: right; }
+.counters th:first-child, .counters td:first-child { text-align: left; }
+.verdict { font-size: 1.2rem; margin-top: .5rem; }
+#attribution { font-size: .85rem; opacity: .8; }
+"""
+
+EXPLAIN_MD = """
+## How LogitSpec drafts, in five steps
+LogitSpec is a *lossless* speculative decoder: the output is exactly what plain greedy decoding
+would produce, only faster when its guesses are right. Each **step** is one forward pass.
+
+1. **Root.** The model's last logits give the next token x₍ᵢ₊₁₎ = argmax. It is certain, so it
+   becomes the root of a draft tree (pink in the **tree** panel).
+2. **Next-next speculation.** The same logits hold more: their other top-k entries are guesses for
+   the token *after* it, x₍ᵢ₊₂₎. The **candidates** chart shows them as bars of probability, and,
+   once the next step is known, which one was right. The **Observations** tab measures how often
+   the true next-next token lies in the top k on your run.
+3. **Retrieval.** The context (prompt + everything generated) is indexed by n-grams. Query **g1**
+   looks up what followed the last tokens ending in x₍ᵢ₊₁₎ (orange); query **g2** does the same for
+   every candidate x̂₍ᵢ₊₂₎ (blue, darker for higher ranks). The **retrieval** panel shows each
+   n-gram tried, the one that matched, where in the context, and the continuation taken.
+4. **Draft tree.** The root, the g1 continuation and one branch per candidate form a tree, pruned
+   by rank to the tree's capacity (grey dashed nodes were cut and never sent to the model).
+5. **Verification.** One forward pass checks the whole tree with a tree attention mask. The
+   longest path the model agrees with is accepted (green, thick); the model's own next token after
+   it (the *bonus*, yellow) becomes the next root.
+
+**The race** runs vanilla greedy decoding and LogitSpec (optionally prompt lookup, PLD) one step
+each in turn; each lane's clock counts only its own measured compute. The **text** is coloured by
+how many tokens the step that produced it accepted: click a coloured block to open that step.
+The **retrieval debugger** lists every step by retrieval outcome — g1 matched, g1 failed but g2
+rescued it, or both failed — and opens a step when you select its row.
+"""
+
+
+def debugger_rows(trace: RunTrace | None, outcomes: list[str] | None) -> list[dict]:
+    """visual.failure_rows of the trace, kept to the chosen outcomes."""
+    if trace is None:
+        return []
+    keep = set(outcomes or OUTCOMES)
+    return [r for r in visual.failure_rows(trace) if r.get("outcome") in keep]
+
+
+def rows_table(rows: list[dict]):
+    import pandas as pd
+
+    return pd.DataFrame(rows) if rows else pd.DataFrame(columns=["step", "outcome"])
+
+
+def selected_index(evt: gr.SelectData | None) -> int | None:
+    """The first index of a select event (a span index, or a table row)."""
+    if evt is None or evt.index is None:
+        return None
+    i = evt.index
+    return int(i[0] if isinstance(i, (list, tuple)) else i)
+
+
+def stop_run(request: gr.Request):
+    """Stop this user's run; it ends before its next decoding step."""
+    if request is not None and STOPS.stop(request.session_hash):
+        return "⏹ stopping…"
+    return gr.skip()
+
+
+def on_leave(request: gr.Request) -> None:
+    """A closed tab stops its run, so no run is left going."""
+    if request is not None:
+        STOPS.stop(request.session_hash)
+
+
+def model_status(model):
+    """The chosen model's load state, and whether the status needs polling again."""
+    try:
+        name = check_model_choice(model)
+    except InputError as e:
+        return f"⚠️ {e}", gr.Timer(active=False)
+    st = MODELS.status(name)
+    icon = {"ready": "✅", "loading": "⏳", "failed": "⚠️", "idle": "💤"}[st.state]
+    text = f"{icon} {st.message}"
+    if st.state == "idle":
+        text += " — it loads when you press Run."
+    return text, gr.Timer(active=st.state == "loading")
+
+
+def pick_model(model):
+    """Start loading a newly chosen model in the background."""
+    try:
+        name = check_model_choice(model)
+    except InputError as e:
+        raise gr.Error(str(e)) from None
+    if MODELS.loaded(name) is None and MODELS.status(name).state != "loading":
+        MODELS.preload(name)
+        time.sleep(0.2)  # let the status say "loading"
+    return model_status(name)
+
+
+def toggle_play(is_playing: bool):
+    is_playing = not is_playing
+    return is_playing, gr.Timer(active=is_playing), gr.Button(value="⏸ Pause" if is_playing else "▶ Play")
+
+
+class ExplorerUI:
+    """The components of one app and the handlers that fill them."""
+
+    # ------------------------------------------------------------ what each view shows
+
+    def step_outputs(self, view: View, step: int | None = None) -> dict:
+        """Everything the step explorer shows for one step of the explored trace."""
+        t = view.trace
+        if t is None or not t.steps:
+            return {}
+        view.step = max(0, min(int(view.step if step is None else step), len(t.steps) - 1))
+        i = view.step
+        return {
+            self.slider: gr.Slider(minimum=0, maximum=max(1, len(t.steps) - 1), value=i, step=1),
+            self.step_label: f"### Step {i} of {len(t.steps) - 1}  ·  lane: {t.method}",
+            self.summary_md: visual.step_summary_md(t, i),
+            self.tree_plot: visual.tree_figure(t, i),
+            self.cand_plot: visual.candidates_figure(t, i),
+            self.retrieval_view: visual.retrieval_html(t, i),
+            self.state: view,
+        }
+
+    def trace_outputs(self, view: View, outcomes: list[str] | None = None) -> dict:
+        """Explorer, debugger, observations, text and race chart of the explored trace."""
+        t = view.trace
+        if t is None:
+            return {}
+        out = self.step_outputs(view)
+        out.update({
+            self.text_view: visual.text_spans(t),
+            self.debug_table: rows_table(debugger_rows(t, outcomes)),
+            self.obs_topk: visual.topk_hit_figure(t),
+            self.obs_retrieval: visual.retrieval_success_figure(t),
+            self.obs_accepted: visual.accepted_hist_figure(t),
+            self.obs_time: visual.time_breakdown_figure(t),
+            self.race_plot: visual.race_figure(view.traces),
+        })
+        return out
+
+    # ------------------------------------------------------------ the race
+
+    def race(self, prompt, model, with_pld, k, capacity, ngram, continuation, max_new, tree, outcomes,
+             view: View, request: gr.Request):
+        """Stream the race: one step of each lane in turn, counters live, figures now and then."""
+        try:
+            prompt = check_prompt(prompt)
+            name = check_model_choice(model)
+            settings = settings_from(k, capacity, ngram, continuation, max_new, tree)
+        except InputError as e:
+            raise gr.Error(str(e)) from None
+        if MODELS.loaded(name) is None:
+            yield {self.status_md: f"⏳ {MODELS.status(name).message} — the race starts once it is ready."}
+        try:
+            lm = MODELS.get(name)
+        except ModelLoadError as e:
+            raise gr.Error(str(e)) from None
+        methods = ["vanilla", "logitspec"] + (["pld"] if with_pld else [])
+        try:
+            lanes = model_lanes(lm, prompt, methods, settings)
+            check_context(len(lanes[0].trace.prompt_tokens), settings.max_new_tokens, lm.max_context)
+        except InputError as e:
+            raise gr.Error(str(e)) from None
+
+        session = request.session_hash if request is not None else "anonymous"
+        stop = STOPS.start(session)
+        traces = {ln.name: ln.trace for ln in lanes}
+        view = View(traces=traces, lane="logitspec", source=f"run on {lm.name}")
+        yield {self.state: view, self.status_md: f"🏁 racing on {lm.name} ({lm.device})…",
+               self.counters: counters_html(traces, True), self.download: gr.DownloadButton(visible=False)}
+        note, next_draw = "", 0.0
+        try:
+            for _ in interleave(lanes, should_stop=stop.is_set, deadline=run_deadline()):
+                out = {self.counters: counters_html(traces, True)}
+                if time.monotonic() >= next_draw and traces["logitspec"].steps:
+                    # Figures are heavy next to a small model's step: redraw them now and then
+                    # (drawing at most a fifth of the time), the counters every step.
+                    t0 = time.monotonic()
+                    out.update(self.step_outputs(view, len(traces["logitspec"].steps) - 1))
+                    out[self.text_view] = visual.text_spans(traces["logitspec"])
+                    out[self.race_plot] = visual.race_figure(traces)
+                    cost = time.monotonic() - t0
+                    next_draw = t0 + cost + max(LIVE_REDRAW_SECONDS, 4 * cost)
+                yield out
+        except RaceStopped as e:
+            note = ("⏹ stopped" if e.reason == "stopped" else
+                    f"⏱ stopped at the time limit of {Limits.from_env().run_seconds:.0f} s")
+            note += "; the explorer shows the steps decoded so far."
+            gr.Warning(note)
+            for ln in lanes:
+                if not ln.done and ln.finish is not None:
+                    ln.finish()  # the pictures need the token texts of a stopped lane too
+        finally:
+            STOPS.finish(session, stop)
+        view.step = 0
+        out = self.trace_outputs(view, outcomes)
+        res = result_of(traces)
+        out.update({
+            self.counters: counters_html(traces, False, note),
+            self.status_md: f"✅ {model_label(name)} on {lm.device}: LogitSpec "
+                            f"{res.speedups.get('logitspec', 0):.2f}× vanilla" + (f" — {note}" if note else ""),
+            self.download: gr.DownloadButton(value=write_trace_file(traces["logitspec"]), visible=True),
+        })
+        yield out
+
+    # ------------------------------------------------------------ traces
+
+    def open_trace(self, path, outcomes, view: View):
+        """Explore a trace file (shipped or uploaded); a bad file leaves the current view as it was."""
+        if not path:
+            return gr.skip()
+        p = Path(path if isinstance(path, str) else path.name)
+        try:
+            trace = read_trace_upload(p)
+            lm = MODELS.loaded(BUNDLED)
+            if lm is not None and trace.model == lm.name:  # check ids against the real vocabulary
+                trace = read_trace_upload(p, vocab_size=len(lm.tokenizer))
+        except InputError as e:
+            raise gr.Error(str(e)) from None
+        new = View(traces={trace.method: trace}, lane=trace.method, source=p.name)
+        out = self.trace_outputs(new, outcomes)
+        out[self.status_md] = (f"📂 exploring {p.name}: {len(trace.tokens)} tokens in {len(trace.steps)} "
+                               f"steps ({trace.model})")
+        out[self.counters] = counters_html(new.traces, False)
+        return out
+
+    def open_shipped(self, name, outcomes, view: View):
+        if not name or name not in {p.name for p in shipped_traces()}:
+            return gr.skip()
+        return self.open_trace(str(TRACES_DIR / name), outcomes, view)
+
+    def initial_view(self, outcomes):
+        """What a new visitor sees at once: the first shipped trace."""
+        files = shipped_traces()
+        if not files:
+            return {}
+        out = self.open_trace(str(files[0]), outcomes, View())
+        out[self.shipped] = files[0].name
+        return out
+
+    # ------------------------------------------------------------ moving through steps
+
+    def go_step(self, view: View, step):
+        return self.step_outputs(view, step)
+
+    def prev_step(self, view: View):
+        return self.step_outputs(view, view.step - 1)
+
+    def next_step(self, view: View):
+        return self.step_outputs(view, view.step + 1)
+
+    def on_span(self, view: View, evt: gr.SelectData):
+        """Clicking a token span opens the step that produced it."""
+        t, i = view.trace, selected_index(evt)
+        if t is None or i is None:
+            return gr.skip()
+        steps = visual.span_steps(t)
+        return self.step_outputs(view, steps[i]) if 0 <= i < len(steps) else gr.skip()
+
+    def on_row(self, view: View, outcomes, evt: gr.SelectData):
+        """Selecting a debugger row opens that step in the explorer."""
+        rows, r = debugger_rows(view.trace, outcomes), selected_index(evt)
+        if r is None or not 0 <= r < len(rows):
+            return gr.skip()
+        out = self.step_outputs(view, int(rows[r]["step"]))
+        out[self.tabs] = gr.Tabs(selected="explorer")
+        return out
+
+    def filter_rows(self, view: View, outcomes):
+        return rows_table(debugger_rows(view.trace, outcomes))
+
+    def tick(self, view: View):
+        """Play: the next step, stopping at the last."""
+        t = view.trace
+        if t is None or view.step >= len(t.steps) - 1:
+            return {self.play_timer: gr.Timer(active=False), self.playing: False,
+                    self.play_btn: gr.Button(value="▶ Play")}
+        return self.step_outputs(view, view.step + 1)
+
+    # ------------------------------------------------------------ layout and wiring
+
+    def build(self) -> gr.Blocks:
+        """Lay out the app and wire its events; loads no model."""
+        examples = load_examples()
+        models = allowed_models()
+        tree_choices = ["cost", "static"] if HAS_COST_TREE else ["static"]
+        from logitspec.decoders import DecodeSettings
+
+        default_tree = DecodeSettings().tree if DecodeSettings().tree in tree_choices else tree_choices[0]
+        with gr.Blocks(title="LogitSpec Explorer", delete_cache=(3600, 3600)) as demo:
+            self.state = gr.State(View())
+            self.playing = gr.State(False)
+            gr.Markdown("# 🌳 LogitSpec Explorer\nSpeculative decoding from the *next-next* token: watch "
+                        "LogitSpec race plain greedy decoding on a real model, then open any step to see "
+                        "the candidates, the retrieval and the draft tree it verified.")
+            with gr.Row():
+                with gr.Column(scale=2, min_width=320):
+                    prompt = gr.Textbox(label="Prompt", lines=6, max_lines=14, elem_id="prompt",
+                                        placeholder="Ask something, or pick an example below")
+                    gr.Examples(examples=[[p] for _, p in examples], inputs=[prompt],
+                                example_labels=[label for label, _ in examples], label="Examples")
+                    gr.Markdown("Examples: questions from [Spec-Bench](https://github.com/hemingkx/Spec-Bench) "
+                                "(Apache-2.0).", elem_id="attribution")
+                    model = gr.Dropdown(choices=[(model_label(m), m) for m in models], value=models[0],
+                                        label="Model", allow_custom_value=False, elem_id="model")
+                    with_pld = gr.Checkbox(label="Also race prompt lookup decoding (PLD)", value=False)
+                    with gr.Accordion("Decoder parameters (paper defaults)", open=False):
+                        k = gr.Slider(1, 256, value=64, step=1, label="k: next-next candidates from the logits")
+                        capacity = gr.Slider(1, 256, value=64, step=1, label="Tree capacity (tokens, root included)")
+                        ngram = gr.CheckboxGroup([1, 2, 3, 4, 5], value=[1, 2, 3], label="n-gram sizes")
+                        continuation = gr.Slider(1, 64, value=20, step=1, label="g1 continuation length")
+                        max_new = gr.Slider(1, 1024, value=128, step=1, label="Max new tokens",
+                                            elem_id="max-new")
+                        tree = gr.Radio(tree_choices, value=default_tree, label="Tree sizing",
+                                        info="cost: sized by the measured cost of a tree token on this "
+                                             "hardware; static: the paper's fixed capacity")
+                    with gr.Row():
+                        run_btn = gr.Button("▶ Run the race", variant="primary", elem_id="run")
+                        stop_btn = gr.Button("⏹ Stop", variant="stop", elem_id="stop")
+                    self.status_md = gr.Markdown("", elem_id="status")
+                with gr.Column(scale=3, min_width=420):
+                    self.counters = gr.HTML(elem_id="counters")
+                    self.race_plot = gr.Plot(label="Race: tokens against each lane's compute time",
+                                             elem_id="race-plot")
+                    self.text_view = gr.HighlightedText(
+                        label="LogitSpec output: one colour block per step (colour = tokens accepted); "
+                              "click a block to open its step",
+                        color_map=visual.ACCEPT_COLORS, show_legend=True, combine_adjacent=False,
+                        elem_id="text-view")
+            with gr.Tabs() as self.tabs:
+                with gr.Tab("Step explorer", id="explorer"):
+                    with gr.Row():
+                        prev_btn = gr.Button("◀ Previous", elem_id="prev", scale=0, min_width=120)
+                        self.slider = gr.Slider(0, 1, value=0, step=1, label="Step", elem_id="step-slider",
+                                                scale=4)
+                        next_btn = gr.Button("Next ▶", elem_id="next", scale=0, min_width=120)
+                        self.play_btn = gr.Button("▶ Play", elem_id="play", scale=0, min_width=120)
+                    self.step_label = gr.Markdown(elem_id="step-label")
+                    self.summary_md = gr.Markdown(elem_id="step-summary")
+                    self.tree_plot = gr.Plot(label="Draft tree", elem_id="tree-plot")
+                    with gr.Row():
+                        self.cand_plot = gr.Plot(label="Next-next candidates", elem_id="cand-plot")
+                        self.retrieval_view = gr.HTML(label="Retrieval", elem_id="retrieval")
+                    self.play_timer = gr.Timer(1.0, active=False)
+                with gr.Tab("Retrieval debugger", id="debugger"):
+                    gr.Markdown("Steps by retrieval outcome: **g1 matched**, **g2 rescued** (g1 failed, a "
+                                "candidate's g2 query matched) or **both failed**. Select a row to open the step.")
+                    outcome = gr.CheckboxGroup(OUTCOMES, value=OUTCOMES, label="Show", elem_id="outcome")
+                    self.debug_table = gr.Dataframe(interactive=False, wrap=True, elem_id="debug-table")
+                with gr.Tab("Observations", id="observations"):
+                    gr.Markdown("The paper's observations, measured on the run or trace you are exploring.")
+                    with gr.Row():
+                        self.obs_topk = gr.Plot(label="True next-next token within the top-k")
+                        self.obs_retrieval = gr.Plot(label="Retrieval success per step")
+                    with gr.Row():
+                        self.obs_accepted = gr.Plot(label="Accepted tokens per step")
+                        self.obs_time = gr.Plot(label="Where the time went")
+                with gr.Tab("Explain", id="explain"):
+                    gr.Markdown(EXPLAIN_MD)
+                    self._explain_figure()
+                with gr.Tab("Traces", id="traces"):
+                    gr.Markdown("Download the trace of your run, open one of the traces recorded on the "
+                                "bundled model, or upload a trace file (no model needed).")
+                    self.download = gr.DownloadButton("⬇ Download this run's trace (JSON)", visible=False,
+                                                      elem_id="download")
+                    self.shipped = gr.Dropdown([p.name for p in shipped_traces()], label="Shipped traces",
+                                               value=None, elem_id="shipped")
+                    upload = gr.File(label="Upload a trace (.json)", file_types=[".json"], type="filepath",
+                                     elem_id="upload")
+            status_timer = gr.Timer(2.0, active=False)
+
+            explorer_out = [self.slider, self.step_label, self.summary_md, self.tree_plot, self.cand_plot,
+                            self.retrieval_view, self.state]
+            trace_out = explorer_out + [self.text_view, self.debug_table, self.obs_topk, self.obs_retrieval,
+                                        self.obs_accepted, self.obs_time, self.race_plot, self.counters,
+                                        self.status_md]
+            # Drawing is light next to decoding: its own, wider lane so it never waits on a run.
+            view_kw = dict(concurrency_limit=8, concurrency_id="view", api_visibility="undocumented")
+
+            run_ev = run_btn.click(
+                self.race, [prompt, model, with_pld, k, capacity, ngram, continuation, max_new, tree, outcome,
+                            self.state],
+                trace_out + [self.download], api_name="race", concurrency_limit=1, concurrency_id="model")
+            stop_btn.click(stop_run, None, [self.status_md], cancels=[run_ev], api_name="stop",
+                           concurrency_limit=None)
+            demo.unload(on_leave)
+
+            model.change(pick_model, [model], [self.status_md, status_timer], concurrency_limit=None)
+            status_timer.tick(model_status, [model], [self.status_md, status_timer], concurrency_limit=None)
+            demo.load(model_status, [model], [self.status_md, status_timer], concurrency_limit=None)
+            demo.load(self.initial_view, [outcome], trace_out + [self.shipped], **view_kw)
+
+            self.slider.release(self.go_step, [self.state, self.slider], explorer_out, **view_kw)
+            prev_btn.click(self.prev_step, [self.state], explorer_out, **view_kw)
+            next_btn.click(self.next_step, [self.state], explorer_out, **view_kw)
+            self.play_btn.click(toggle_play, [self.playing], [self.playing, self.play_timer, self.play_btn],
+                                concurrency_limit=None)
+            self.play_timer.tick(self.tick, [self.state],
+                                 explorer_out + [self.play_timer, self.playing, self.play_btn], **view_kw)
+            self.text_view.select(self.on_span, [self.state], explorer_out, **view_kw)
+            self.debug_table.select(self.on_row, [self.state, outcome], explorer_out + [self.tabs], **view_kw)
+            outcome.change(self.filter_rows, [self.state, outcome], [self.debug_table], **view_kw)
+            self.shipped.input(self.open_shipped, [self.shipped, outcome, self.state], trace_out, **view_kw)
+            upload.upload(self.open_trace, [upload, outcome, self.state], trace_out, api_name="open_trace",
+                          **view_kw)
+        return demo
+
+    @staticmethod
+    def _explain_figure() -> None:
+        """An illustrated step: the shipped step that accepted the most tokens."""
+        files = shipped_traces()
+        if not files:
+            return
+        t = RunTrace.load(files[0])
+        best = max(range(len(t.steps)), key=lambda i: len(t.steps[i].tokens))
+        gr.Markdown(f"An example: step {best} of the shipped trace `{files[0].name}` accepted "
+                    f"{len(t.steps[best].tokens)} tokens in one forward pass.")
+        gr.Plot(value=visual.tree_figure(t, best), label="Example draft tree")
+
+
+def build_app() -> gr.Blocks:
+    """The Blocks app; building it loads no model."""
+    return ExplorerUI().build()
+
+
+def main() -> None:
+    """Serve the app; the default model starts loading in the background at once."""
+    demo = build_app()
+    MODELS.preload(allowed_models()[0])
+    demo.queue(default_concurrency_limit=1, max_size=64).launch(
+        show_error=True, theme=gr.themes.Soft(), css=CSS)
+
+
+if __name__ == "__main__":
+    main()

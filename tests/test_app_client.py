@@ -1,0 +1,164 @@
+"""The launched app, driven through gradio_client like any API user would.
+
+The app runs as a subprocess on a free loopback port with the bundled model; the race's
+LogitSpec trace must equal a vanilla run made here on the same prompt and settings.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PROMPT = "Write a Python function that returns the sum of a list of numbers."
+MAX_NEW = 24
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_app(log_path: Path, env_extra: dict[str, str] | None = None, timeout: float = 180.0):
+    """Start app.py on a free port; return (process, url) once it answers."""
+    port = free_port()
+    env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port),
+           "GRADIO_ANALYTICS_ENABLED": "False", "LOGITSPEC_THREADS": "2", **(env_extra or {})}
+    log = open(log_path, "w")
+    proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"app.py exited with {proc.returncode}:\n{log_path.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                if r.status == 200:
+                    return proc, url
+        except OSError:
+            time.sleep(0.5)
+    proc.kill()
+    raise RuntimeError(f"app.py did not answer within {timeout:.0f} s:\n{log_path.read_text()[-3000:]}")
+
+
+def stop_app(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory):
+    proc, url = start_app(tmp_path_factory.mktemp("app") / "app.log")
+    yield url
+    stop_app(proc)
+
+
+@pytest.fixture(scope="module")
+def client(app_url):
+    from gradio_client import Client
+
+    return Client(app_url, verbose=False)
+
+
+def race_args(prompt: str, model: str = "bundled", max_new: int = MAX_NEW) -> dict:
+    return dict(prompt=prompt, model=model, with_pld=False, k=64, capacity=64, ngram=[1, 2, 3],
+                continuation=20, max_new=max_new, tree="static",
+                outcomes=["g1 matched", "g2 rescued", "both failed"])
+
+
+def trace_file(result) -> Path:
+    """The downloaded trace among the race's outputs (the last one)."""
+    last = result[-1]
+    path = last.get("value", last) if isinstance(last, dict) else last
+    return Path(path)
+
+
+@pytest.mark.slow
+def test_race_trace_equals_vanilla(client, bundled):
+    from logitspec.decoders import DecodeSettings
+    from logitspec.runner import run_trace
+    from logitspec.trace import RunTrace
+
+    result = client.predict(*race_args(PROMPT).values(), api_name="/race")
+    trace = RunTrace.load(trace_file(result))
+    assert trace.method == "logitspec" and trace.model == "SmolLM2-135M-Instruct"
+    assert len(trace.tokens) == MAX_NEW  # a code answer does not end within 24 tokens
+
+    vanilla = run_trace(bundled, PROMPT, "vanilla", DecodeSettings(max_new_tokens=MAX_NEW, tree="static"))
+    assert trace.tokens == vanilla.tokens
+    assert trace.prompt_tokens == vanilla.prompt_tokens
+    # The counters report the measured race and its verdict.
+    counters = next(r for r in result if isinstance(r, str) and "forward passes" in r)
+    assert "identical to vanilla" in counters
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("prompt, message", [("", "prompt is empty"), ("   \n ", "prompt is empty"),
+                                             ("bad \x07 bell", "control character")])
+def test_bad_prompt_returns_a_message(client, prompt, message):
+    from gradio_client.exceptions import AppError
+
+    with pytest.raises(AppError, match=message):
+        client.predict(*race_args(prompt).values(), api_name="/race")
+
+
+@pytest.mark.slow
+def test_models_off_the_allow_list_are_refused(client):
+    from gradio_client.exceptions import AppError
+
+    with pytest.raises(AppError, match="not offered|not in the list of choices"):
+        client.predict(*race_args(PROMPT, model="/etc/passwd").values(), api_name="/race")
+
+
+@pytest.mark.slow
+def test_out_of_range_settings_are_refused(client):
+    from gradio_client.exceptions import AppError
+
+    args = race_args(PROMPT, max_new=5000)
+    with pytest.raises(AppError, match="max new tokens must be a whole number from 1 to 1024"):
+        client.predict(*args.values(), api_name="/race")
+
+
+@pytest.mark.slow
+def test_a_bad_upload_returns_a_message_and_a_good_one_opens(client, tmp_path):
+    from gradio_client import handle_file
+    from gradio_client.exceptions import AppError
+
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"steps": [1, 2', encoding="utf-8")
+    with pytest.raises(AppError, match="truncated"):
+        client.predict(handle_file(str(bad)), ["g1 matched"], api_name="/open_trace")
+    shipped = sorted((ROOT / "traces").glob("*.json"))[0]
+    out = client.predict(handle_file(str(shipped)), ["g1 matched"], api_name="/open_trace")
+    status = next(r for r in out if isinstance(r, str) and r.startswith("📂"))
+    assert shipped.name in status
+
+
+@pytest.mark.slow
+def test_stop_frees_the_worker_for_the_next_run(client, app_url):
+    from gradio_client import Client
+    from gradio_client.utils import Status
+
+    job = client.submit(*race_args(PROMPT, max_new=400).values(), api_name="/race")
+    t0 = time.monotonic()
+    while job.status().code != Status.ITERATING:
+        assert time.monotonic() - t0 < 120, "the long race never started"
+        time.sleep(0.2)
+    time.sleep(1.0)  # a few steps in
+    client.predict(api_name="/stop")
+    # Another user's short race now gets the worker at once: it is not queued behind 400 tokens.
+    other = Client(app_url, verbose=False)
+    t1 = time.monotonic()
+    other.predict(*race_args(PROMPT, max_new=8).values(), api_name="/race")
+    assert time.monotonic() - t1 < 30
+    assert job.done()

@@ -20,7 +20,7 @@ from logitspec.limits import InputError, Limits, check_context, check_prompt, ch
 from logitspec.models import ModelLoadError
 from logitspec.race import RaceStopped, interleave, lane_stats, model_lanes, result_of
 from logitspec.session import (BUNDLED, ModelCache, StopSignals, allowed_models, check_model_choice,
-                               model_label, read_trace_upload, run_deadline)
+                               model_label, read_trace_upload, run_deadline, warm_cost_curves)
 from logitspec.trace import RunTrace
 
 ROOT = Path(__file__).resolve().parent
@@ -33,7 +33,7 @@ OUTCOMES = ["g1 matched", "g2 rescued", "both failed"]
 LIVE_REDRAW_SECONDS = 2.0  # the least time between redraws of the heavy figures during a race
 HAS_COST_TREE = importlib.util.find_spec("logitspec.costmodel") is not None
 
-MODELS = ModelCache()
+MODELS = ModelCache(warm=warm_cost_curves)
 STOPS = StopSignals()
 
 
@@ -176,7 +176,7 @@ def selected_index(evt: gr.SelectData | None) -> int | None:
 def stop_run(request: gr.Request):
     """Stop this user's run; it ends before its next decoding step."""
     if request is not None and STOPS.stop(request.session_hash):
-        return "⏹ stopping…"
+        return "Stopping…"
     return gr.skip()
 
 
@@ -191,10 +191,10 @@ def model_status(model):
     try:
         name = check_model_choice(model)
     except InputError as e:
-        return f"⚠️ {e}", gr.Timer(active=False)
+        return f"**Model:** {e}", gr.Timer(active=False)
     st = MODELS.status(name)
-    icon = {"ready": "✅", "loading": "⏳", "failed": "⚠️", "idle": "💤"}[st.state]
-    text = f"{icon} {st.message}"
+    word = {"ready": "ready", "loading": "loading", "failed": "failed", "idle": "not loaded"}[st.state]
+    text = f"**Model {word}:** {st.message}"
     if st.state == "idle":
         text += " — it loads when you press Run."
     return text, gr.Timer(active=st.state == "loading")
@@ -214,7 +214,7 @@ def pick_model(model):
 
 def toggle_play(is_playing: bool):
     is_playing = not is_playing
-    return is_playing, gr.Timer(active=is_playing), gr.Button(value="⏸ Pause" if is_playing else "▶ Play")
+    return is_playing, gr.Timer(active=is_playing), gr.Button(value="❚❚ Pause" if is_playing else "▶ Play")
 
 
 class ExplorerUI:
@@ -231,7 +231,7 @@ class ExplorerUI:
         i = view.step
         return {
             self.slider: gr.Slider(minimum=0, maximum=max(1, len(t.steps) - 1), value=i, step=1),
-            self.step_label: f"### Step {i} of {len(t.steps) - 1}  ·  lane: {t.method}",
+            self.step_label: f"### Step {i} (steps 0–{len(t.steps) - 1})  ·  {t.method}",
             self.summary_md: visual.step_summary_md(t, i),
             self.tree_plot: visual.tree_figure(t, i),
             self.cand_plot: visual.candidates_figure(t, i),
@@ -268,7 +268,7 @@ class ExplorerUI:
         except InputError as e:
             raise gr.Error(str(e)) from None
         if MODELS.loaded(name) is None:
-            yield {self.status_md: f"⏳ {MODELS.status(name).message} — the race starts once it is ready."}
+            yield {self.status_md: f"**Loading the model:** {MODELS.status(name).message} — the race starts once it is ready."}
         try:
             lm = MODELS.get(name)
         except ModelLoadError as e:
@@ -284,7 +284,7 @@ class ExplorerUI:
         stop = STOPS.start(session)
         traces = {ln.name: ln.trace for ln in lanes}
         view = View(traces=traces, lane="logitspec", source=f"run on {lm.name}")
-        yield {self.state: view, self.status_md: f"🏁 racing on {lm.name} ({lm.device})…",
+        yield {self.state: view, self.status_md: f"**Racing** on {lm.name} ({lm.device})…",
                self.counters: counters_html(traces, True), self.download: gr.DownloadButton(visible=False)}
         note, next_draw = "", 0.0
         try:
@@ -301,8 +301,8 @@ class ExplorerUI:
                     next_draw = t0 + cost + max(LIVE_REDRAW_SECONDS, 4 * cost)
                 yield out
         except RaceStopped as e:
-            note = ("⏹ stopped" if e.reason == "stopped" else
-                    f"⏱ stopped at the time limit of {Limits.from_env().run_seconds:.0f} s")
+            note = ("Stopped" if e.reason == "stopped" else
+                    f"Stopped at the time limit of {Limits.from_env().run_seconds:.0f} s")
             note += "; the explorer shows the steps decoded so far."
             gr.Warning(note)
             for ln in lanes:
@@ -315,7 +315,7 @@ class ExplorerUI:
         res = result_of(traces)
         out.update({
             self.counters: counters_html(traces, False, note),
-            self.status_md: f"✅ {model_label(name)} on {lm.device}: LogitSpec "
+            self.status_md: f"**Done:** {model_label(name)} on {lm.device}: LogitSpec "
                             f"{res.speedups.get('logitspec', 0):.2f}× vanilla" + (f" — {note}" if note else ""),
             self.download: gr.DownloadButton(value=write_trace_file(traces["logitspec"]), visible=True),
         })
@@ -337,7 +337,7 @@ class ExplorerUI:
             raise gr.Error(str(e)) from None
         new = View(traces={trace.method: trace}, lane=trace.method, source=p.name)
         out = self.trace_outputs(new, outcomes)
-        out[self.status_md] = (f"📂 exploring {p.name}: {len(trace.tokens)} tokens in {len(trace.steps)} "
+        out[self.status_md] = (f"**Exploring** {p.name}: {len(trace.tokens)} tokens in {len(trace.steps)} "
                                f"steps ({trace.model})")
         out[self.counters] = counters_html(new.traces, False)
         return out
@@ -408,7 +408,7 @@ class ExplorerUI:
         with gr.Blocks(title="LogitSpec Explorer", delete_cache=(3600, 3600)) as demo:
             self.state = gr.State(View())
             self.playing = gr.State(False)
-            gr.Markdown("# 🌳 LogitSpec Explorer\nSpeculative decoding from the *next-next* token: watch "
+            gr.Markdown("# LogitSpec Explorer\nSpeculative decoding from the *next-next* token: watch "
                         "LogitSpec race plain greedy decoding on a real model, then open any step to see "
                         "the candidates, the retrieval and the draft tree it verified.")
             with gr.Row():
@@ -434,7 +434,7 @@ class ExplorerUI:
                                              "hardware; static: the paper's fixed capacity")
                     with gr.Row():
                         run_btn = gr.Button("▶ Run the race", variant="primary", elem_id="run")
-                        stop_btn = gr.Button("⏹ Stop", variant="stop", elem_id="stop")
+                        stop_btn = gr.Button("■ Stop", variant="stop", elem_id="stop")
                     self.status_md = gr.Markdown("", elem_id="status")
                 with gr.Column(scale=3, min_width=420):
                     self.counters = gr.HTML(elem_id="counters")
@@ -445,7 +445,7 @@ class ExplorerUI:
                               "click a block to open its step",
                         color_map=visual.ACCEPT_COLORS, show_legend=True, combine_adjacent=False,
                         elem_id="text-view")
-            with gr.Tabs() as self.tabs:
+            with gr.Tabs(elem_id="tabs") as self.tabs:
                 with gr.Tab("Step explorer", id="explorer"):
                     with gr.Row():
                         prev_btn = gr.Button("◀ Previous", elem_id="prev", scale=0, min_width=120)
@@ -479,7 +479,7 @@ class ExplorerUI:
                 with gr.Tab("Traces", id="traces"):
                     gr.Markdown("Download the trace of your run, open one of the traces recorded on the "
                                 "bundled model, or upload a trace file (no model needed).")
-                    self.download = gr.DownloadButton("⬇ Download this run's trace (JSON)", visible=False,
+                    self.download = gr.DownloadButton("Download this run's trace (JSON)", visible=False,
                                                       elem_id="download")
                     self.shipped = gr.Dropdown([p.name for p in shipped_traces()], label="Shipped traces",
                                                value=None, elem_id="shipped")

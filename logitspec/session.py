@@ -66,8 +66,9 @@ class ModelCache:
     request, so a passing network or disk fault does not stick.
     """
 
-    def __init__(self, loader=None, keep: int = 2) -> None:
+    def __init__(self, loader=None, keep: int = 2, warm=None) -> None:
         self._loader = loader
+        self._warm = warm  # run once on each freshly loaded model, before it is served
         self._keep = keep
         self._models: dict[str, object] = {}
         self._status: dict[str, ModelStatus] = {}
@@ -96,6 +97,12 @@ class ModelCache:
             try:
                 configure_threads()
                 lm = (self._loader or load_model)(name)
+                if self._warm is not None:
+                    with self._guard:
+                        self._status[name] = ModelStatus(
+                            "loading", f"measuring what a draft-tree token costs on this hardware "
+                                       f"for {model_label(name)}…")
+                    self._warm(lm)
             except ModelLoadError as e:
                 with self._guard:
                     self._status[name] = ModelStatus("failed", str(e))
@@ -133,6 +140,20 @@ class ModelCache:
         t = threading.Thread(target=work, name=f"load-{name}", daemon=True)
         t.start()
         return t
+
+
+def warm_cost_curves(lm, contexts: tuple[int, ...] = (100, 200, 400), capacity: int = 64) -> None:
+    """Measure the cost-aware tree's forward-cost curves now, for the usual context lengths.
+
+    The curves are measured once per model and context bucket; doing it at load time keeps
+    that one-off calibration out of the first races' LogitSpec clock.
+    """
+    try:
+        from .costmodel import cost_curve_for
+    except ImportError:  # an engine without the cost-aware tree has nothing to measure
+        return
+    for ctx in contexts:
+        cost_curve_for(lm.model, ctx, capacity)
 
 
 # ---------------------------------------------------------------- cancellation per user

@@ -140,7 +140,7 @@ def test_a_bad_upload_returns_a_message_and_a_good_one_opens(client, tmp_path):
         client.predict(handle_file(str(bad)), ["g1 matched"], api_name="/open_trace")
     shipped = sorted((ROOT / "traces").glob("*.json"))[0]
     out = client.predict(handle_file(str(shipped)), ["g1 matched"], api_name="/open_trace")
-    status = next(r for r in out if isinstance(r, str) and r.startswith("📂"))
+    status = next(r for r in out if isinstance(r, str) and r.startswith("**Exploring**"))
     assert shipped.name in status
 
 

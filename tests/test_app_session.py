@@ -162,3 +162,17 @@ def test_unknown_model_ids_must_be_in_the_traces_own_table(tmp_path):
     d["steps"][0]["tokens"][0] = 900_000
     with pytest.raises(InputError, match="token table does not know"):
         read_trace_upload(_write(tmp_path, json.dumps(d)))
+
+
+def test_warm_up_runs_on_a_fresh_model_before_it_is_ready():
+    seen: list[tuple[str, str]] = []
+    cache: ModelCache
+
+    def warm(lm) -> None:
+        seen.append((lm.name, cache.status(lm.name).message))
+
+    cache = ModelCache(loader=_Loaded, warm=warm)
+    cache.get("m")
+    cache.get("m")
+    assert len(seen) == 1 and seen[0][0] == "m" and "draft-tree token costs" in seen[0][1]
+    assert cache.status("m").state == "ready"

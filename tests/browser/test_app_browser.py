@@ -1,0 +1,139 @@
+"""The app in a real browser (Debian's chromium through Playwright): pick, run, explore.
+
+Screenshots go to artifacts/browser/; the race, explorer and debugger ones are copied to
+docs/img/ for the README.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from test_app_client import start_app, stop_app
+
+ROOT = Path(__file__).resolve().parents[2]
+SHOTS = ROOT / "artifacts" / "browser"
+DOCS = ROOT / "docs" / "img"
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]
+MAX_NEW = 40
+
+
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory):
+    proc, url = start_app(tmp_path_factory.mktemp("browser-app") / "app.log")
+    yield url
+    stop_app(proc)
+
+
+@pytest.fixture(scope="module")
+def page(app_url):
+    from playwright.sync_api import sync_playwright
+
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (make browser does)")
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        pg = browser.new_page(viewport={"width": 1440, "height": 1000})
+        pg.goto(app_url, wait_until="domcontentloaded")
+        yield pg
+        browser.close()
+
+
+def tree_data(page) -> str:
+    """The tree plot's traces as JSON (what Plotly actually drew)."""
+    return page.evaluate("""() => {
+        const el = document.querySelector('#tree-plot .js-plotly-plot');
+        if (!el || !el.data) return '';
+        return JSON.stringify(el.data.map(t => [t.x, t.y, t.text, t.hovertext]));
+    }""")
+
+
+def shot(page, name: str, from_selector: str | None = None, height: int = 1000) -> Path:
+    """A screenshot of the page: the top of it, or `height` pixels from an element down."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    path = SHOTS / f"{name}.png"
+    if from_selector is None:
+        page.evaluate("window.scrollTo(0, 0)")
+        page.wait_for_timeout(300)
+        page.screenshot(path=str(path))
+    else:
+        top = page.evaluate("(s) => document.querySelector(s).getBoundingClientRect().top + window.scrollY",
+                            from_selector)
+        width = page.viewport_size["width"]
+        page.screenshot(path=str(path), full_page=True,
+                        clip={"x": 0, "y": max(0, top - 10), "width": width, "height": height})
+    return path
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_pick_run_and_explore(page):
+    from playwright.sync_api import expect
+    # The shipped trace is on show at once, before any model work.
+    page.wait_for_selector("#tree-plot .js-plotly-plot", timeout=60_000)
+    assert "Step 0 (steps 0–" in page.locator("#step-label").inner_text()
+
+    # Pick the code example and keep the run short.
+    page.get_by_role("button", name="Code").first.click()
+    expect(page.locator("#prompt textarea")).to_have_value(re.compile("Fibonacci"), timeout=10_000)
+    page.get_by_text("Decoder parameters (paper defaults)").click()
+    box = page.locator("#max-new input[type=number]")
+    box.fill(str(MAX_NEW))
+    box.press("Enter")
+    page.get_by_text("Decoder parameters (paper defaults)").click()  # fold it again
+
+    page.locator("#run").click()
+    # The race ends on its verdict: the measured speed-up and the lossless check.
+    page.wait_for_selector("#counters .verdict", timeout=240_000)
+    verdict = page.locator("#counters .verdict").inner_text()
+    assert "identical to vanilla" in verdict and "×" in verdict
+    rows = [r.split("\t") for r in page.locator("#counters tr").all_inner_texts()]
+    lanes = {cells[0].strip(" ■"): cells for cells in rows[1:]}
+    assert set(lanes) == {"vanilla", "logitspec"}
+    assert lanes["vanilla"][1].strip() == lanes["logitspec"][1].strip() == str(MAX_NEW)
+    page.wait_for_selector("#race-plot .js-plotly-plot")
+    page.wait_for_timeout(1000)
+    race_png = shot(page, "race")
+
+    # The tree plot rendered for this run's step 0.
+    assert page.locator("#tree-plot .js-plotly-plot .main-svg").count() > 0
+    assert page.locator("#tree-plot .js-plotly-plot g.point, #tree-plot .js-plotly-plot .scatterlayer path").count() > 0
+    label0 = page.locator("#step-label").inner_text()
+    assert "Step 0 (steps 0–" in label0
+    before = tree_data(page)
+    assert before
+
+    # Move to step 3 with the Next button.
+    for i in (1, 2, 3):
+        page.locator("#next").click()
+        page.wait_for_function(
+            "(n) => (document.querySelector('#step-label')?.innerText || '').includes('Step ' + n + ' (steps')", arg=i,
+            timeout=60_000)
+    page.wait_for_function("(b) => { const el = document.querySelector('#tree-plot .js-plotly-plot');"
+                           " return el && el.data && JSON.stringify(el.data.map(t => [t.x, t.y, t.text, t.hovertext])) !== b; }",
+                           arg=before, timeout=60_000)
+    after = tree_data(page)
+    assert after and after != before
+    assert "Step 3 (steps 0–" in page.locator("#step-label").inner_text()
+    page.locator("#tree-plot").scroll_into_view_if_needed()
+    page.wait_for_timeout(800)
+    explorer_png = shot(page, "explorer", "#tabs", 1200)
+
+    # The retrieval debugger lists steps by outcome.
+    page.get_by_role("tab", name="Retrieval debugger").click()
+    page.wait_for_selector("#debug-table table", timeout=30_000)
+    page.wait_for_timeout(800)
+    table_text = page.locator("#debug-table").inner_text()
+    assert any(o in table_text for o in ("g1 matched", "g2 rescued", "both failed"))
+    debugger_png = shot(page, "debugger", "#tabs", 900)
+
+    DOCS.mkdir(parents=True, exist_ok=True)
+    for src, name in ((race_png, "app-race.png"), (explorer_png, "app-explorer.png"),
+                      (debugger_png, "app-debugger.png")):
+        shutil.copyfile(src, DOCS / name)
+    (SHOTS / "steps.json").write_text(json.dumps({"step0": label0, "verdict": verdict}), encoding="utf-8")

@@ -20,6 +20,7 @@ from .tree import PRUNED_SHOWN_PER_BRANCH, PruningRule, build_static_tree, chain
 from .verify import accept_walk, compact_cache, forward_tree, prepare_inputs
 
 METHODS = ("vanilla", "pld", "logitspec")
+G2_COST_LEN = 8  # g2 continuation fetched for the cost-aware tree, which may keep it all
 
 
 @dataclass
@@ -32,7 +33,7 @@ class DecodeSettings:
     ngram_sizes: tuple[int, ...] = (1, 2, 3)
     continuation: int = 20  # g1 continuation length
     pld_tokens: int = 10  # prompt lookup's chain length
-    tree: str = "static"  # "static" (the paper's rule) or "cost" (sized by measured cost)
+    tree: str = "cost"  # "cost" (sized by measured cost) or "static" (the paper's rule)
     rule: PruningRule = field(default_factory=PruningRule)
 
     def to_dict(self) -> dict:
@@ -49,19 +50,31 @@ class Draft:
     sizing: TreeSizing | None = None
 
 
-Drafter = Callable[[int, torch.Tensor, NgramPool, DecodeSettings], Draft]
+class Drafter:
+    """Proposes each step's tree; `observe` hears the truth afterwards (root, accepted, bonus)."""
+
+    method = "vanilla"
+
+    def draft(self, root: int, logits: torch.Tensor, pool: NgramPool, context_len: int) -> Draft:
+        """Vanilla greedy drafts nothing: the tree is the root alone."""
+        return Draft(nodes=chain_tree(root, [], "root"))
+
+    def observe(self, truth: Sequence[int]) -> None:
+        pass
 
 
-def draft_vanilla(root: int, logits: torch.Tensor, pool: NgramPool, s: DecodeSettings) -> Draft:
-    """Vanilla greedy drafts nothing: the tree is the root alone."""
-    return Draft(nodes=chain_tree(root, [], "root"))
-
-
-def draft_pld(root: int, logits: torch.Tensor, pool: NgramPool, s: DecodeSettings) -> Draft:
+class PromptLookupDrafter(Drafter):
     """Prompt lookup: one chain from the longest matching n-gram (n <= 3)."""
-    sizes = [n for n in pool.sizes if n <= 3]
-    q = pool.query("pld", pool.tokens[-3:] + [root], s.pld_tokens, sizes=sizes)
-    return Draft(nodes=chain_tree(root, q.continuation, "pld"), queries=[q])
+
+    method = "pld"
+
+    def __init__(self, s: DecodeSettings) -> None:
+        self.s = s
+
+    def draft(self, root: int, logits: torch.Tensor, pool: NgramPool, context_len: int) -> Draft:
+        sizes = [n for n in pool.sizes if n <= 3]
+        q = pool.query("pld", pool.tokens[-3:] + [root], self.s.pld_tokens, sizes=sizes)
+        return Draft(nodes=chain_tree(root, q.continuation, "pld"), queries=[q])
 
 
 def retrieve(root: int, cands: Sequence[Candidate], pool: NgramPool, s: DecodeSettings) -> list[QueryRecord]:
@@ -69,29 +82,56 @@ def retrieve(root: int, cands: Sequence[Candidate], pool: NgramPool, s: DecodeSe
     tail = pool.tokens[-max(pool.sizes):] + [root]
     queries = [pool.query("g1", tail, s.continuation + PRUNED_SHOWN_PER_BRANCH)]
     for c in cands:
-        # A branch keeps at most rule.keep(rank) tokens, the candidate included; fetch only
-        # that plus the few cut tokens the picture shows.
-        want = min(s.continuation, s.rule.keep(c.rank) - 1 + PRUNED_SHOWN_PER_BRANCH)
+        if s.tree == "cost":
+            want = min(s.continuation, G2_COST_LEN)
+        else:
+            # A branch keeps at most rule.keep(rank) tokens, the candidate included; fetch
+            # only that plus the few cut tokens the picture shows.
+            want = min(s.continuation, s.rule.keep(c.rank) - 1 + PRUNED_SHOWN_PER_BRANCH)
         queries.append(pool.query("g2", tail + [c.token], want, candidate_rank=c.rank))
     return queries
 
 
-def draft_logitspec(root: int, logits: torch.Tensor, pool: NgramPool, s: DecodeSettings) -> Draft:
+class LogitSpecDrafter(Drafter):
     """Speculate the next-next token, retrieve with g1 and g2, build the draft tree."""
-    cands = speculate(logits, root, s.k)
-    queries = retrieve(root, cands, pool, s)
-    if s.tree == "cost":
-        from .costmodel import build_cost_tree  # the cost model needs run state; see costmodel
 
-        nodes, sizing = build_cost_tree(root, queries[0], list(zip(cands, queries[1:])), s)
-    else:
-        nodes = build_static_tree(root, queries[0], list(zip(cands, queries[1:])), s.capacity, s.continuation, s.rule)
-        sizing = TreeSizing("static", sum(not n.pruned for n in nodes), None, None, None, None,
-                            "paper's rule: rank-based pruning up to the fixed capacity")
-    return Draft(nodes=nodes, candidates=cands, queries=queries, sizing=sizing)
+    method = "logitspec"
+
+    def __init__(self, s: DecodeSettings, model=None) -> None:
+        self.s = s
+        self.cost = None
+        if s.tree == "cost":
+            from .costmodel import CostAwareDrafter
+
+            self.cost = CostAwareDrafter(model)
+
+    def draft(self, root: int, logits: torch.Tensor, pool: NgramPool, context_len: int) -> Draft:
+        s = self.s
+        cands = speculate(logits, root, s.k)  # speculate
+        queries = retrieve(root, cands, pool, s)  # retrieve
+        pairs = list(zip(cands, queries[1:]))
+        if self.cost is not None:  # build tree
+            nodes, sizing = self.cost.build(root, queries[0], pairs, s.capacity, s.continuation, context_len)
+        else:
+            nodes = build_static_tree(root, queries[0], pairs, s.capacity, s.continuation, s.rule)
+            sizing = TreeSizing("static", sum(not n.pruned for n in nodes), None, None, None, None,
+                                f"the paper's rule: rank-based pruning up to the fixed capacity of {s.capacity}")
+        return Draft(nodes=nodes, candidates=cands, queries=queries, sizing=sizing)
+
+    def observe(self, truth: Sequence[int]) -> None:
+        if self.cost is not None:
+            self.cost.observe(truth)
 
 
-DRAFTERS: dict[str, Drafter] = {"vanilla": draft_vanilla, "pld": draft_pld, "logitspec": draft_logitspec}
+def make_drafter(method: str, s: DecodeSettings, model=None) -> Drafter:
+    """The drafter for a method name."""
+    if method == "vanilla":
+        return Drafter()
+    if method == "pld":
+        return PromptLookupDrafter(s)
+    if method == "logitspec":
+        return LogitSpecDrafter(s, model)
+    raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
 
 
 @torch.inference_mode()
@@ -115,11 +155,9 @@ def decode(
     the first EOS (included) or at `max_new_tokens`.
     """
     s = settings or DecodeSettings()
-    if method not in DRAFTERS:
-        raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
     if not prompt:
         raise ValueError("the prompt holds no tokens")
-    drafter = DRAFTERS[method]
+    drafter = make_drafter(method, s, model)
     eos = set(int(e) for e in eos_ids)
     cache = DynamicCache(config=model.config)
 
@@ -141,7 +179,7 @@ def decode(
             return
 
         t_draft = time.perf_counter()
-        draft = drafter(root, last_logits, pool, s)  # speculate, retrieve, build tree
+        draft = drafter.draft(root, last_logits, pool, context_len)  # speculate, retrieve, build tree
         verified = [n for n in draft.nodes if not n.pruned]
         t_prep = time.perf_counter()
         inputs = prepare_inputs(model, verified, context_len)
@@ -161,6 +199,7 @@ def decode(
             compact_cache(cache, context_len, path)
             last_logits = logits[path[-1]]
         pool.extend(tokens)
+        drafter.observe(tokens if done else tokens + [bonus])
         t_end = time.perf_counter()
         yield StepRecord(
             index=index, method=method, context_len=context_len, root=root, tokens=tokens,

@@ -1,0 +1,106 @@
+"""The cost-aware tree's choices on synthetic cost curves, and how it learns."""
+from __future__ import annotations
+
+import pytest
+
+from logitspec.costmodel import AcceptanceStats, CostAwareDrafter, CostCurve
+from logitspec.retrieval import NgramPool
+from logitspec.trace import Candidate
+
+
+def curve(fn, max_n: int = 256) -> CostCurve:
+    sizes = [1, 2, 4, 8, 16, 32, 64, 128, 256]
+    return CostCurve(sizes, [fn(n) for n in sizes], 256, "cpu", "float32")
+
+
+FLAT = curve(lambda n: 0.010)  # GPU-like: a tree is nearly free
+STEEP = curve(lambda n: 0.058 + 0.002 * n)  # this machine's shape: ~3x at 64 tokens
+LINEAR = curve(lambda n: 0.058 * n)  # every token costs a full pass
+
+
+def step_inputs(k: int = 64):
+    """A context with repeats so g1 and g2 find continuations, plus k candidates."""
+    text = [5, 6, 7, 8, 9, 10, 11, 12] * 4 + [5, 6, 7]
+    pool = NgramPool((1, 2, 3), text)
+    root = 8
+    tail = pool.tokens[-3:] + [root]
+    g1 = pool.query("g1", tail, 20)
+    cands = [Candidate(rank=r, token=100 + r, logit=-r, prob=0.5 / (r + 1)) for r in range(1, k + 1)]
+    cands[0] = Candidate(rank=1, token=9, logit=0.0, prob=0.4)  # the true next-next token
+    g2 = [(c, pool.query("g2", tail + [c.token], 8, candidate_rank=c.rank)) for c in cands]
+    return root, g1, g2
+
+
+def build(c: CostCurve, capacity: int = 64, stats: AcceptanceStats | None = None):
+    d = CostAwareDrafter(model=None, stats=stats or AcceptanceStats(), curve=c)
+    root, g1, g2 = step_inputs()
+    nodes, sizing = d.build(root, g1, g2, capacity=capacity, g1_len=20, context_len=40)
+    return d, nodes, sizing
+
+
+def verified(nodes):
+    return [n for n in nodes if not n.pruned]
+
+
+def test_flat_curve_fills_the_capacity():
+    _, nodes, sizing = build(FLAT, capacity=64)
+    assert len(verified(nodes)) == 64 == sizing.size
+    assert sizing.mode == "cost"
+
+
+def test_steep_curve_keeps_a_small_tree_of_likely_nodes():
+    _, nodes, sizing = build(STEEP)
+    v = verified(nodes)
+    assert 2 <= len(v) < 64
+    # Everything kept is at least as likely as anything left out (the frontier shown pruned).
+    kept = min(n.accept_prob for n in v[1:])
+    cut = [n.accept_prob for n in nodes if n.pruned]
+    assert cut and kept >= max(cut)
+
+
+def test_linear_curve_verifies_the_root_alone():
+    _, nodes, sizing = build(LINEAR)
+    assert len(verified(nodes)) == 1 and sizing.size == 1
+    assert "stops here" in sizing.reason
+
+
+def test_sizing_matches_the_chosen_tree_and_its_stopping_rule():
+    for c in (STEEP, FLAT):
+        _, nodes, sizing = build(c, capacity=32)
+        v = verified(nodes)
+        expected = 1 + sum(n.accept_prob for n in v[1:])
+        assert sizing.expected_accepted == pytest.approx(expected, abs=1e-4)
+        assert sizing.expected_seconds == pytest.approx(c(len(v)))
+        if sizing.next_gain is not None:
+            rate_now = sizing.expected_accepted / sizing.expected_seconds
+            rate_next = (sizing.expected_accepted + sizing.next_gain) / sizing.next_seconds
+            assert rate_next <= rate_now + 1e-9 or len(v) == 32
+
+
+def test_trie_holds_no_token_twice_under_a_parent():
+    _, nodes, _ = build(FLAT)
+    seen = set()
+    for n in nodes:
+        assert (n.parent, n.token) not in seen
+        seen.add((n.parent, n.token))
+    ids = {n.id for n in nodes}
+    assert all(n.parent in ids for n in nodes if n.parent >= 0)
+    # Parents come before children among verified nodes.
+    v = verified(nodes)
+    assert all(v[i].parent < i for i in range(1, len(v)))
+
+
+def test_observing_the_truth_raises_the_right_kinds_and_lowers_the_wrong():
+    stats = AcceptanceStats()
+    d, nodes, _ = build(STEEP, stats=stats)
+    first = {n.token: n for n in nodes if n.depth == 1}
+    right_key = d._info[d._full.child(0, 9)].key
+    wrong_id = d._full.child(0, 102)
+    wrong_key = d._info[wrong_id].key
+    before_right, before_wrong = stats.p(right_key), stats.p(wrong_key)
+    for _ in range(5):
+        d, _, _ = build(STEEP, stats=stats)
+        d.observe([8, 9, 10, 11])  # root 8, then the true tokens 9, 10, 11
+    assert 9 in first
+    assert stats.p(right_key) > before_right
+    assert stats.p(wrong_key) < before_wrong

@@ -29,15 +29,23 @@ def bundled():
 @pytest.fixture(scope="session")
 def tiny_llama():
     """A seeded 2-layer Llama (rotary positions), vocab 128, float32, eval mode."""
-    torch.set_num_threads(TEST_THREADS)
     return _build_tiny_llama(seed=0)
 
 
 @pytest.fixture(scope="session")
 def tiny_gpt2():
     """A seeded 2-layer GPT-2 (learned absolute positions), vocab 128, float32, eval mode."""
-    torch.set_num_threads(TEST_THREADS)
     return _build_tiny_gpt2(seed=0)
+
+
+@pytest.fixture
+def one_thread():
+    """One torch thread for the test: tiny models are all per-op overhead, and on a busy
+    machine a second thread spin-waiting costs several times the work itself."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="session")

@@ -11,6 +11,8 @@ from logitspec.trace import TreeNode
 from logitspec.verify import UnsupportedCache, accept_walk, compact_cache, forward_tree, prepare_inputs
 from tiny_models import greedy_reference
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 ATOL = 1e-4  # float32 tree batch vs one token at a time: same maths, different rounding
 
 

@@ -1,0 +1,39 @@
+"""Pictures of a LogitSpec run, drawn purely from its trace (no torch, no model).
+
+Every function takes a `logitspec.trace.RunTrace` (and a step index) and returns a Plotly
+figure, an HTML or markdown string, or plain data for a Gradio component.
+"""
+from .candidates import candidates_figure
+from .observations import (
+    accepted_hist_figure,
+    retrieval_outcomes,
+    retrieval_success_figure,
+    time_breakdown_figure,
+    topk_hit_curve,
+    topk_hit_figure,
+)
+from .race import race_figure
+from .retrieval import failure_rows, retrieval_html
+from .style import ACCEPT_COLORS, PALETTE, PLOT_CONFIG
+from .text import span_steps, step_summary_md, text_spans
+from .tree import tree_figure
+
+__all__ = [
+    "ACCEPT_COLORS",
+    "PALETTE",
+    "PLOT_CONFIG",
+    "accepted_hist_figure",
+    "candidates_figure",
+    "failure_rows",
+    "race_figure",
+    "retrieval_html",
+    "retrieval_outcomes",
+    "retrieval_success_figure",
+    "span_steps",
+    "step_summary_md",
+    "text_spans",
+    "time_breakdown_figure",
+    "topk_hit_curve",
+    "topk_hit_figure",
+    "tree_figure",
+]

@@ -1,0 +1,214 @@
+"""The retrieval view of one step (HTML for gr.HTML) and the retrieval-debugger rows.
+
+Inline styles only (no <style> block), neutral colours and translucent highlights, so it
+reads on light and dark themes and survives any HTML sanitising.
+"""
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from logitspec.trace import QueryRecord, RunTrace, StepRecord
+
+from .data import (
+    BOTH_FAILED,
+    G1_MATCHED,
+    G2_RESCUED,
+    NO_RETRIEVAL,
+    PLD_FAILED,
+    PLD_MATCHED,
+    branch_nodes,
+    candidate_by_rank,
+    context_before,
+    get_step,
+    ngram_text,
+    outcome,
+    step_position,
+    tok,
+)
+
+SNIPPET_BEFORE = 12  # context tokens shown before a match
+SNIPPET_AFTER = 4  # context tokens shown after the continuation
+
+_TEXT = "color:var(--body-text-color, inherit)"
+_MUTED = "color:var(--body-text-color-subdued, #888)"
+_BORDER = "var(--border-color-primary, rgba(128,128,128,0.45))"
+_RGBA = {
+    "match": "rgba(0,114,178,0.28)",  # blue: the matched n-gram
+    "cont": "rgba(230,159,0,0.30)",  # orange: the continuation taken
+    "hit": "rgba(0,158,115,0.25)",
+    "miss": "rgba(213,94,0,0.22)",
+    "accepted": "rgba(0,158,115,0.35)",
+    "verified": "rgba(128,128,128,0.22)",
+}
+_SOLID = {"match": "#0072B2", "cont": "#E69F00", "hit": "#009E73", "miss": "#D55E00",
+          "accepted": "#009E73", "verified": "#8C8C8C", "pruned": "#8C8C8C", "unused": "#8C8C8C"}
+_MONO = "font-family:'DejaVu Sans Mono',Menlo,Consolas,monospace"
+
+OUTCOME_WORDS = {
+    G1_MATCHED: "g1 matched: the root's own lookup found a continuation",
+    G2_RESCUED: "g2 rescued: g1 found nothing, a candidate's lookup did",
+    BOTH_FAILED: "both failed: no lookup found a continuation",
+    PLD_MATCHED: "prompt lookup matched",
+    PLD_FAILED: "prompt lookup failed",
+    NO_RETRIEVAL: "no retrieval (this decoder drafts nothing)",
+}
+
+
+def _e(s: str) -> str:
+    return html.escape(s, quote=True)
+
+
+def _chip(text: str, kind: str, title: str = "") -> str:
+    bg = _RGBA.get(kind, "transparent")
+    border = _SOLID.get(kind, "#8C8C8C")
+    dash = "dashed" if kind in ("pruned", "unused") else "solid"
+    extra = "opacity:0.75;" if kind == "unused" else ""
+    t = f' title="{_e(title)}"' if title else ""
+    return (f'<span{t} style="{_MONO};display:inline-block;padding:1px 5px;margin:1px 2px;border-radius:4px;'
+            f'background:{bg};border:1.5px {dash} {border};{_TEXT};white-space:pre;{extra}">{_e(text)}</span>')
+
+
+def _snippet_text(trace: RunTrace, t: int) -> str:
+    return trace.text_of(t).replace("\n", "⏎").replace("\t", "⇥")
+
+
+def _snippet(trace: RunTrace, ctx: list[int], q: QueryRecord) -> str:
+    """The matched n-gram and the continuation inside a window of the context."""
+    if q.match_pos is None or q.matched_n is None:
+        return ""
+    a, b = q.match_pos, q.match_pos + q.matched_n
+    c_end = min(len(ctx), b + len(q.continuation))
+    lo, hi = max(0, a - SNIPPET_BEFORE), min(len(ctx), c_end + SNIPPET_AFTER)
+
+    def run(lo_: int, hi_: int, kind: str | None) -> str:
+        text = "".join(_snippet_text(trace, t) for t in ctx[lo_:hi_])
+        if not text:
+            return ""
+        if kind is None:
+            return f'<span style="{_MUTED}">{_e(text)}</span>'
+        return (f'<span style="background:{_RGBA[kind]};border-bottom:2px solid {_SOLID[kind]};{_TEXT}">'
+                f"{_e(text)}</span>")
+
+    where = f"context tokens {a}..{c_end - 1} of {len(ctx)}"
+    return (f'<div style="margin:4px 0 2px 0;padding:6px 8px;border-left:3px solid {_BORDER};'
+            f'white-space:pre-wrap;line-height:1.6;{_TEXT}" title="{_e(where)}">'
+            + ("…" if lo > 0 else "") + run(lo, a, None) + run(a, b, "match") + run(b, c_end, "cont")
+            + run(c_end, hi, None) + ("…" if hi < len(ctx) else "") + "</div>")
+
+
+def _attempts(trace: RunTrace, q: QueryRecord) -> str:
+    parts = []
+    for at in q.attempts:
+        mark = "✓ matched" if at.matched else "✗"
+        parts.append(_chip(f"{at.n}-gram {ngram_text(trace, at.ngram)} {mark}", "hit" if at.matched else "miss"))
+    if not parts:
+        return f'<span style="{_MUTED}">nothing to try (too few tokens)</span>'
+    verdict = (f"<b>matched at length {q.matched_n}</b>" if q.matched
+               else f'<b style="color:{_SOLID["miss"]}">no match</b>')
+    return " ".join(parts) + f" → {verdict}"
+
+
+def _continuation(trace: RunTrace, s: StepRecord, qi: int) -> str:
+    q = s.queries[qi]
+    if not q.continuation:
+        return ""
+    on_path = set(s.accepted_path)
+    chips = []
+    pairs = branch_nodes(s, qi)
+    if q.kind == "g2":
+        pairs = pairs[1:]  # the candidate itself is shown in the header
+    for t, node in pairs:
+        if node is None:
+            kind, why = "unused", "not put in the tree"
+        elif node.pruned:
+            kind, why = "pruned", f"pruned ({node.prune_reason})"
+        elif node.id in on_path:
+            kind, why = "accepted", "verified and accepted"
+        else:
+            kind, why = "verified", "verified, rejected"
+        chips.append(_chip(tok(trace, t), kind, why))
+    return (f'<div style="margin-top:3px">continuation taken: {"".join(chips)}</div>')
+
+
+def _query_block(trace: RunTrace, s: StepRecord, qi: int, ctx: list[int]) -> str:
+    q = s.queries[qi]
+    if q.kind == "g1":
+        head = f"g1 · what followed x<sub>i+1</sub> = {_e(ngram_text(trace, [s.root]))} before?"
+    elif q.kind == "pld":
+        head = "prompt lookup · what followed the last tokens before?"
+    else:
+        cd = candidate_by_rank(s).get(q.candidate_rank)
+        ctext = _e(ngram_text(trace, [cd.token])) if cd else "?"
+        p = f", p = {cd.prob:.4f}" if cd else ""
+        head = f"g2 · candidate rank {q.candidate_rank}: {ctext}{p}"
+    color = _SOLID["hit"] if q.matched else _SOLID["miss"]
+    return (
+        f'<div style="margin:8px 0;padding:8px 10px;border:1px solid {_BORDER};border-left:6px solid {color};'
+        f'border-radius:6px;{_TEXT}">'
+        f'<div style="font-weight:600;margin-bottom:4px">{head}</div>'
+        f"<div>{_attempts(trace, q)}</div>{_snippet(trace, ctx, q)}{_continuation(trace, s, qi)}</div>"
+    )
+
+
+def retrieval_html(trace: RunTrace, step: int) -> str:
+    """Every lookup of the step: n-grams tried, the match in its context, the continuation taken."""
+    s = get_step(trace, step)
+    i = step_position(trace, step)
+    ctx = context_before(trace, step)
+    out = outcome(s) if s.forward else NO_RETRIEVAL
+    gen = len(ctx) - len(trace.prompt_tokens)
+    head = (
+        f'<div style="{_TEXT};font-size:16px;line-height:1.45">'
+        f'<div style="font-size:20px;font-weight:700;margin-bottom:4px">Retrieval at step {i + 1} of '
+        f"{len(trace.steps)}: x<sub>i+1</sub> = {_e(ngram_text(trace, [s.root]))}</div>"
+        f'<div style="{_MUTED};margin-bottom:6px">searched {len(ctx)} context tokens '
+        f"(prompt {len(trace.prompt_tokens)} + generated {gen}) · {_e(OUTCOME_WORDS.get(out, out))}</div>"
+        f'<div style="margin-bottom:6px">{_legend()}</div>'
+    )
+    if not s.queries:
+        why = ("no forward pass was needed: the root was the last token" if not s.forward
+               else "this decoder does no lookups")
+        return head + f'<div style="{_MUTED}">{_e(why)}</div></div>'
+    blocks = [_query_block(trace, s, qi, ctx) for qi, q in enumerate(s.queries) if q.kind in ("g1", "pld")]
+    g2 = [qi for qi, q in enumerate(s.queries) if q.kind == "g2"]
+    body = "".join(blocks)
+    if g2:
+        hit_ranks = [s.queries[qi].candidate_rank for qi in g2 if s.queries[qi].matched]
+        which = f" (rank{'s' if len(hit_ranks) > 1 else ''} {', '.join(map(str, hit_ranks))})" if hit_ranks else ""
+        body += (f'<details open><summary style="font-weight:600;cursor:pointer;margin-top:6px">'
+                 f"g2 · one lookup per candidate x̂<sub>i+2</sub>: {len(hit_ranks)} of {len(g2)} matched{which}"
+                 "</summary>"
+                 + "".join(_query_block(trace, s, qi, ctx) for qi in g2) + "</details>")
+    return head + body + "</div>"
+
+
+def _legend() -> str:
+    return " ".join([
+        _chip("matched n-gram", "match"), _chip("continuation", "cont"), _chip("accepted", "accepted"),
+        _chip("verified, rejected", "verified"), _chip("pruned", "pruned"), _chip("not used", "unused"),
+    ])
+
+
+def failure_rows(trace: RunTrace) -> list[dict[str, Any]]:
+    """One row per forward step for the retrieval debugger (filter on "outcome")."""
+    rows = []
+    for i, s in enumerate(trace.steps):
+        if not s.forward:
+            continue
+        first = next((q for q in s.queries if q.kind in ("g1", "pld")), None)
+        tried = " · ".join(f"{a.n}-gram {ngram_text(trace, a.ngram)} {'✓' if a.matched else '✗'}"
+                           for a in first.attempts) if first else ""
+        g2 = [q for q in s.queries if q.kind == "g2"]
+        rows.append({
+            "step": i,
+            "outcome": outcome(s),
+            "root": tok(trace, s.root),
+            "g1 n-grams tried": tried,
+            "g1 matched n": first.matched_n if first else None,
+            "g2 matches": sum(q.matched for q in g2),
+            "g2 queries": len(g2),
+            "accepted": len(s.tokens),
+        })
+    return rows
+

@@ -1,0 +1,83 @@
+"""The generated text grouped by step (for gr.HighlightedText) and one step's numbers in words."""
+from __future__ import annotations
+
+import re
+
+from logitspec.trace import RunTrace
+
+from .data import NO_RETRIEVAL, get_step, match_text, ngram_text, outcome, step_position
+from .style import ACCEPT_COLORS
+
+
+def accept_label(n: int) -> str:
+    """Label of a span: tokens its step accepted ("1", "2", "3", "4+")."""
+    return str(n) if n < 4 else "4+"
+
+
+def text_spans(trace: RunTrace) -> list[tuple[str, str | None]]:
+    """(text, label) per step, in order; the label is how many tokens that step accepted."""
+    return [("".join(trace.text_of(t) for t in s.tokens), accept_label(len(s.tokens))) for s in trace.steps]
+
+
+def span_steps(trace: RunTrace) -> list[int]:
+    """For each span of text_spans, the index of its step (a click on a span jumps there)."""
+    return list(range(len(trace.steps)))
+
+
+def _code(text: str) -> str:
+    """Inline code that survives backticks inside the token text."""
+    longest = max((len(r) for r in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms"
+
+
+def step_summary_md(trace: RunTrace, step: int) -> str:
+    """The step's numbers in a few lines of markdown."""
+    s = get_step(trace, step)
+    i = step_position(trace, step)
+    verified = sum(not n.pruned for n in s.tree)
+    pruned = len(s.tree) - verified
+    lines = [f"**Step {i + 1} of {len(trace.steps)}** · {trace.method} · x<sub>i+1</sub> = {_code(ngram_text(trace, [s.root]))}", ""]
+    drafts = max(0, len(s.tokens) - 1)
+    lines.append(f"- **Tokens committed:** {len(s.tokens)} (x<sub>i+1</sub> + {drafts} accepted draft "
+                 f"token{'s' if drafts != 1 else ''}): {_code(ngram_text(trace, s.tokens))}")
+    if s.bonus is not None:
+        lines.append(f"- **Bonus token** (the model's next choice, next step's root): {_code(ngram_text(trace, [s.bonus]))}")
+    if not s.forward:
+        lines.append("- **No forward pass:** the root was the last token wanted.")
+    else:
+        lines.append(f"- **Draft tree:** {verified} verified in one forward pass, {pruned} pruned token"
+                     f"{'s' if pruned != 1 else ''} kept for the picture")
+        out = outcome(s)
+        if out != NO_RETRIEVAL:
+            first = next((q for q in s.queries if q.kind in ("g1", "pld")), None)
+            g2 = [q for q in s.queries if q.kind == "g2"]
+            detail = f"{first.kind}: {match_text(trace, first)}" if first else ""
+            if g2:
+                detail += f"; g2: {sum(q.matched for q in g2)} of {len(g2)} candidates matched"
+            lines.append(f"- **Retrieval:** {out} ({detail})")
+        total = s.seconds
+        lines.append(f"- **Time:** {total * 1000:.1f} ms = draft {_ms(s.draft_seconds)} + forward "
+                     f"{_ms(s.forward_seconds)} + bookkeeping {_ms(s.bookkeeping_seconds)}")
+    if s.sizing is not None:
+        z = s.sizing
+        line = f"- **Tree size:** {z.size} ({z.mode}) — {z.reason}"
+        if z.expected_accepted is not None and z.expected_seconds is not None:
+            line += (f"; expected {z.expected_accepted:.2f} tokens per pass for "
+                     f"{z.expected_seconds * 1000:.1f} ms")
+        if z.next_gain is not None and z.next_seconds is not None:
+            line += (f"; one more node would add {z.next_gain:.3f} tokens at "
+                     f"{z.next_seconds * 1000:.1f} ms")
+        lines.append(line)
+    done = sum(len(x.tokens) for x in trace.steps[: i + 1])
+    lines.append(f"- **So far:** {done} tokens in {i + 1} steps "
+                 f"({done / (i + 1):.2f} per step)")
+    return "\n".join(lines)
+
+
+__all__ = ["ACCEPT_COLORS", "accept_label", "span_steps", "step_summary_md", "text_spans"]

@@ -58,7 +58,7 @@ def measure_cost_curve(model, context_len: int = 256, max_n: int = 64, rounds: i
     """
     from transformers import DynamicCache
 
-    from .verify import forward_tree, prepare_inputs
+    from .verify import prepare_inputs, verify_tree
 
     device = model.device
     vocab = int(model.config.vocab_size)
@@ -83,7 +83,7 @@ def measure_cost_curve(model, context_len: int = 256, max_n: int = 64, rounds: i
             if device.type == "cuda":
                 torch.cuda.synchronize()
             t = time.perf_counter()
-            forward_tree(model, cache, inputs)
+            verify_tree(model, cache, trees[n], inputs)
             if r:
                 runs[n].append(time.perf_counter() - t)
             for layer in cache.layers:

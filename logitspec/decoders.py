@@ -17,7 +17,7 @@ from .retrieval import NgramPool
 from .speculation import speculate
 from .trace import Candidate, QueryRecord, StepRecord, TreeNode, TreeSizing
 from .tree import PRUNED_SHOWN_PER_BRANCH, PruningRule, build_static_tree, chain_tree
-from .verify import accept_walk, compact_cache, forward_tree, prepare_inputs
+from .verify import compact_cache, prepare_inputs, verify_tree
 
 METHODS = ("vanilla", "pld", "logitspec")
 G2_COST_LEN = 8  # g2 continuation fetched for the cost-aware tree, which may keep it all
@@ -184,9 +184,8 @@ def decode(
         t_prep = time.perf_counter()
         inputs = prepare_inputs(model, verified, context_len)
         t_fwd = time.perf_counter()
-        logits, preds = forward_tree(model, cache, inputs)  # verify
+        path, bonus, next_logits = verify_tree(model, cache, verified, inputs)  # verify and accept
         t_book = time.perf_counter()
-        path, bonus = accept_walk(verified, preds)  # accept
         tokens = [verified[i].token for i in path][:remaining]
         done = False
         for j, tok in enumerate(tokens):
@@ -197,7 +196,7 @@ def decode(
         done = done or produced >= s.max_new_tokens
         if not done:
             compact_cache(cache, context_len, path)
-            last_logits = logits[path[-1]]
+            last_logits = next_logits
         pool.extend(tokens)
         drafter.observe(tokens if done else tokens + [bonus])
         t_end = time.perf_counter()

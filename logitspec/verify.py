@@ -2,7 +2,7 @@
 compaction of the KV cache down to the accepted path."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -34,19 +34,65 @@ def forward_tree(model, cache, inputs: dict) -> tuple[torch.Tensor, list[int]]:
     return logits, logits.argmax(dim=-1).tolist()
 
 
-def accept_walk(nodes: Sequence[TreeNode], preds: Sequence[int]) -> tuple[list[int], int]:
+def accept_walk(nodes: Sequence[TreeNode], preds: Sequence[int] | Callable[[int], int]) -> tuple[list[int], int]:
     """Walk from the root while the model's argmax at a node is one of its children.
 
+    `preds` gives each node's argmax (a list, or a function computing it on demand).
     Returns the accepted node ids (root first) and the bonus token: the argmax after the
     last accepted node, which is exactly what greedy decoding would emit next.
     """
+    pred = preds if callable(preds) else preds.__getitem__
     children: dict[tuple[int, int], int] = {(n.parent, n.token): n.id for n in nodes if n.parent >= 0}
     path = [0]
     while True:
-        nxt = children.get((path[-1], preds[path[-1]]))
+        nxt = children.get((path[-1], pred(path[-1])))
         if nxt is None:
-            return path, int(preds[path[-1]])
+            return path, int(pred(path[-1]))
         path.append(nxt)
+
+
+class LazyHead:
+    """Node logits computed only where the acceptance walk may need them.
+
+    The output projection (hidden -> vocabulary) is a large share of a small model's cost
+    per token. The walk needs the argmax of every node it visits, and it can only move on
+    from a node with children; so the head runs at once, in one batch, for the root and
+    every inner node, and for a leaf only if the walk arrives there (then it ends).
+    """
+
+    def __init__(self, model, hidden: torch.Tensor, nodes: Sequence[TreeNode]) -> None:
+        self.head = model.get_output_embeddings()
+        self.hidden = hidden
+        inner = sorted({0} | {n.parent for n in nodes if n.parent >= 0})
+        self.row_of = {node: i for i, node in enumerate(inner)}
+        self.logits = self.head(hidden[inner])
+        self.preds = self.logits.argmax(dim=-1).tolist()  # the step's one host sync
+        self.extra: dict[int, torch.Tensor] = {}
+
+    def row(self, node: int) -> torch.Tensor:
+        if node in self.row_of:
+            return self.logits[self.row_of[node]]
+        if node not in self.extra:
+            self.extra[node] = self.head(self.hidden[node : node + 1])[0]
+        return self.extra[node]
+
+    def argmax(self, node: int) -> int:
+        if node in self.row_of:
+            return self.preds[self.row_of[node]]
+        return int(self.row(node).argmax())
+
+
+@torch.inference_mode()
+def verify_tree(model, cache, nodes: Sequence[TreeNode], inputs: dict) -> tuple[list[int], int, torch.Tensor]:
+    """Verify the tree in one forward pass and walk it.
+
+    Returns the accepted path, the bonus token and the logits row after the last accepted
+    node (where the next step's speculation reads its candidates).
+    """
+    hidden = model.base_model(**inputs, cache=cache, use_cache=True).last_hidden_state[0]
+    head = LazyHead(model, hidden, nodes)
+    path, bonus = accept_walk(nodes, head.argmax)
+    return path, bonus, head.row(path[-1])
 
 
 def compact_cache(cache, context_len: int, path: Sequence[int]) -> None:

@@ -14,10 +14,10 @@ import torch
 from transformers import DynamicCache
 
 from .retrieval import NgramPool
-from .speculation import speculate
+from .speculation import root_probability, speculate
 from .trace import Candidate, QueryRecord, StepRecord, TreeNode, TreeSizing
 from .tree import PRUNED_SHOWN_PER_BRANCH, PruningRule, build_static_tree, chain_tree
-from .verify import compact_cache, prepare_inputs, verify_tree
+from .verify import compact_cache, crop_cache, prepare_inputs, verify_tree
 
 METHODS = ("vanilla", "pld", "logitspec")
 G2_COST_LEN = 8  # g2 continuation fetched for the cost-aware tree, which may keep it all
@@ -48,6 +48,11 @@ class Draft:
     candidates: list[Candidate] = field(default_factory=list)
     queries: list[QueryRecord] = field(default_factory=list)
     sizing: TreeSizing | None = None
+    root_prob: float | None = None
+
+
+class DecodeError(RuntimeError):
+    """Decoding cannot go on (e.g. out of accelerator memory); the message says why."""
 
 
 class Drafter:
@@ -116,7 +121,8 @@ class LogitSpecDrafter(Drafter):
             nodes = build_static_tree(root, queries[0], pairs, s.capacity, s.continuation, s.rule)
             sizing = TreeSizing("static", sum(not n.pruned for n in nodes), None, None, None, None,
                                 f"the paper's rule: rank-based pruning up to the fixed capacity of {s.capacity}")
-        return Draft(nodes=nodes, candidates=cands, queries=queries, sizing=sizing)
+        return Draft(nodes=nodes, candidates=cands, queries=queries, sizing=sizing,
+                     root_prob=root_probability(logits, root))
 
     def observe(self, truth: Sequence[int]) -> None:
         if self.cost is not None:
@@ -132,6 +138,36 @@ def make_drafter(method: str, s: DecodeSettings, model=None) -> Drafter:
     if method == "logitspec":
         return LogitSpecDrafter(s, model)
     raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+
+
+def verify_fitting(model, cache, draft: Draft, verified: list[TreeNode], context_len: int):
+    """Verify the tree; if the accelerator runs out of memory, verify a smaller tree.
+
+    Any prefix of the verified nodes is itself a tree (parents come first), so the tree is
+    halved until it fits; the nodes dropped are marked pruned for "memory". Returns the
+    path, the bonus, the next logits and when the forward pass started.
+    """
+    n = len(verified)
+    while True:
+        inputs = prepare_inputs(model, verified[:n], context_len)
+        t_fwd = time.perf_counter()
+        try:
+            path, bonus, next_logits = verify_tree(model, cache, verified[:n], inputs)
+            break
+        except torch.OutOfMemoryError as e:
+            # Layers that ran before the failure already appended to the cache.
+            crop_cache(cache, context_len)
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+            if n == 1:
+                raise DecodeError("out of accelerator memory even for a single token; "
+                                  "try a shorter prompt or fewer new tokens") from e
+            n //= 2
+    if n < len(verified):
+        for node in verified[n:]:
+            node.pruned, node.prune_reason = True, "memory"
+        del verified[n:]
+    return path, bonus, next_logits, t_fwd
 
 
 @torch.inference_mode()
@@ -182,9 +218,7 @@ def decode(
         draft = drafter.draft(root, last_logits, pool, context_len)  # speculate, retrieve, build tree
         verified = [n for n in draft.nodes if not n.pruned]
         t_prep = time.perf_counter()
-        inputs = prepare_inputs(model, verified, context_len)
-        t_fwd = time.perf_counter()
-        path, bonus, next_logits = verify_tree(model, cache, verified, inputs)  # verify and accept
+        path, bonus, next_logits, t_fwd = verify_fitting(model, cache, draft, verified, context_len)  # verify, accept
         t_book = time.perf_counter()
         tokens = [verified[i].token for i in path][:remaining]
         done = False
@@ -206,6 +240,7 @@ def decode(
             tree=draft.nodes, accepted_path=path[: len(tokens)],
             draft_seconds=t_prep - t_draft, forward_seconds=t_book - t_fwd,
             bookkeeping_seconds=(t_fwd - t_prep) + (t_end - t_book), sizing=draft.sizing,
+            root_prob=draft.root_prob,
         )
         if done:
             return

@@ -6,6 +6,12 @@ import torch
 from .trace import Candidate
 
 
+def root_probability(logits: torch.Tensor, root: int) -> float:
+    """Softmax probability of x_{i+1} in its own row of logits."""
+    logits = logits.float()
+    return float(torch.exp(logits[root] - torch.logsumexp(logits, dim=-1)))
+
+
 def speculate(logits: torch.Tensor, root: int, k: int) -> list[Candidate]:
     """Up to k next-next candidates from the row of logits whose argmax is `root` (x_{i+1}).
 

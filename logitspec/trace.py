@@ -98,6 +98,7 @@ class StepRecord:
     bookkeeping_seconds: float = 0.0
     forward: bool = True  # False only for a final commit that needed no forward pass
     sizing: TreeSizing | None = None
+    root_prob: float | None = None  # softmax probability of the root in its logits
 
     @property
     def verified_nodes(self) -> list[TreeNode]:

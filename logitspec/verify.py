@@ -95,6 +95,14 @@ def verify_tree(model, cache, nodes: Sequence[TreeNode], inputs: dict) -> tuple[
     return path, bonus, head.row(path[-1])
 
 
+def crop_cache(cache, length: int) -> None:
+    """Drop every cached entry past `length` (undoes a forward pass that failed midway)."""
+    for layer in cache.layers:
+        if getattr(layer, "keys", None) is not None and layer.keys.dim() == 4:
+            layer.keys = layer.keys[..., :length, :]
+            layer.values = layer.values[..., :length, :]
+
+
 def compact_cache(cache, context_len: int, path: Sequence[int]) -> None:
     """Keep the cached context plus the accepted path's entries, drop the rest.
 

@@ -21,13 +21,14 @@ from tiny_models import greedy_reference, repetitive_prompt
 
 def cost_tree_available() -> bool:
     try:
-        return hasattr(importlib.import_module("logitspec.costmodel"), "build_cost_tree")
+        return hasattr(importlib.import_module("logitspec.costmodel"), "CostAwareDrafter")
     except ImportError:
         return False
 
 
 HAS_COST = cost_tree_available()
-needs_cost = pytest.mark.skipif(not HAS_COST, reason="logitspec.costmodel.build_cost_tree does not exist yet")
+needs_cost = pytest.mark.skipif(not HAS_COST, reason="the cost-aware tree (logitspec.costmodel) is missing")
+TREES = ["static", "cost"] if HAS_COST else ["static"]
 
 MAX_NEW = 48  # enough for several tree steps per prompt, small enough for 2 CPU cores
 PROMPTS = lossless_prompts()
@@ -80,7 +81,7 @@ def test_eos_prompt_ends_early_on_eos(bundled):
     run = bundled_run(bundled, PROMPT_BY_ID["eos-capital"], "vanilla")
     assert len(run.tokens) < MAX_NEW and run.tokens[-1] in bundled.eos_ids
     assert "Paris" in bundled.decode(run.tokens)
-    for method, tree in [("pld", "static"), ("logitspec", "static")]:
+    for method, tree in [("pld", "static")] + [("logitspec", t) for t in TREES]:
         other = bundled_run(bundled, PROMPT_BY_ID["eos-capital"], method, tree)
         assert other.tokens == run.tokens and other.steps[-1].bonus is None
 
@@ -109,11 +110,14 @@ def test_vanilla_equals_transformers_generate(bundled, pid):
 # ----- tiny random models: two position schemes ---------------------------------------------
 
 TINY_SETTINGS = [
-    pytest.param(DecodeSettings(max_new_tokens=40), id="defaults"),
-    pytest.param(DecodeSettings(max_new_tokens=40, k=4, capacity=6, ngram_sizes=(1, 2)), id="small-tree"),
+    pytest.param(DecodeSettings(max_new_tokens=40, tree="static"), id="static"),
+    pytest.param(DecodeSettings(max_new_tokens=40, k=4, capacity=6, ngram_sizes=(1, 2), tree="static"),
+                 id="static-small"),
     pytest.param(DecodeSettings(max_new_tokens=40, k=128, capacity=128, ngram_sizes=(2, 3, 4, 5),
-                                continuation=30, pld_tokens=16), id="wide-tree"),
+                                continuation=30, pld_tokens=16, tree="static"), id="static-wide"),
     pytest.param(DecodeSettings(max_new_tokens=40, tree="cost"), id="cost", marks=needs_cost),
+    pytest.param(DecodeSettings(max_new_tokens=40, k=128, capacity=128, continuation=30, tree="cost"),
+                 id="cost-wide", marks=needs_cost),
 ]
 
 
@@ -129,7 +133,7 @@ def tiny_case(n: int) -> list[int]:
 def test_tiny_models_equal_greedy(request, model_name, settings):
     model = request.getfixturevalue(model_name)
     accepted_extra = 0
-    for n in range(25):
+    for n in range(16):
         prompt = tiny_case(n)
         want = greedy_reference(model, prompt, settings.max_new_tokens)
         for method in ("vanilla", "pld", "logitspec"):
@@ -153,10 +157,11 @@ def test_tiny_models_stop_on_eos(request, model_name):
     free = greedy_reference(model, prompt, 30)
     eos = free[len(free) // 2]  # a token greedy will emit: make it the EOS
     want = free[: free.index(eos) + 1]
-    for method in ("vanilla", "pld", "logitspec"):
-        got = [t for s in decode(model, prompt, method, DecodeSettings(max_new_tokens=30), eos_ids=[eos])
-               for t in s.tokens]
-        assert got == want, method
+    assert len(want) < 30
+    for method, tree in [("vanilla", "static"), ("pld", "static")] + [("logitspec", t) for t in TREES]:
+        settings = DecodeSettings(max_new_tokens=30, tree=tree)
+        got = [t for s in decode(model, prompt, method, settings, eos_ids=[eos]) for t in s.tokens]
+        assert got == want, (method, tree)
 
 
 @pytest.mark.usefixtures("one_thread")
@@ -164,7 +169,7 @@ def test_tiny_models_stop_on_eos(request, model_name):
 def test_tiny_models_honour_max_new_tokens(tiny_llama, max_new):
     prompt = tiny_case(5)
     want = greedy_reference(tiny_llama, prompt, max_new)
-    for method in ("vanilla", "pld", "logitspec"):
-        steps = list(decode(tiny_llama, prompt, method, DecodeSettings(max_new_tokens=max_new)))
-        assert [t for s in steps for t in s.tokens] == want
+    for method, tree in [("vanilla", "static"), ("pld", "static")] + [("logitspec", t) for t in TREES]:
+        steps = list(decode(tiny_llama, prompt, method, DecodeSettings(max_new_tokens=max_new, tree=tree)))
+        assert [t for s in steps for t in s.tokens] == want, (method, tree)
         assert steps[-1].bonus is None

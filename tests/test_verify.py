@@ -193,3 +193,29 @@ def test_lone_root_is_an_ordinary_causal_step(tiny):
     expected = tiny(input_ids=torch.tensor([PROMPT])).logits[0, -1]
     torch.testing.assert_close(logits[0], expected, atol=ATOL, rtol=1e-4)
     assert preds == [int(expected.argmax())]
+
+
+@torch.inference_mode()
+def test_verify_tree_walks_and_returns_the_next_logits(tiny):
+    """The decoders' verification call: path, bonus and the logits row after the path."""
+    from logitspec.verify import verify_tree
+
+    greedy = greedy_reference(tiny, PROMPT, 6)
+    nodes = distracted_tree(greedy)
+    cache = DynamicCache(config=tiny.config)
+    prefill(tiny, cache, PROMPT)
+    path, bonus, row = verify_tree(tiny, cache, nodes, prepare_inputs(tiny, nodes, len(PROMPT)))
+    assert path == [0, 2, 4, 6] and bonus == greedy[4]
+    expected = tiny(input_ids=torch.tensor([PROMPT + greedy[:4]])).logits[0, -1]
+    torch.testing.assert_close(row, expected, atol=ATOL, rtol=1e-4)
+
+
+def test_accept_walk_takes_a_function():
+    calls = []
+
+    def pred(i: int) -> int:
+        calls.append(i)
+        return {0: 12, 2: 14, 4: 7}[i]
+
+    assert accept_walk(TREE, pred) == ([0, 2, 4], 7)
+    assert set(calls) == {0, 2, 4}  # only the nodes the walk visits

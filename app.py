@@ -283,6 +283,7 @@ class ExplorerUI:
         session = request.session_hash if request is not None else "anonymous"
         stop = STOPS.start(session)
         traces = {ln.name: ln.trace for ln in lanes}
+        explored = next(ln for ln in lanes if ln.name == "logitspec")
         view = View(traces=traces, lane="logitspec", source=f"run on {lm.name}")
         yield {self.state: view, self.status_md: f"**Racing** on {lm.name} ({lm.device})…",
                self.counters: counters_html(traces, True), self.download: gr.DownloadButton(visible=False)}
@@ -294,6 +295,8 @@ class ExplorerUI:
                     # Figures are heavy next to a small model's step: redraw them now and then
                     # (drawing at most a fifth of the time), the counters every step.
                     t0 = time.monotonic()
+                    if explored.finish is not None:
+                        explored.finish()  # token texts so far, for the live text and tree
                     out.update(self.step_outputs(view, len(traces["logitspec"].steps) - 1))
                     out[self.text_view] = visual.text_spans(traces["logitspec"])
                     out[self.race_plot] = visual.race_figure(traces)
@@ -401,6 +404,7 @@ class ExplorerUI:
         """Lay out the app and wire its events; loads no model."""
         examples = load_examples()
         models = allowed_models()
+        lim = Limits.from_env()  # the form offers exactly what the limits allow
         tree_choices = ["cost", "static"] if HAS_COST_TREE else ["static"]
         from logitspec.decoders import DecodeSettings
 
@@ -423,11 +427,11 @@ class ExplorerUI:
                                         label="Model", allow_custom_value=False, elem_id="model")
                     with_pld = gr.Checkbox(label="Also race prompt lookup decoding (PLD)", value=False)
                     with gr.Accordion("Decoder parameters (paper defaults)", open=False):
-                        k = gr.Slider(1, 256, value=64, step=1, label="k: next-next candidates from the logits")
-                        capacity = gr.Slider(1, 256, value=64, step=1, label="Tree capacity (tokens, root included)")
-                        ngram = gr.CheckboxGroup([1, 2, 3, 4, 5], value=[1, 2, 3], label="n-gram sizes")
-                        continuation = gr.Slider(1, 64, value=20, step=1, label="g1 continuation length")
-                        max_new = gr.Slider(1, 1024, value=128, step=1, label="Max new tokens",
+                        k = gr.Slider(1, lim.k, value=64, step=1, label="k: next-next candidates from the logits")
+                        capacity = gr.Slider(1, lim.capacity, value=64, step=1, label="Tree capacity (tokens, root included)")
+                        ngram = gr.CheckboxGroup(list(range(1, lim.ngram + 1)), value=[1, 2, 3], label="n-gram sizes")
+                        continuation = gr.Slider(1, lim.continuation, value=20, step=1, label="g1 continuation length")
+                        max_new = gr.Slider(1, lim.max_new_tokens, value=128, step=1, label="Max new tokens",
                                             elem_id="max-new")
                         tree = gr.Radio(tree_choices, value=default_tree, label="Tree sizing",
                                         info="cost: sized by the measured cost of a tree token on this "
@@ -438,7 +442,7 @@ class ExplorerUI:
                     self.status_md = gr.Markdown("", elem_id="status")
                 with gr.Column(scale=3, min_width=420):
                     self.counters = gr.HTML(elem_id="counters")
-                    self.race_plot = gr.Plot(label="Race: tokens against each lane's compute time",
+                    self.race_plot = gr.Plot(show_label=False, label="Race: tokens against each lane's compute time",
                                              elem_id="race-plot")
                     self.text_view = gr.HighlightedText(
                         label="LogitSpec output: one colour block per step (colour = tokens accepted); "
@@ -455,9 +459,9 @@ class ExplorerUI:
                         self.play_btn = gr.Button("▶ Play", elem_id="play", scale=0, min_width=120)
                     self.step_label = gr.Markdown(elem_id="step-label")
                     self.summary_md = gr.Markdown(elem_id="step-summary")
-                    self.tree_plot = gr.Plot(label="Draft tree", elem_id="tree-plot")
+                    self.tree_plot = gr.Plot(show_label=False, label="Draft tree", elem_id="tree-plot")
                     with gr.Row():
-                        self.cand_plot = gr.Plot(label="Next-next candidates", elem_id="cand-plot")
+                        self.cand_plot = gr.Plot(show_label=False, label="Next-next candidates", elem_id="cand-plot")
                         self.retrieval_view = gr.HTML(label="Retrieval", elem_id="retrieval")
                     self.play_timer = gr.Timer(1.0, active=False)
                 with gr.Tab("Retrieval debugger", id="debugger"):
@@ -468,11 +472,11 @@ class ExplorerUI:
                 with gr.Tab("Observations", id="observations"):
                     gr.Markdown("The paper's observations, measured on the run or trace you are exploring.")
                     with gr.Row():
-                        self.obs_topk = gr.Plot(label="True next-next token within the top-k")
-                        self.obs_retrieval = gr.Plot(label="Retrieval success per step")
+                        self.obs_topk = gr.Plot(show_label=False, label="True next-next token within the top-k")
+                        self.obs_retrieval = gr.Plot(show_label=False, label="Retrieval success per step")
                     with gr.Row():
-                        self.obs_accepted = gr.Plot(label="Accepted tokens per step")
-                        self.obs_time = gr.Plot(label="Where the time went")
+                        self.obs_accepted = gr.Plot(show_label=False, label="Accepted tokens per step")
+                        self.obs_time = gr.Plot(show_label=False, label="Where the time went")
                 with gr.Tab("Explain", id="explain"):
                     gr.Markdown(EXPLAIN_MD)
                     self._explain_figure()
@@ -533,7 +537,7 @@ class ExplorerUI:
         best = max(range(len(t.steps)), key=lambda i: len(t.steps[i].tokens))
         gr.Markdown(f"An example: step {best} of the shipped trace `{files[0].name}` accepted "
                     f"{len(t.steps[best].tokens)} tokens in one forward pass.")
-        gr.Plot(value=visual.tree_figure(t, best), label="Example draft tree")
+        gr.Plot(value=visual.tree_figure(t, best), label="Example draft tree", show_label=False)
 
 
 def build_app() -> gr.Blocks:

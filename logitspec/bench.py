@@ -124,7 +124,7 @@ def hardware(device: str) -> str:
 def run_bench(args: argparse.Namespace) -> dict:
     from tqdm import tqdm
 
-    from .costmodel import cost_curve_for
+    from .costmodel import warm_up
     from .models import load_model
     from .threads import configure_threads
 
@@ -135,7 +135,10 @@ def run_bench(args: argparse.Namespace) -> dict:
     settings = DecodeSettings(max_new_tokens=args.max_new_tokens)
     prompts = {q["question_id"]: lm.encode_chat(q["turns"][0]) for q in questions}
 
-    # Warm up every method once so first-call costs (allocations, the cost curve) stay out.
+    # Warm up every method once so first-call costs (allocations, the cost curves) stay out
+    # of the timed runs: every context length the runs will reach is measured beforehand.
+    if any(METHOD_SPECS[m][1] == "cost" for m in methods):
+        warm_up(lm.model, max(len(p) for p in prompts.values()) + args.max_new_tokens, settings.capacity)
     warm = prompts[questions[0]["question_id"]]
     for m in methods:
         measure(lm, warm, m, replace(settings, max_new_tokens=8))
@@ -197,9 +200,9 @@ def run_bench(args: argparse.Namespace) -> dict:
             entry["overall"]["speedup_max"] = max(ups)
         report["methods"][m] = entry
     if any(METHOD_SPECS[m][1] == "cost" for m in methods):
-        longest = max(len(p) for p in prompts.values()) + args.max_new_tokens
-        report["cost_curves"] = [cost_curve_for(lm.model, n, settings.capacity).to_dict()
-                                 for n in sorted({len(p) for p in prompts.values()} | {longest})]
+        from .costmodel import measured_curves
+
+        report["cost_curves"] = [c.to_dict() for c in measured_curves(lm.model)]
     return report
 
 

@@ -15,7 +15,7 @@ import statistics
 import threading
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -48,7 +48,7 @@ class CostCurve:
 
 
 @torch.inference_mode()
-def measure_cost_curve(model, context_len: int = 256, max_n: int = 64, rounds: int = 5) -> CostCurve:
+def measure_cost_curve(model, context_len: int = 256, max_n: int = 64, rounds: int = 3) -> CostCurve:
     """Time tree forward passes of n = 1..max_n tokens over a cache of `context_len` tokens.
 
     Uses the same call path as verification (a 4D mask and position ids, or the plain
@@ -99,16 +99,47 @@ _CURVES: "weakref.WeakKeyDictionary[torch.nn.Module, dict[int, CostCurve]]" = we
 _LOCK = threading.Lock()
 
 
-def cost_curve_for(model, context_len: int, max_n: int) -> CostCurve:
-    """The cached curve for this model, measured again when the context has doubled."""
-    bucket = 1 << max(7, int(context_len).bit_length())  # 128, 256, 512, ... tokens
+# Context lengths at which c(n) is measured. Attention over the cache is a small share of
+# a step next to the weights, so the curve's shape drifts slowly with context: one curve
+# serves short contexts and a second, measured when a run first gets there, long ones.
+CONTEXT_BUCKETS = ((1536, 512), (10**9, 3072))  # (contexts below this, measured at)
+
+
+def cost_curve_for(model, context_len: int, max_n: int,
+                   on_measure: Callable[[float], None] | None = None) -> CostCurve:
+    """The cached curve for this model at this context length, measured on first need.
+
+    `on_measure` hears how many seconds a measurement took, so callers can keep that
+    one-off calibration apart from the time of decoding.
+    """
+    bucket = next(at for below, at in CONTEXT_BUCKETS if context_len < below)
     with _LOCK:
         curves = _CURVES.setdefault(model, {})
         curve = curves.get(bucket)
         if curve is None or curve.sizes[-1] < max_n:
-            curve = measure_cost_curve(model, context_len=bucket // 2 + bucket // 4, max_n=max(max_n, 8))
+            t = time.perf_counter()
+            limit = getattr(model.config, "max_position_embeddings", None) or bucket + max_n
+            curve = measure_cost_curve(model, context_len=min(bucket, limit - max_n - 1), max_n=max(max_n, 8))
             curves[bucket] = curve
+            if on_measure:
+                on_measure(time.perf_counter() - t)
         return curve
+
+
+def warm_up(model, max_context: int, capacity: int = 64) -> float:
+    """Measure every curve a run up to `max_context` tokens may need; return the seconds."""
+    t = time.perf_counter()
+    for below, at in CONTEXT_BUCKETS:
+        cost_curve_for(model, min(at, max_context), capacity)
+        if max_context < below:
+            break
+    return time.perf_counter() - t
+
+
+def measured_curves(model) -> list[CostCurve]:
+    """Every curve measured so far for this model, by context length."""
+    with _LOCK:
+        return sorted(_CURVES.get(model, {}).values(), key=lambda c: c.context_len)
 
 
 # ---------------------------------------------------------------- acceptance estimates
@@ -184,11 +215,15 @@ class CostAwareDrafter:
         self._full: DraftTree | None = None
         self._info: dict[int, _Info] = {}
         self._kids: dict[int, list[int]] = {}
+        self.calibration_seconds = 0.0  # time spent measuring c(n) during this run
+
+    def _calibrated(self, seconds: float) -> None:
+        self.calibration_seconds += seconds
 
     def _curve(self, context_len: int, capacity: int) -> CostCurve:
         if self.curve is not None:
             return self.curve
-        return cost_curve_for(self.model, context_len, capacity)
+        return cost_curve_for(self.model, context_len, capacity, on_measure=self._calibrated)
 
     def build(
         self,

@@ -49,6 +49,7 @@ class Draft:
     queries: list[QueryRecord] = field(default_factory=list)
     sizing: TreeSizing | None = None
     root_prob: float | None = None
+    calibration_seconds: float = 0.0  # one-off measuring of c(n) that happened while drafting
 
 
 class DecodeError(RuntimeError):
@@ -115,14 +116,17 @@ class LogitSpecDrafter(Drafter):
         cands = speculate(logits, root, s.k)  # speculate
         queries = retrieve(root, cands, pool, s)  # retrieve
         pairs = list(zip(cands, queries[1:]))
+        calibration = 0.0
         if self.cost is not None:  # build tree
+            before = self.cost.calibration_seconds
             nodes, sizing = self.cost.build(root, queries[0], pairs, s.capacity, s.continuation, context_len)
+            calibration = self.cost.calibration_seconds - before
         else:
             nodes = build_static_tree(root, queries[0], pairs, s.capacity, s.continuation, s.rule)
             sizing = TreeSizing("static", sum(not n.pruned for n in nodes), None, None, None, None,
                                 f"the paper's rule: rank-based pruning up to the fixed capacity of {s.capacity}")
         return Draft(nodes=nodes, candidates=cands, queries=queries, sizing=sizing,
-                     root_prob=root_probability(logits, root))
+                     root_prob=root_probability(logits, root), calibration_seconds=calibration)
 
     def observe(self, truth: Sequence[int]) -> None:
         if self.cost is not None:
@@ -238,9 +242,9 @@ def decode(
             index=index, method=method, context_len=context_len, root=root, tokens=tokens,
             bonus=None if done else bonus, candidates=draft.candidates, queries=draft.queries,
             tree=draft.nodes, accepted_path=path[: len(tokens)],
-            draft_seconds=t_prep - t_draft, forward_seconds=t_book - t_fwd,
+            draft_seconds=t_prep - t_draft - draft.calibration_seconds, forward_seconds=t_book - t_fwd,
             bookkeeping_seconds=(t_fwd - t_prep) + (t_end - t_book), sizing=draft.sizing,
-            root_prob=draft.root_prob,
+            root_prob=draft.root_prob, calibration_seconds=draft.calibration_seconds,
         )
         if done:
             return

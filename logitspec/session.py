@@ -142,18 +142,15 @@ class ModelCache:
         return t
 
 
-def warm_cost_curves(lm, contexts: tuple[int, ...] = (100, 200), capacity: int = 64) -> None:
-    """Measure the cost-aware tree's forward-cost curves now, for short-prompt context lengths.
+def warm_cost_curves(lm, capacity: int = 64) -> None:
+    """Measure the cost-aware tree's forward-cost curve for short contexts at load time.
 
-    The curves are measured once per model and context bucket; doing it at load time keeps
-    that one-off calibration out of the first races' LogitSpec clock.
+    A long-context curve, if a run needs one, is measured then and recorded as that step's
+    calibration time, which no lane's clock counts.
     """
-    try:
-        from .costmodel import cost_curve_for
-    except ImportError:  # an engine without the cost-aware tree has nothing to measure
-        return
-    for ctx in contexts:
-        cost_curve_for(lm.model, ctx, capacity)
+    from .costmodel import warm_up
+
+    warm_up(lm.model, max_context=1024, capacity=capacity)
 
 
 # ---------------------------------------------------------------- cancellation per user

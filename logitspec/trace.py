@@ -99,6 +99,7 @@ class StepRecord:
     forward: bool = True  # False only for a final commit that needed no forward pass
     sizing: TreeSizing | None = None
     root_prob: float | None = None  # softmax probability of the root in its logits
+    calibration_seconds: float = 0.0  # one-off measuring of c(n) in this step, outside `seconds`
 
     @property
     def verified_nodes(self) -> list[TreeNode]:

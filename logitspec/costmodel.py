@@ -42,6 +42,14 @@ class CostCurve:
     def __call__(self, n: int) -> float:
         return float(np.interp(n, self.sizes, self.seconds))
 
+    def table(self, max_n: int) -> list[float]:
+        """c(0..max_n) as a list, computed once per curve: the tree search reads it per node."""
+        cached = getattr(self, "_table", None)
+        if cached is None or len(cached) <= max_n:
+            cached = [0.0] + np.interp(np.arange(1, max_n + 1), self.sizes, self.seconds).tolist()
+            self._table = cached
+        return cached
+
     def to_dict(self) -> dict:
         return {"sizes": self.sizes, "seconds": self.seconds, "context_len": self.context_len,
                 "device": self.device, "dtype": self.dtype}
@@ -210,7 +218,7 @@ class CostAwareDrafter:
 
     def __init__(self, model, stats: AcceptanceStats | None = None, curve: CostCurve | None = None) -> None:
         self.model = model
-        self.stats = stats or stats_for(model)
+        self.stats = stats or (stats_for(model) if model is not None else AcceptanceStats())
         self.curve = curve
         self._full: DraftTree | None = None
         self._info: dict[int, _Info] = {}
@@ -262,6 +270,7 @@ class CostAwareDrafter:
 
         # Greedy by path probability: a child never beats its parent, so parents come first.
         curve = self._curve(context_len, capacity)
+        cost = curve.table(capacity + 1)
         chosen = [0]
         heap = [(-info[c].p_path, c) for (par, _), c in full._child.items() if par == 0]
         heapq.heapify(heap)
@@ -270,14 +279,14 @@ class CostAwareDrafter:
             children.setdefault(par, []).append(c)
         self._kids = children
         expected = 1.0
-        best = (expected / curve(1), 1, expected)
+        best = (expected / cost[1], 1, expected)
         order: list[tuple[int, float]] = []
         while heap and len(chosen) < capacity:
             negp, nid = heapq.heappop(heap)
             chosen.append(nid)
             order.append((nid, -negp))
             expected += -negp
-            rate = expected / curve(len(chosen))
+            rate = expected / cost[len(chosen)]
             if rate > best[0]:
                 best = (rate, len(chosen), expected)
             for c in children.get(nid, []):

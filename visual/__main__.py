@@ -37,7 +37,7 @@ def text_html(trace: RunTrace) -> str:
     spans = []
     for i, (text, label) in enumerate(text_spans(trace)):
         color = ACCEPT_COLORS.get(label or "", "transparent")
-        spans.append(f'<span title="step {i + 1}: {label} token(s)" style="background:{color}55;'
+        spans.append(f'<span title="step {i}: {label} token(s)" style="background:{color}55;'
                      f'border-bottom:3px solid {color};white-space:pre-wrap">{html.escape(text, quote=False)}</span>')
     legend = " ".join(f'<span style="background:{c}55;border-bottom:3px solid {c};padding:0 6px">{k}</span>'
                       for k, c in ACCEPT_COLORS.items())

@@ -36,7 +36,7 @@ def candidates_figure(trace: RunTrace, step: int, theme: str = "light", width: i
     c = theme_colors(theme)
     s = get_step(trace, step)
     i = step_position(trace, step)
-    title = f"Step {i + 1}: candidates for the token after x_{{i+1}} = {html.escape(ngram_text(trace, [s.root]), quote=False)}"
+    title = f"Step {i}: candidates for the token after x_{{i+1}} = {html.escape(ngram_text(trace, [s.root]), quote=False)}"
     if not s.candidates:
         why = ("this decoder takes no next-next candidates" if trace.method != "logitspec"
                else "no forward pass was needed: nothing was drafted" if not s.forward

@@ -160,8 +160,8 @@ def retrieval_html(trace: RunTrace, step: int) -> str:
     gen = len(ctx) - len(trace.prompt_tokens)
     head = (
         f'<div style="{_TEXT};font-size:16px;line-height:1.45">'
-        f'<div style="font-size:20px;font-weight:700;margin-bottom:4px">Retrieval at step {i + 1} of '
-        f"{len(trace.steps)}: x<sub>i+1</sub> = {_e(ngram_text(trace, [s.root]))}</div>"
+        f'<div style="font-size:20px;font-weight:700;margin-bottom:4px">Retrieval at step {i} of 0–'
+        f"{len(trace.steps) - 1}: x<sub>i+1</sub> = {_e(ngram_text(trace, [s.root]))}</div>"
         f'<div style="{_MUTED};margin-bottom:6px">searched {len(ctx)} context tokens '
         f"(prompt {len(trace.prompt_tokens)} + generated {gen}) · {_e(OUTCOME_WORDS.get(out, out))}</div>"
         f'<div style="margin-bottom:6px">{_legend()}</div>'

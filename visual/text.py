@@ -42,7 +42,7 @@ def step_summary_md(trace: RunTrace, step: int) -> str:
     i = step_position(trace, step)
     verified = sum(not n.pruned for n in s.tree)
     pruned = len(s.tree) - verified
-    lines = [f"**Step {i + 1} of {len(trace.steps)}** · {trace.method} · x<sub>i+1</sub> = {_code(ngram_text(trace, [s.root]))}", ""]
+    lines = [f"**Step {i} of 0–{len(trace.steps) - 1}** · {trace.method} · x<sub>i+1</sub> = {_code(ngram_text(trace, [s.root]))}", ""]
     drafts = max(0, len(s.tokens) - 1)
     lines.append(f"- **Tokens committed:** {len(s.tokens)} (x<sub>i+1</sub> + {drafts} accepted draft "
                  f"token{'s' if drafts != 1 else ''}): {_code(ngram_text(trace, s.tokens))}")

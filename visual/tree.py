@@ -374,7 +374,7 @@ def tree_figure(trace: RunTrace, step: int, theme: str = "light", width: int | N
     verified = sum(not n.pruned for n in s.tree)
     pruned = len(s.tree) - verified
     drafts_ok = max(0, len(s.tokens) - 1)
-    title = (f"Draft tree, step {i + 1} of {len(trace.steps)}: {verified} token{'s' if verified != 1 else ''} "
+    title = (f"Draft tree, step {i} of 0–{len(trace.steps) - 1}: {verified} token{'s' if verified != 1 else ''} "
              f"verified in one pass, {drafts_ok} draft token{'s' if drafts_ok != 1 else ''} accepted")
     sub = f"root x_{{i+1}} = {html.escape(ngram_text(trace, [s.root]), quote=False)}"
     if pruned:

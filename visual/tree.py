@@ -110,10 +110,9 @@ def _lane(node: TreeNode) -> int:
 
 
 def _max_rank(trace: RunTrace) -> int:
-    k = int(trace.settings.get("k", 0) or 0) if trace.method == "logitspec" else 0
+    """The deepest candidate rank any step's tree drew: small trees get a short figure."""
+    k = 1 if trace.method == "logitspec" else 0
     for s in trace.steps:
-        for c in s.candidates:
-            k = max(k, c.rank)
         for n in s.tree:
             if n.origin == "g2" and n.rank:
                 k = max(k, n.rank)

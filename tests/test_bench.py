@@ -1,0 +1,70 @@
+"""The bench CLI: clear refusals of bad input, and a real end-to-end run's report."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def bench(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "logitspec.bench", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize("content, message", [
+    (None, "not found"),
+    ('{"question_id": 1, "category": "qa"\n', "not valid JSON"),
+    ('{"question_id": 1, "turns": ["hi"]}\n', "needs question_id, category and turns"),
+    ('{"question_id": 1, "category": "qa", "turns": []}\n', "non-empty list"),
+    ("\n\n", "no questions selected"),
+])
+def test_bad_questions_file_is_refused_clearly(tmp_path, content, message):
+    path = tmp_path / "q.jsonl"
+    if content is not None:
+        path.write_text(content)
+    r = bench("--questions", str(path))
+    assert r.returncode == 2
+    assert message in r.stderr
+    assert "Traceback" not in r.stderr + r.stdout
+
+
+def test_unknown_method_and_bad_counts_are_refused(tmp_path):
+    q = ROOT / "data" / "spec_bench_subset.jsonl"
+    r = bench("--questions", str(q), "--methods", "vanilla,medusa")
+    assert r.returncode == 2 and "unknown method(s) medusa" in r.stderr
+    r = bench("--questions", str(q), "--max-new-tokens", "0")
+    assert r.returncode == 2 and "max new tokens" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+@pytest.mark.slow
+def test_bench_end_to_end_reports_lossless_and_every_figure(tmp_path):
+    out = tmp_path / "report.json"
+    r = bench("--questions", str(ROOT / "data" / "spec_bench_subset.jsonl"), "--categories", "summarization,qa",
+              "--limit-per-category", "1", "--max-new-tokens", "12",
+              "--methods", "vanilla,pld,logitspec,logitspec-static", "--repeats", "2",
+              "--out", str(out), "--plot", str(tmp_path / "fig"))
+    assert r.returncode == 0, r.stderr[-2000:]
+    report = json.loads(out.read_text())
+    assert report["lossless"] is True and report["mismatches"] == []
+    assert set(report["methods"]) == {"vanilla", "pld", "logitspec", "logitspec-static"}
+    for name, m in report["methods"].items():
+        o = m["overall"]
+        assert set(m["per_category"]) == {"summarization", "qa"}
+        assert o["tokens"] > 0 and o["tokens_per_second"] > 0
+        assert o["mean_accepted_tokens"] >= 1.0
+        assert 0 < o["speedup_min"] <= o["speedup_max"]
+    assert report["methods"]["vanilla"]["overall"]["speedup_vs_vanilla"] == pytest.approx(1.0)
+    assert report["methods"]["vanilla"]["overall"]["mean_accepted_tokens"] == pytest.approx(1.0, abs=0.1)
+    ls = report["methods"]["logitspec"]["overall"]
+    assert 0.0 <= ls["g2_rescue_rate"] <= ls["retrieval_success_rate"] <= 1.0
+    curve = report["cost_curves"][0]
+    assert curve["sizes"][0] == 1 and all(a <= b for a, b in zip(curve["seconds"], curve["seconds"][1:]))
+    figs = {p.name for p in (tmp_path / "fig").iterdir()}
+    assert {"speedup.html", "accepted.html", "cost_curve.html"} <= figs
+    assert "lossless: True" in r.stdout

@@ -206,11 +206,27 @@ def stats_for(model) -> AcceptanceStats:
 
 
 # ---------------------------------------------------------------- the tree
-@dataclass
-class _Info:
-    key: tuple
-    p_cond: float
-    p_path: float = 0.0
+class _Trie:
+    """The full trie of every drafted branch, in flat lists (it is rebuilt every step)."""
+
+    def __init__(self, root: int) -> None:
+        self.token, self.parent, self.depth = [root], [-1], [0]
+        self.origin: list[str] = ["root"]
+        self.rank: list[int | None] = [None]
+        self.query: list[int | None] = [None]
+        self.key: list[tuple | None] = [None]
+        self.p: list[float] = [1.0]  # chance the whole path to the node is accepted
+        self.child: dict[tuple[int, int], int] = {}
+        self.kids: dict[int, list[int]] = {}
+
+    def add(self, parent: int, token: int, origin: str, rank: int | None, query: int, key: tuple) -> int:
+        nid = len(self.token)
+        self.token.append(token), self.parent.append(parent), self.depth.append(self.depth[parent] + 1)
+        self.origin.append(origin), self.rank.append(rank), self.query.append(query), self.key.append(key)
+        self.p.append(0.0)
+        self.child[(parent, token)] = nid
+        self.kids.setdefault(parent, []).append(nid)
+        return nid
 
 
 class CostAwareDrafter:
@@ -220,9 +236,8 @@ class CostAwareDrafter:
         self.model = model
         self.stats = stats or (stats_for(model) if model is not None else AcceptanceStats())
         self.curve = curve
-        self._full: DraftTree | None = None
-        self._info: dict[int, _Info] = {}
-        self._kids: dict[int, list[int]] = {}
+        self._trie: _Trie | None = None
+        self._skipped: list[tuple[int, tuple]] = []  # first tokens left out of the trie, for learning
         self.calibration_seconds = 0.0  # time spent measuring c(n) during this run
 
     def _calibrated(self, seconds: float) -> None:
@@ -242,112 +257,134 @@ class CostAwareDrafter:
         g1_len: int,
         context_len: int,
     ) -> tuple[list[TreeNode], TreeSizing]:
-        """Insert every drafted branch into a full trie, then keep the best prefix by rate."""
-        full = DraftTree(root)
-        info: dict[int, _Info] = {}
-        big = 10**9  # the full trie is not limited; selection below sizes it
-        if g1 is not None and g1.continuation:
-            ids = full.add_branch(0, g1.continuation[:g1_len], keep=big, capacity=big, origin="g1", query=0)
-            for d, nid in enumerate(ids):
-                info[nid] = _Info(("first", 0, g1.matched_n or 0, 0) if d == 0 else ("cont", g1.matched_n or 0, min(d + 1, 8)), 0.0)
-        for i, (cand, q) in enumerate(g2):
-            ids = full.add_branch(0, [cand.token] + list(q.continuation), keep=big, capacity=big,
-                                  origin="g2", rank=cand.rank, query=1 + i)
-            for d, nid in enumerate(ids):
-                if d == 0:
-                    old = info.get(nid)
-                    g1n = old.key[2] if old is not None else 0
-                    info[nid] = _Info(("first", rank_bucket(cand.rank), g1n, q.matched_n or 0), 0.0)
-                elif nid not in info or info[nid].key[1] < (q.matched_n or 0):
-                    info[nid] = _Info(("cont", q.matched_n or 0, min(d + 1, 8)), 0.0)
-        nodes = full.nodes
-        for n in nodes[1:]:
-            inf = info[n.id]
-            inf.p_cond = self.stats.p(inf.key)
-            parent_p = 1.0 if n.parent == 0 else info[n.parent].p_path
-            inf.p_path = parent_p * inf.p_cond
-        self._full, self._info = full, info
-
-        # Greedy by path probability: a child never beats its parent, so parents come first.
+        """Insert the drafted branches into one trie, then keep the prefix with the best rate."""
         curve = self._curve(context_len, capacity)
         cost = curve.table(capacity + 1)
-        chosen = [0]
-        heap = [(-info[c].p_path, c) for (par, _), c in full._child.items() if par == 0]
+        # A node adds p expected tokens for cost[n+1] - cost[n]; with at least one token per
+        # pass it can only pay off if p beats the cheapest relative step of the curve.
+        floor = min((cost[n + 1] - cost[n]) / cost[n] for n in range(1, capacity)) if capacity > 1 else 1.0
+        p_of, trie = self.stats.p, _Trie(root)
+        self._trie, self._skipped = trie, []
+        g1n = (g1.matched_n or 0) if g1 is not None else 0
+        if g1 is not None and g1.continuation:
+            node, prob = 0, 1.0
+            for d, tok in enumerate(g1.continuation[:g1_len]):
+                key = ("first", 0, g1n, 0) if d == 0 else ("cont", g1n, min(d + 1, 8))
+                prob *= p_of(key)
+                if d > 0 and prob < floor:
+                    break
+                node = trie.add(node, int(tok), "g1", None, 0, key)
+                trie.p[node] = prob
+        for i, (cand, q) in enumerate(g2):
+            g2n = q.matched_n or 0
+            first = trie.child.get((0, cand.token))
+            key = ("first", rank_bucket(cand.rank), g1n if first is not None else 0, g2n)
+            prob = p_of(key)
+            if first is not None:  # g1 drafted the same token: more evidence, one node
+                trie.key[first], trie.rank[first] = key, cand.rank
+                trie.p[first] = prob = max(prob, trie.p[first])
+                node = first
+            elif prob < floor:
+                self._skipped.append((cand.token, key))
+                continue
+            else:
+                node = trie.add(0, cand.token, "g2", cand.rank, 1 + i, key)
+                trie.p[node] = prob
+            for d, tok in enumerate(q.continuation, start=2):
+                key = ("cont", g2n, min(d, 8))
+                prob *= p_of(key)
+                if prob < floor:
+                    break
+                nxt = trie.child.get((node, int(tok)))
+                if nxt is None:
+                    nxt = trie.add(node, int(tok), "g2", cand.rank, 1 + i, key)
+                    trie.p[nxt] = prob
+                elif prob > trie.p[nxt]:
+                    trie.p[nxt], trie.key[nxt] = prob, key
+                node = nxt
+        # A node's chance can never exceed its parent's (an upgraded parent lifts nothing here).
+        for nid in range(1, len(trie.token)):
+            par = trie.parent[nid]
+            if par > 0 and trie.p[nid] > trie.p[par]:
+                trie.p[nid] = trie.p[par]
+
+        # Greedy by path probability: a child never beats its parent, so parents come first.
+        p = trie.p
+        heap = [(-p[c], c) for c in trie.kids.get(0, [])]
         heapq.heapify(heap)
-        children: dict[int, list[int]] = {}
-        for (par, _), c in full._child.items():
-            children.setdefault(par, []).append(c)
-        self._kids = children
-        expected = 1.0
+        expected, size = 1.0, 1
         best = (expected / cost[1], 1, expected)
-        order: list[tuple[int, float]] = []
-        while heap and len(chosen) < capacity:
+        order: list[int] = []
+        while heap and size < capacity:
             negp, nid = heapq.heappop(heap)
-            chosen.append(nid)
-            order.append((nid, -negp))
-            expected += -negp
-            rate = expected / cost[len(chosen)]
+            order.append(nid)
+            size += 1
+            expected -= negp
+            rate = expected / cost[size]
             if rate > best[0]:
-                best = (rate, len(chosen), expected)
-            for c in children.get(nid, []):
-                heapq.heappush(heap, (-info[c].p_path, c))
+                best = (rate, size, expected)
+            for c in trie.kids.get(nid, ()):
+                heapq.heappush(heap, (-p[c], c))
         size = best[1]
-        keep = set([0] + [nid for nid, _ in order[: size - 1]])
-        nxt = order[size - 1] if size - 1 < len(order) else None
-        if nxt is None and heap:
-            nxt = (heap[0][1], -heap[0][0])
+        keep = {0, *order[: size - 1]}
+        nxt = order[size - 1] if size - 1 < len(order) else (heap[0][1] if heap else None)
+        nxt_p = None if nxt is None else p[nxt]
         sizing = TreeSizing(
-            mode="cost", size=size, expected_accepted=best[2], expected_seconds=curve(size),
-            next_gain=None if nxt is None else nxt[1], next_seconds=None if nxt is None else curve(size + 1),
-            reason=_reason(size, best[2], curve, nxt),
+            mode="cost", size=size, expected_accepted=best[2], expected_seconds=cost[size],
+            next_gain=nxt_p, next_seconds=None if nxt is None else curve(size + 1),
+            reason=_reason(size, best[2], curve, nxt_p),
         )
         return self._select(keep), sizing
 
     def _select(self, keep: set[int]) -> list[TreeNode]:
         """The chosen nodes, plus the most likely unchosen frontier nodes marked pruned."""
-        full, info = self._full, self._info
-        frontier = sorted((n for n in full.nodes if n.id not in keep and n.parent in keep),
-                          key=lambda n: -info[n.id].p_path)[:FRONTIER_SHOWN]
-        shown = keep | {n.id for n in frontier}
-        out = DraftTree(full.nodes[0].token)
+        t = self._trie
+        frontier = sorted((n for n in range(1, len(t.token)) if n not in keep and t.parent[n] in keep),
+                          key=lambda n: -t.p[n])[:FRONTIER_SHOWN]
+        shown = keep | set(frontier)
+        out = DraftTree(t.token[0])
         remap = {0: 0}
-        for n in full.nodes[1:]:
-            if n.id not in shown:
+        for n in range(1, len(t.token)):
+            if n not in shown:
                 continue
-            pruned = n.id not in keep
-            new = TreeNode(id=len(out.nodes), token=n.token, parent=remap[n.parent], depth=n.depth,
-                           origin=n.origin, rank=n.rank, query=n.query, pruned=pruned,
-                           prune_reason="cost" if pruned else None, accept_prob=round(info[n.id].p_path, 6))
+            pruned = n not in keep
+            new = TreeNode(id=len(out.nodes), token=t.token[n], parent=remap[t.parent[n]], depth=t.depth[n],
+                           origin=t.origin[n], rank=t.rank[n], query=t.query[n], pruned=pruned,
+                           prune_reason="cost" if pruned else None, accept_prob=round(t.p[n], 6))
             out.nodes.append(new)
             out._child[(new.parent, new.token)] = new.id
-            remap[n.id] = new.id
+            remap[n] = new.id
         return out.finalize()
 
     def observe(self, truth: Sequence[int]) -> None:
         """Learn from the step's truth: root, the accepted drafts, then the bonus token.
 
-        Every drafted node whose parent lies on the true path was, in effect, tested.
+        Every drafted node whose parent lies on the true path was, in effect, tested, and so
+        was every candidate left out of the trie for its low chance.
         """
-        full, kids = self._full, self._kids
-        if full is None:
+        t = self._trie
+        if t is None or len(truth) < 2:
             return
+        seen = self.stats.observe
+        for tok, key in self._skipped:
+            seen(key, tok == truth[1])
         node = 0
         for depth in range(1, len(truth)):
-            right = full.child(node, int(truth[depth]))
-            for c in kids.get(node, ()):
-                self.stats.observe(self._info[c].key, c == right)
+            right = t.child.get((node, int(truth[depth])))
+            for c in t.kids.get(node, ()):
+                seen(t.key[c], c == right)
             if right is None:
                 break
             node = right
-        self._full = None
+        self._trie = None
 
 
-def _reason(size: int, expected: float, curve: CostCurve, nxt: tuple[int, float] | None) -> str:
+def _reason(size: int, expected: float, curve: CostCurve, nxt_p: float | None) -> str:
     rate = expected / curve(size)
     text = (f"{size} tokens: expected {expected:.2f} accepted per pass in {curve(size) * 1e3:.1f} ms "
             f"= {rate:.1f} tokens/s")
-    if nxt is not None:
-        r2 = (expected + nxt[1]) / curve(size + 1)
-        text += (f"; the next node (p={nxt[1]:.3f}) would cost {curve(size + 1) * 1e3:.1f} ms "
+    if nxt_p is not None:
+        r2 = (expected + nxt_p) / curve(size + 1)
+        text += (f"; the next node (p={nxt_p:.3f}) would cost {curve(size + 1) * 1e3:.1f} ms "
                  f"for {r2:.1f} tokens/s, so the tree stops here")
     return text

@@ -103,29 +103,29 @@ def crop_cache(cache, length: int) -> None:
             layer.values = layer.values[..., :length, :]
 
 
+@torch.inference_mode()
 def compact_cache(cache, context_len: int, path: Sequence[int]) -> None:
     """Keep the cached context plus the accepted path's entries, drop the rest.
 
-    When the path is the first nodes in order (always so for a chain) this is a crop;
-    otherwise one index_select per layer.
+    The path's entries move down in place, next to the context (a few rows per layer);
+    the cache is then cut to length. When the path is the first nodes in order (always
+    so for a chain) nothing moves at all.
     """
     keep_n = context_len + len(path)
-    contiguous = list(path) == list(range(len(path)))
-    idx = None
-    if not contiguous:
+    moved = [(j, p) for j, p in enumerate(path) if p != j]
+    src = dst = None
+    if moved:
         device = cache.layers[0].keys.device
-        idx = torch.cat([
-            torch.arange(context_len, device=device),
-            torch.tensor(path, dtype=torch.long, device=device) + context_len,
-        ])
+        src = torch.tensor([context_len + p for _, p in moved], dtype=torch.long, device=device)
+        dst = torch.tensor([context_len + j for j, _ in moved], dtype=torch.long, device=device)
     for layer in cache.layers:
         if type(layer).__name__ != "DynamicLayer":
             raise UnsupportedCache(f"cache layer {type(layer).__name__} cannot be compacted")
         if not getattr(layer, "is_initialized", True) or layer.keys is None:
             continue
-        if contiguous:
-            layer.keys = layer.keys[..., :keep_n, :]
-            layer.values = layer.values[..., :keep_n, :]
-        else:
-            layer.keys = layer.keys.index_select(-2, idx)
-            layer.values = layer.values.index_select(-2, idx)
+        if moved:
+            # index_select copies the sources first, so overlapping rows cannot clobber.
+            layer.keys.index_copy_(-2, dst, layer.keys.index_select(-2, src))
+            layer.values.index_copy_(-2, dst, layer.values.index_select(-2, src))
+        layer.keys = layer.keys[..., :keep_n, :]
+        layer.values = layer.values[..., :keep_n, :]

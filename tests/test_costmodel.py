@@ -92,15 +92,25 @@ def test_trie_holds_no_token_twice_under_a_parent():
 
 def test_observing_the_truth_raises_the_right_kinds_and_lowers_the_wrong():
     stats = AcceptanceStats()
-    d, nodes, _ = build(STEEP, stats=stats)
-    first = {n.token: n for n in nodes if n.depth == 1}
-    right_key = d._info[d._full.child(0, 9)].key
-    wrong_id = d._full.child(0, 102)
-    wrong_key = d._info[wrong_id].key
+    d, nodes, _ = build(FLAT, stats=stats)
+    trie = d._trie
+    right_key = trie.key[trie.child[(0, 9)]]
+    wrong_key = trie.key[trie.child[(0, 102)]]
     before_right, before_wrong = stats.p(right_key), stats.p(wrong_key)
     for _ in range(5):
-        d, _, _ = build(STEEP, stats=stats)
+        d, _, _ = build(FLAT, stats=stats)
         d.observe([8, 9, 10, 11])  # root 8, then the true tokens 9, 10, 11
-    assert 9 in first
     assert stats.p(right_key) > before_right
     assert stats.p(wrong_key) < before_wrong
+
+
+def test_unlikely_candidates_stay_out_of_the_trie_but_still_teach():
+    stats = AcceptanceStats()
+    d, nodes, _ = build(STEEP, stats=stats)
+    assert d._skipped, "a steep curve should leave low-rank candidates out"
+    tok, key = d._skipped[0]
+    assert (0, tok) not in d._trie.child
+    same_kind = sum(1 for _, k in d._skipped if k == key)
+    d.observe([8, tok, 10])  # the skipped candidate was in fact right
+    hits, seen = stats.counts[key]
+    assert seen == same_kind and hits == 1

@@ -16,9 +16,7 @@ from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
 
-import torch
-
-from .decoders import DecodeSettings
+from .settings import DecodeSettings
 
 METHOD_SPECS = {
     "vanilla": ("vanilla", None),
@@ -116,9 +114,17 @@ def measure(lm, prompt_ids: list[int], method: str, settings: DecodeSettings) ->
 
 def hardware(device: str) -> str:
     """The machine in words: the GPU's name on CUDA, else the CPU count."""
+    import torch
+
     if device.startswith("cuda") and torch.cuda.is_available():
         return torch.cuda.get_device_name(torch.device(device))
     return f"CPU, {os.cpu_count()} cores ({platform.machine()})"
+
+
+def torch_version() -> str:
+    import torch
+
+    return torch.__version__
 
 
 def run_bench(args: argparse.Namespace) -> dict:
@@ -174,7 +180,7 @@ def run_bench(args: argparse.Namespace) -> dict:
             "max_new_tokens": args.max_new_tokens, "repeats": args.repeats,
             "questions": len(questions), "categories": cats, "methods": methods,
             "questions_file": str(args.questions), "decode": settings.to_dict(),
-            "hardware": hardware(lm.device), "torch": torch.__version__,
+            "hardware": hardware(lm.device), "torch": torch_version(),
         },
         "methods": {},
     }

@@ -5,7 +5,7 @@ import argparse
 import json
 import sys
 
-from .decoders import METHODS, DecodeSettings
+from .settings import METHODS, DecodeSettings
 
 
 def parse_ngrams(text: str) -> tuple[int, ...]:
@@ -42,14 +42,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def generate(args: argparse.Namespace) -> int:
     from .limits import check_context, check_prompt, check_settings
-    from .models import load_model
-    from .runner import Run
-    from .threads import configure_threads
 
     settings = DecodeSettings(max_new_tokens=args.max_new_tokens, k=args.k, capacity=args.capacity,
                               ngram_sizes=args.ngram, continuation=args.continuation, tree=args.tree)
     prompt = check_prompt(args.prompt)
     check_settings(settings, args.method)
+
+    # torch and transformers load only once the input has passed its checks.
+    from .models import load_model
+    from .runner import Run
+    from .threads import configure_threads
+
     configure_threads()
     lm = load_model(args.model, args.device, args.dtype)
     run = Run(lm, prompt, args.method, settings, chat=not args.no_chat)
@@ -74,8 +77,8 @@ def generate(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .errors import ModelLoadError
     from .limits import InputError
-    from .models import ModelLoadError
 
     args = build_parser().parse_args(argv)
     try:

@@ -8,36 +8,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import torch
 from transformers import DynamicCache
 
 from .retrieval import NgramPool
+from .settings import METHODS, DecodeSettings
 from .speculation import root_probability, speculate
 from .trace import Candidate, QueryRecord, StepRecord, TreeNode, TreeSizing
-from .tree import PRUNED_SHOWN_PER_BRANCH, PruningRule, build_static_tree, chain_tree
+from .tree import PRUNED_SHOWN_PER_BRANCH, build_static_tree, chain_tree
 from .verify import compact_cache, crop_cache, prepare_inputs, verify_tree
 
-METHODS = ("vanilla", "pld", "logitspec")
 G2_COST_LEN = 8  # g2 continuation fetched for the cost-aware tree, which may keep it all
-
-
-@dataclass
-class DecodeSettings:
-    """Decoder parameters; the defaults are the paper's."""
-
-    max_new_tokens: int = 128
-    k: int = 64  # next-next candidates taken from the last logits
-    capacity: int = 64  # verified tree tokens, root included
-    ngram_sizes: tuple[int, ...] = (1, 2, 3)
-    continuation: int = 20  # g1 continuation length
-    pld_tokens: int = 10  # prompt lookup's chain length
-    tree: str = "cost"  # "cost" (sized by measured cost) or "static" (the paper's rule)
-    rule: PruningRule = field(default_factory=PruningRule)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 @dataclass

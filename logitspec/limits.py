@@ -9,7 +9,7 @@ import os
 import unicodedata
 from dataclasses import dataclass, fields
 
-from .decoders import METHODS, DecodeSettings
+from .settings import METHODS, DecodeSettings
 
 
 class InputError(ValueError):

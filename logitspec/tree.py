@@ -11,27 +11,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from .settings import PruningRule
 from .trace import Candidate, QueryRecord, TreeNode
 
 PRUNED_SHOWN_PER_BRANCH = 3  # how many cut tokens per branch the trace keeps for the picture
-
-
-@dataclass(frozen=True)
-class PruningRule:
-    """The paper's rank-based rule: how many tokens a candidate's branch may keep."""
-
-    top_ranks: int = 8
-    top_keep: int = 4
-    mid_ranks: int = 32
-    mid_keep: int = 3
-    rest_keep: int = 1
-
-    def keep(self, rank: int) -> int:
-        if rank <= self.top_ranks:
-            return self.top_keep
-        if rank <= self.mid_ranks:
-            return self.mid_keep
-        return self.rest_keep
 
 
 class DraftTree:

@@ -1,0 +1,6 @@
+"""Errors whose messages are meant for users (light to import: no torch)."""
+from __future__ import annotations
+
+
+class ModelLoadError(RuntimeError):
+    """A model could not be loaded; the message says why in plain words."""

@@ -1,0 +1,41 @@
+"""Decoder settings: plain values with the paper's defaults (no torch, cheap to import)."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+METHODS = ("vanilla", "pld", "logitspec")
+
+
+@dataclass(frozen=True)
+class PruningRule:
+    """The paper's rank-based rule: how many tokens a candidate's branch may keep."""
+
+    top_ranks: int = 8
+    top_keep: int = 4
+    mid_ranks: int = 32
+    mid_keep: int = 3
+    rest_keep: int = 1
+
+    def keep(self, rank: int) -> int:
+        if rank <= self.top_ranks:
+            return self.top_keep
+        if rank <= self.mid_ranks:
+            return self.mid_keep
+        return self.rest_keep
+
+
+@dataclass
+class DecodeSettings:
+    """Decoder parameters: the paper's defaults, and the cost-aware tree as the default tree."""
+
+    max_new_tokens: int = 128
+    k: int = 64  # next-next candidates taken from the last logits
+    capacity: int = 64  # verified tree tokens, root included
+    ngram_sizes: tuple[int, ...] = (1, 2, 3)
+    continuation: int = 20  # g1 continuation length
+    pld_tokens: int = 10  # prompt lookup's chain length
+    tree: str = "cost"  # "cost" (sized by measured cost) or "static" (the paper's rule)
+    rule: PruningRule = field(default_factory=PruningRule)
+
+    def to_dict(self) -> dict:
+        return asdict(self)

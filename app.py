@@ -6,7 +6,6 @@ by Gradio itself.
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import tempfile
 import threading
@@ -17,11 +16,12 @@ from pathlib import Path
 import gradio as gr
 
 import visual
+from logitspec.errors import DecodeError, ModelLoadError
 from logitspec.limits import InputError, Limits, check_context, check_prompt, check_settings
-from logitspec.models import ModelLoadError
 from logitspec.race import RaceStopped, interleave, lane_stats, model_lanes, result_of
 from logitspec.session import (BUNDLED, ModelCache, StopSignals, allowed_models, check_model_choice,
                                model_label, read_trace_upload, run_deadline, warm_cost_curves)
+from logitspec.settings import DecodeSettings
 from logitspec.trace import RunTrace
 
 ROOT = Path(__file__).resolve().parent
@@ -32,7 +32,6 @@ EXAMPLE_IDS = {"Summarisation": 242, "Code": 122, "Translation": 161, "Maths": 4
                "Chat": 321, "RAG": 482}
 OUTCOMES = ["g1 matched", "g2 rescued", "both failed"]
 LIVE_REDRAW_SECONDS = 2.0  # the least time between redraws of the heavy figures during a race
-HAS_COST_TREE = importlib.util.find_spec("logitspec.costmodel") is not None
 
 MODELS = ModelCache(warm=warm_cost_curves)
 STOPS = StopSignals()
@@ -70,8 +69,6 @@ def shipped_traces() -> list[Path]:
 
 def settings_from(k, capacity, ngram, continuation, max_new, tree):
     """DecodeSettings from the form, checked against the limits (InputError otherwise)."""
-    from logitspec.decoders import DecodeSettings
-
     try:
         sizes = tuple(sorted({int(n) for n in (ngram or [])}))
         s = DecodeSettings(max_new_tokens=int(max_new), k=int(k), capacity=int(capacity),
@@ -304,6 +301,8 @@ class ExplorerUI:
                     cost = time.monotonic() - t0
                     next_draw = t0 + cost + max(LIVE_REDRAW_SECONDS, 4 * cost)
                 yield out
+        except DecodeError as e:
+            raise gr.Error(str(e)) from None
         except RaceStopped as e:
             note = ("Stopped" if e.reason == "stopped" else
                     f"Stopped at the time limit of {Limits.from_env().run_seconds:.0f} s")
@@ -406,10 +405,8 @@ class ExplorerUI:
         examples = load_examples()
         models = allowed_models()
         lim = Limits.from_env()  # the form offers exactly what the limits allow
-        tree_choices = ["cost", "static"] if HAS_COST_TREE else ["static"]
-        from logitspec.decoders import DecodeSettings
-
-        default_tree = DecodeSettings().tree if DecodeSettings().tree in tree_choices else tree_choices[0]
+        tree_choices = ["cost", "static"]
+        default_tree = DecodeSettings().tree
         with gr.Blocks(title="LogitSpec Explorer", delete_cache=(3600, 3600)) as demo:
             self.state = gr.State(View())
             self.playing = gr.State(False)

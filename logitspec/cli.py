@@ -77,13 +77,13 @@ def generate(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .errors import ModelLoadError
+    from .errors import DecodeError, ModelLoadError
     from .limits import InputError
 
     args = build_parser().parse_args(argv)
     try:
         return generate(args)
-    except (InputError, ModelLoadError) as e:
+    except (InputError, ModelLoadError, DecodeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import torch
 from transformers import DynamicCache
 
+from .errors import DecodeError
 from .retrieval import NgramPool
 from .settings import METHODS, DecodeSettings
 from .speculation import root_probability, speculate
@@ -33,10 +34,6 @@ class Draft:
     sizing: TreeSizing | None = None
     root_prob: float | None = None
     calibration_seconds: float = 0.0  # one-off measuring of c(n) that happened while drafting
-
-
-class DecodeError(RuntimeError):
-    """Decoding cannot go on (e.g. out of accelerator memory); the message says why."""
 
 
 class Drafter:

@@ -11,7 +11,6 @@ Two measured inputs drive it:
 from __future__ import annotations
 
 import heapq
-import statistics
 import threading
 import time
 import weakref
@@ -56,13 +55,14 @@ class CostCurve:
 
 
 @torch.inference_mode()
-def measure_cost_curve(model, context_len: int = 256, max_n: int = 64, rounds: int = 3) -> CostCurve:
+def measure_cost_curve(model, context_len: int = 256, max_n: int = 64, rounds: int = 4) -> CostCurve:
     """Time tree forward passes of n = 1..max_n tokens over a cache of `context_len` tokens.
 
     Uses the same call path as verification (a 4D mask and position ids, or the plain
     causal call for a single token) so c(n) is what a step really costs. Sizes are timed
-    in interleaved rounds and the median kept, so a burst of load on a shared machine
-    hits every size alike instead of bending the curve.
+    in interleaved rounds and the fastest round kept: load from other work on a shared
+    machine only ever adds time, and a median still bent the curve when a burst of it
+    lasted several rounds.
     """
     from transformers import DynamicCache
 
@@ -97,7 +97,7 @@ def measure_cost_curve(model, context_len: int = 256, max_n: int = 64, rounds: i
             for layer in cache.layers:
                 layer.keys = layer.keys[..., :context_len, :]
                 layer.values = layer.values[..., :context_len, :]
-    secs = [statistics.median(runs[n]) for n in sizes]
+    secs = [min(runs[n]) for n in sizes]
     # A forward pass never gets cheaper with more tokens; noise can say otherwise.
     secs = list(np.maximum.accumulate(secs))
     return CostCurve(sizes, [float(s) for s in secs], context_len, str(device), str(model.dtype).replace("torch.", ""))

@@ -5,7 +5,6 @@ position schemes (rotary Llama, learned-position GPT-2) over many repetitive pro
 """
 from __future__ import annotations
 
-import importlib
 import random
 from functools import cache
 
@@ -19,16 +18,7 @@ from lossless_prompts import LosslessPrompt, lossless_prompts
 from tiny_models import greedy_reference, repetitive_prompt
 
 
-def cost_tree_available() -> bool:
-    try:
-        return hasattr(importlib.import_module("logitspec.costmodel"), "CostAwareDrafter")
-    except ImportError:
-        return False
-
-
-HAS_COST = cost_tree_available()
-needs_cost = pytest.mark.skipif(not HAS_COST, reason="the cost-aware tree (logitspec.costmodel) is missing")
-TREES = ["static", "cost"] if HAS_COST else ["static"]
+TREES = ["static", "cost"]
 
 MAX_NEW = 48  # enough for several tree steps per prompt, small enough for 2 CPU cores
 PROMPTS = lossless_prompts()
@@ -38,7 +28,7 @@ PROMPT_BY_ID = {p.id: p for p in PROMPTS}
 VARIANTS = [
     pytest.param("pld", "static", id="pld"),
     pytest.param("logitspec", "static", id="logitspec-static"),
-    pytest.param("logitspec", "cost", id="logitspec-cost", marks=needs_cost),
+    pytest.param("logitspec", "cost", id="logitspec-cost"),
 ]
 
 
@@ -115,9 +105,9 @@ TINY_SETTINGS = [
                  id="static-small"),
     pytest.param(DecodeSettings(max_new_tokens=40, k=128, capacity=128, ngram_sizes=(2, 3, 4, 5),
                                 continuation=30, pld_tokens=16, tree="static"), id="static-wide"),
-    pytest.param(DecodeSettings(max_new_tokens=40, tree="cost"), id="cost", marks=needs_cost),
+    pytest.param(DecodeSettings(max_new_tokens=40, tree="cost"), id="cost"),
     pytest.param(DecodeSettings(max_new_tokens=40, k=128, capacity=128, continuation=30, tree="cost"),
-                 id="cost-wide", marks=needs_cost),
+                 id="cost-wide"),
 ]
 
 

@@ -16,7 +16,7 @@ from transformers import DynamicCache
 from .errors import DecodeError
 from .retrieval import NgramPool
 from .settings import METHODS, DecodeSettings
-from .speculation import root_probability, speculate
+from .speculation import speculate
 from .trace import Candidate, QueryRecord, StepRecord, TreeNode, TreeSizing
 from .tree import PRUNED_SHOWN_PER_BRANCH, build_static_tree, chain_tree
 from .verify import compact_cache, crop_cache, prepare_inputs, verify_tree
@@ -93,7 +93,7 @@ class LogitSpecDrafter(Drafter):
 
     def draft(self, root: int, logits: torch.Tensor, pool: NgramPool, context_len: int) -> Draft:
         s = self.s
-        cands = speculate(logits, root, s.k)  # speculate
+        cands, root_prob = speculate(logits, root, s.k)  # speculate
         queries = retrieve(root, cands, pool, s)  # retrieve
         pairs = list(zip(cands, queries[1:]))
         calibration = 0.0
@@ -106,7 +106,7 @@ class LogitSpecDrafter(Drafter):
             sizing = TreeSizing("static", sum(not n.pruned for n in nodes), None, None, None, None,
                                 f"the paper's rule: rank-based pruning up to the fixed capacity of {s.capacity}")
         return Draft(nodes=nodes, candidates=cands, queries=queries, sizing=sizing,
-                     root_prob=root_probability(logits, root), calibration_seconds=calibration)
+                     root_prob=root_prob, calibration_seconds=calibration)
 
     def observe(self, truth: Sequence[int]) -> None:
         if self.cost is not None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import torch
 
+from .attention import use_grouped_tree_attention
 from .errors import ModelLoadError
 
 BUNDLED_NAME = "SmolLM2-135M-Instruct"
@@ -149,4 +150,5 @@ def load_model(name: str | None = None, device: str | None = None, dtype: str = 
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise ModelLoadError(f"could not load model {name!r}: {first}") from e
     model.to(dev).eval()
+    use_grouped_tree_attention(model)
     return LoadedModel(name=display, model=model, tokenizer=tok, device=dev, dtype=dtype)

@@ -10,6 +10,7 @@ Two measured inputs drive it:
 """
 from __future__ import annotations
 
+import functools
 import heapq
 import threading
 import time
@@ -66,7 +67,7 @@ def measure_cost_curve(model, context_len: int = 256, max_n: int = 64, rounds: i
     """
     from transformers import DynamicCache
 
-    from .verify import prepare_inputs, verify_tree
+    from .verify import free_head_rows, prepare_inputs, verify_tree
 
     device = model.device
     vocab = int(model.config.vocab_size)
@@ -85,13 +86,14 @@ def measure_cost_curve(model, context_len: int = 256, max_n: int = 64, rounds: i
             nodes.append(TreeNode(id=i, token=toks[i], parent=parent, depth=nodes[parent].depth + 1, origin="g2"))
         trees[n] = nodes
     runs: dict[int, list[float]] = {n: [] for n in sizes}
+    head_rows = free_head_rows(model)
     for r in range(rounds + 1):  # round 0 warms up kernels and allocators
         for n in sizes:
             inputs = prepare_inputs(model, trees[n], context_len)
             if device.type == "cuda":
                 torch.cuda.synchronize()
             t = time.perf_counter()
-            verify_tree(model, cache, trees[n], inputs)
+            verify_tree(model, cache, trees[n], inputs, head_rows)
             if r:
                 runs[n].append(time.perf_counter() - t)
             for layer in cache.layers:
@@ -136,7 +138,10 @@ def cost_curve_for(model, context_len: int, max_n: int,
 
 def warm_up(model, max_context: int, capacity: int = 64) -> float:
     """Measure every curve a run up to `max_context` tokens may need; return the seconds."""
+    from .verify import free_head_rows
+
     t = time.perf_counter()
+    free_head_rows(model)
     for below, at in CONTEXT_BUCKETS:
         cost_curve_for(model, min(at, max_context), capacity)
         if max_context < below:
@@ -157,20 +162,23 @@ RANK_BUCKETS = (1, 2, 3, 4, 8, 16, 32, 64, 256)
 def rank_bucket(rank: int | None) -> int:
     if rank is None:
         return 0
+    if rank <= 4:  # the common case, without the loop
+        return rank
     for b in RANK_BUCKETS:
         if rank <= b:
             return b
     return RANK_BUCKETS[-1]
 
 
+@functools.lru_cache(maxsize=4096)
 def prior_mean(key: tuple) -> float:
     """Starting guesses before any evidence; the data takes over within a few steps."""
     kind = key[0]
     if kind == "first":  # a guess for x_{i+2}: (kind, rank bucket, g1 n, g2 n)
-        _, bucket, g1n, g2n = key
+        _, bucket, g1n, g2n = key[:4]
         base = {0: 0.02, 1: 0.25, 2: 0.10, 3: 0.06, 4: 0.04, 8: 0.03, 16: 0.015, 32: 0.008}.get(bucket, 0.004)
         return min(0.9, base + 0.2 * (g1n >= 1) + 0.1 * g1n + 0.05 * g2n)
-    _, n, depth = key  # a continuation token, given its parent was right
+    _, n, depth = key[:3]  # a continuation token, given its parent was right
     return min(0.85, 0.35 + 0.12 * n)
 
 
@@ -240,6 +248,17 @@ class CostAwareDrafter:
         self._skipped: list[tuple[int, tuple]] = []  # first tokens left out of the trie, for learning
         self.calibration_seconds = 0.0  # time spent measuring c(n) during this run
 
+    @staticmethod
+    def first_key(cand: Candidate | None, g1n: int, g2n: int) -> tuple:
+        """The kind of a guess for x_{i+2}: its rank bucket (0 for g1's own guess) and the
+        n-gram lengths by which g1 and its g2 query back it."""
+        return ("first", rank_bucket(cand.rank if cand is not None else None), g1n, g2n)
+
+    @staticmethod
+    def cont_key(origin: str, n: int, depth: int) -> tuple:
+        """The kind of a continuation token at `depth` from a match of an n-gram."""
+        return ("cont", n, min(depth, 8))
+
     def _calibrated(self, seconds: float) -> None:
         self.calibration_seconds += seconds
 
@@ -269,7 +288,7 @@ class CostAwareDrafter:
         if g1 is not None and g1.continuation:
             node, prob = 0, 1.0
             for d, tok in enumerate(g1.continuation[:g1_len]):
-                key = ("first", 0, g1n, 0) if d == 0 else ("cont", g1n, min(d + 1, 8))
+                key = self.first_key(None, g1n, 0) if d == 0 else self.cont_key("g1", g1n, d + 1)
                 prob *= p_of(key)
                 if d > 0 and prob < floor:
                     break
@@ -278,7 +297,7 @@ class CostAwareDrafter:
         for i, (cand, q) in enumerate(g2):
             g2n = q.matched_n or 0
             first = trie.child.get((0, cand.token))
-            key = ("first", rank_bucket(cand.rank), g1n if first is not None else 0, g2n)
+            key = self.first_key(cand, g1n if first is not None else 0, g2n)
             prob = p_of(key)
             if first is not None:  # g1 drafted the same token: more evidence, one node
                 trie.key[first], trie.rank[first] = key, cand.rank
@@ -291,7 +310,7 @@ class CostAwareDrafter:
                 node = trie.add(0, cand.token, "g2", cand.rank, 1 + i, key)
                 trie.p[node] = prob
             for d, tok in enumerate(q.continuation, start=2):
-                key = ("cont", g2n, min(d, 8))
+                key = self.cont_key("g2", g2n, d)
                 prob *= p_of(key)
                 if prob < floor:
                     break

@@ -19,7 +19,7 @@ from .settings import METHODS, DecodeSettings
 from .speculation import speculate
 from .trace import Candidate, QueryRecord, StepRecord, TreeNode, TreeSizing
 from .tree import PRUNED_SHOWN_PER_BRANCH, build_static_tree, chain_tree
-from .verify import compact_cache, crop_cache, prepare_inputs, verify_tree
+from .verify import compact_cache, crop_cache, free_head_rows, prepare_inputs, verify_tree
 
 G2_COST_LEN = 8  # g2 continuation fetched for the cost-aware tree, which may keep it all
 
@@ -124,7 +124,7 @@ def make_drafter(method: str, s: DecodeSettings, model=None) -> Drafter:
     raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
 
 
-def verify_fitting(model, cache, draft: Draft, verified: list[TreeNode], context_len: int):
+def verify_fitting(model, cache, draft: Draft, verified: list[TreeNode], context_len: int, head_rows: int = 1):
     """Verify the tree; if the accelerator runs out of memory, verify a smaller tree.
 
     Any prefix of the verified nodes is itself a tree (parents come first), so the tree is
@@ -136,7 +136,7 @@ def verify_fitting(model, cache, draft: Draft, verified: list[TreeNode], context
         inputs = prepare_inputs(model, verified[:n], context_len)
         t_fwd = time.perf_counter()
         try:
-            path, bonus, next_logits = verify_tree(model, cache, verified[:n], inputs)
+            path, bonus, next_logits = verify_tree(model, cache, verified[:n], inputs, head_rows)
             break
         except torch.OutOfMemoryError as e:
             # Layers that ran before the failure already appended to the cache.
@@ -178,6 +178,8 @@ def decode(
     if not prompt:
         raise ValueError("the prompt holds no tokens")
     drafter = make_drafter(method, s, model)
+    # Measured once per model, before any timed work; a lone root needs one row anyway.
+    head_rows = 1 if method == "vanilla" else free_head_rows(model)
     eos = set(int(e) for e in eos_ids)
     cache = DynamicCache(config=model.config)
 
@@ -202,7 +204,7 @@ def decode(
         draft = drafter.draft(root, last_logits, pool, context_len)  # speculate, retrieve, build tree
         verified = [n for n in draft.nodes if not n.pruned]
         t_prep = time.perf_counter()
-        path, bonus, next_logits, t_fwd = verify_fitting(model, cache, draft, verified, context_len)  # verify, accept
+        path, bonus, next_logits, t_fwd = verify_fitting(model, cache, draft, verified, context_len, head_rows)  # verify, accept
         t_book = time.perf_counter()
         tokens = [verified[i].token for i in path][:remaining]
         done = False

@@ -6,6 +6,32 @@ import torch
 from .trace import Candidate
 
 
+BLOCK = 64  # vocabulary block size of the two-stage top-k
+
+
+def top_entries(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The k largest entries of a 1-D tensor (values, indices), largest first.
+
+    Two stages: the k blocks of BLOCK entries with the largest maxima must hold the top k
+    (each of the top k lies in a block whose maximum is at least as large, and at most k
+    blocks can have such a maximum), so a full top-k runs over k * BLOCK entries instead of
+    the whole vocabulary; about twice as fast on a 49k vocabulary on CPU, more on larger.
+    """
+    vocab = logits.shape[-1]
+    blocks = vocab // BLOCK
+    if k >= blocks:
+        return torch.topk(logits, k)
+    main = logits[: blocks * BLOCK].view(blocks, BLOCK)
+    chosen = torch.topk(main.amax(dim=1), k, sorted=False).indices
+    values = main[chosen].reshape(-1)
+    index = (chosen[:, None] * BLOCK + torch.arange(BLOCK, device=logits.device)).reshape(-1)
+    if blocks * BLOCK < vocab:  # the ragged tail block takes part whole
+        values = torch.cat([values, logits[blocks * BLOCK:]])
+        index = torch.cat([index, torch.arange(blocks * BLOCK, vocab, device=logits.device)])
+    top = torch.topk(values, k)
+    return top.values, index[top.indices]
+
+
 def speculate(logits: torch.Tensor, root: int, k: int) -> tuple[list[Candidate], float]:
     """Up to k next-next candidates from the row of logits whose argmax is `root` (x_{i+1}),
     and the root's own softmax probability.
@@ -18,12 +44,11 @@ def speculate(logits: torch.Tensor, root: int, k: int) -> tuple[list[Candidate],
     root_prob = float(probs_all[root])
     if k <= 0:
         return [], root_prob
-    top = torch.topk(logits, min(k + 1, logits.shape[-1]))
+    values, indices = top_entries(logits, min(k + 1, logits.shape[-1]))
     # softmax runs as one kernel; exp(v - logsumexp) is several parallel passes, each of
     # which waits for every thread to be scheduled, costly on a busy two-core machine.
-    probs = probs_all[top.indices]
-    # One transfer to the host for all three lists.
-    vals, idx, ps = top.values.tolist(), top.indices.tolist(), probs.tolist()
+    probs = probs_all[indices]
+    vals, idx, ps = values.tolist(), indices.tolist(), probs.tolist()
     cands: list[Candidate] = []
     for v, i, p in zip(vals, idx, ps):
         if i == root:

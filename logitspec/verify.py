@@ -2,6 +2,9 @@
 compaction of the KV cache down to the accepted path."""
 from __future__ import annotations
 
+import threading
+import time
+import weakref
 from collections.abc import Callable, Sequence
 
 import torch
@@ -58,12 +61,20 @@ class LazyHead:
     per token. The walk needs the argmax of every node it visits, and it can only move on
     from a node with children; so the head runs at once, in one batch, for the root and
     every inner node, and for a leaf only if the walk arrives there (then it ends).
+
+    The first batch is padded with the likeliest leaves up to `rows` (see `free_head_rows`):
+    on a small model the head reads its weights once for a few rows as for one, while a
+    leaf the walk reaches later costs a second full read of them.
     """
 
-    def __init__(self, model, hidden: torch.Tensor, nodes: Sequence[TreeNode]) -> None:
+    def __init__(self, model, hidden: torch.Tensor, nodes: Sequence[TreeNode], rows: int = 1) -> None:
         self.head = model.get_output_embeddings()
         self.hidden = hidden
-        inner = sorted({0} | {n.parent for n in nodes if n.parent >= 0})
+        first = {0} | {n.parent for n in nodes if n.parent >= 0}
+        if len(first) < rows:
+            leaves = sorted((n for n in nodes if n.id not in first), key=lambda n: (-(n.accept_prob or 0.0), n.id))
+            first.update(n.id for n in leaves[: rows - len(first)])
+        inner = sorted(first)
         self.row_of = {node: i for i, node in enumerate(inner)}
         self.logits = self.head(hidden[inner])
         self.preds = self.logits.argmax(dim=-1).tolist()  # the step's one host sync
@@ -82,15 +93,57 @@ class LazyHead:
         return int(self.row(node).argmax())
 
 
+_FREE_ROWS: "weakref.WeakKeyDictionary[torch.nn.Module, int]" = weakref.WeakKeyDictionary()
+_FREE_LOCK = threading.Lock()
+
+
 @torch.inference_mode()
-def verify_tree(model, cache, nodes: Sequence[TreeNode], inputs: dict) -> tuple[list[int], int, torch.Tensor]:
+def measure_free_head_rows(model, max_rows: int = 8, rounds: int = 6, slack: float = 1.15) -> int:
+    """The most rows the output head maps to logits within `slack` times the cost of one row.
+
+    Times the head alone on this device (fastest of `rounds`); rows are counted up from 1
+    and the count stops at the first size that costs more.
+    """
+    head = model.get_output_embeddings()
+    width = head.weight.shape[1]
+    device, dtype = head.weight.device, head.weight.dtype
+    best: dict[int, float] = {}
+    for r in range(rounds + 1):  # round 0 warms up
+        for m in range(1, max_rows + 1):
+            x = torch.randn(m, width, device=device, dtype=dtype)
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            t = time.perf_counter()
+            head(x)
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            if r:
+                best[m] = min(best.get(m, float("inf")), time.perf_counter() - t)
+    rows = 1
+    while rows < max_rows and best[rows + 1] <= slack * best[1]:
+        rows += 1
+    return rows
+
+
+def free_head_rows(model) -> int:
+    """`measure_free_head_rows` for this model, measured once and cached."""
+    with _FREE_LOCK:
+        if model not in _FREE_ROWS:
+            _FREE_ROWS[model] = measure_free_head_rows(model)
+        return _FREE_ROWS[model]
+
+
+@torch.inference_mode()
+def verify_tree(model, cache, nodes: Sequence[TreeNode], inputs: dict,
+                head_rows: int = 1) -> tuple[list[int], int, torch.Tensor]:
     """Verify the tree in one forward pass and walk it.
 
     Returns the accepted path, the bonus token and the logits row after the last accepted
-    node (where the next step's speculation reads its candidates).
+    node (where the next step's speculation reads its candidates). `head_rows`: the least
+    number of nodes whose logits are computed in the first batch (see LazyHead).
     """
     hidden = model.base_model(**inputs, cache=cache, use_cache=True).last_hidden_state[0]
-    head = LazyHead(model, hidden, nodes)
+    head = LazyHead(model, hidden, nodes, head_rows)
     path, bonus = accept_walk(nodes, head.argmax)
     return path, bonus, head.row(path[-1])
 

@@ -219,3 +219,32 @@ def test_accept_walk_takes_a_function():
 
     assert accept_walk(TREE, pred) == ([0, 2, 4], 7)
     assert set(calls) == {0, 2, 4}  # only the nodes the walk visits
+
+
+@torch.inference_mode()
+@pytest.mark.parametrize("rows", [1, 2, 3, 8])
+def test_padding_the_head_batch_changes_nothing_but_where_leaves_are_computed(tiny, rows):
+    """A root with one right leaf: with a padded first batch the leaf needs no second call."""
+    from logitspec.verify import LazyHead
+
+    greedy = greedy_reference(tiny, PROMPT, 3)
+    nodes = hand_tree([(greedy[0], -1), (greedy[1], 0)])
+    cache = DynamicCache(config=tiny.config)
+    prefill(tiny, cache, PROMPT)
+    hidden = tiny.base_model(**prepare_inputs(tiny, nodes, len(PROMPT)), cache=cache,
+                             use_cache=True).last_hidden_state[0]
+    head = LazyHead(tiny, hidden, nodes, rows)
+    path, bonus = accept_walk(nodes, head.argmax)
+    assert path == [0, 1] and bonus == greedy[2]
+    assert (1 in head.row_of) == (rows >= 2)
+    assert (1 in head.extra) == (rows < 2)  # the leaf's row came from a second call only unpadded
+    expected = tiny(input_ids=torch.tensor([PROMPT + greedy[:2]])).logits[0, -1]
+    torch.testing.assert_close(head.row(1), expected, atol=ATOL, rtol=1e-4)
+
+
+def test_free_head_rows_is_measured_within_its_bounds(tiny_llama):
+    from logitspec.verify import _FREE_ROWS, free_head_rows, measure_free_head_rows
+
+    assert 1 <= measure_free_head_rows(tiny_llama, max_rows=4, rounds=2) <= 4
+    rows = free_head_rows(tiny_llama)
+    assert _FREE_ROWS[tiny_llama] == rows  # measured once, then read from the cache

@@ -24,7 +24,7 @@ import torch
 from .trace import Candidate, QueryRecord, TreeNode, TreeSizing
 from .tree import DraftTree
 
-SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+SIZES = (1, 2, 3, 4, 6, 8, 16, 32, 64, 128, 256)  # dense where trees usually stop
 FRONTIER_SHOWN = 24  # unchosen nodes kept in the trace (marked pruned by cost) for the picture
 
 

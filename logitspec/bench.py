@@ -16,6 +16,7 @@ from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
 
+from .drafts import drafted_bound
 from .settings import DecodeSettings
 
 METHOD_SPECS = {
@@ -114,32 +115,6 @@ def measure(lm, prompt_ids: list[int], method: str, settings: DecodeSettings) ->
         row["g2_rescued"] = sum((not st.queries[0].matched) and any(q.matched for q in st.queries[1:]) for st in fwd)
         row["tree_nodes"] = sum(len(st.verified_nodes) for st in fwd)
     return row
-
-
-def drafted_bound(steps) -> int:
-    """Tokens the steps could have committed had each verified every token it drafted.
-
-    Per forward step: the root plus the longest prefix of the true continuation found on
-    any drafted chain (g1's continuation, each candidate followed by its g2 continuation,
-    or PLD's chain). Set beside the tokens actually committed, it separates what the drafts
-    held from what the tree chose to verify.
-    """
-    truth = [t for st in steps for t in st.tokens]
-    total, pos = 0, 0
-    for st in steps:
-        if st.forward:
-            after = truth[pos + 1:]
-            cands = {c.rank: c.token for c in st.candidates}
-            best = 0
-            for q in st.queries:
-                chain = ([cands[q.candidate_rank]] if q.kind == "g2" else []) + list(q.continuation)
-                n = 0
-                while n < len(chain) and n < len(after) and chain[n] == after[n]:
-                    n += 1
-                best = max(best, n)
-            total += 1 + best
-        pos += len(st.tokens)
-    return total
 
 
 def hardware(device: str) -> str:

@@ -72,22 +72,3 @@ def test_bench_end_to_end_reports_lossless_and_every_figure(tmp_path):
     assert {"speedup.html", "accepted.html", "cost_curve.html"} <= figs
     assert "lossless: True" in r.stdout
 
-
-def test_drafted_bound_counts_the_longest_true_prefix_on_any_chain():
-    from logitspec.bench import drafted_bound
-    from logitspec.trace import Candidate, QueryRecord, StepRecord
-
-    def q(kind, rank, cont):
-        return QueryRecord(kind, rank, [], 1 if cont else None, 0 if cont else None, cont)
-
-    # Output 10 11 12 13 14 15 | 16. Step 0 (root 10) drafted g1 [11, 99] and candidate
-    # 12 (rank 1) continued by [13, 14, 77]: the truth after 10 is 11 12 13 14 ..., so g1
-    # holds 1 token and the candidate chain none (it guessed x_{i+2}, not x_{i+1}).
-    s0 = StepRecord(0, "logitspec", 5, 10, [10, 11], 12, candidates=[Candidate(1, 12, 0.0, 0.1)],
-                    queries=[q("g1", None, [11, 99]), q("g2", 1, [13, 14, 77])])
-    # Step 1 (root 12): candidate 13 then [14, 15, 16] is the truth for four tokens.
-    s1 = StepRecord(1, "logitspec", 7, 12, [12], 13, candidates=[Candidate(1, 13, 0.0, 0.1)],
-                    queries=[q("g1", None, []), q("g2", 1, [14, 15, 16])])
-    s2 = StepRecord(2, "logitspec", 8, 13, [13, 14, 15], None, queries=[q("pld", None, [14, 15, 9])])
-    last = StepRecord(3, "logitspec", 11, 16, [16], None, forward=False)
-    assert drafted_bound([s0, s1, s2, last]) == (1 + 1) + (1 + 4) + (1 + 2)

@@ -239,6 +239,32 @@ def test_step_summary_has_the_numbers():
     assert s.sizing.reason in md
 
 
+@pytest.mark.parametrize("name, any_sizing_miss", [("summarization-241", True), ("coding-121", False)])
+def test_what_the_drafts_held_bounds_what_each_step_accepted(name, any_sizing_miss):
+    from visual.text import drafts_held
+
+    tr = load(name)
+    out = [t for s in tr.steps for t in s.tokens]
+    pos, sizing_misses = 0, 0
+    for i, s in enumerate(tr.steps):
+        text = drafts_held(tr, i)
+        if s.forward and s.queries and pos + 1 < len(out):
+            m = re.match(r"the true next (\d+) tokens? lay on .*; (\d+) accepted", text)
+            if m is None:  # nothing held: only possible when nothing was accepted
+                assert "nothing could be accepted" in text and len(s.tokens) == 1
+            else:
+                held, accepted = int(m.group(1)), int(m.group(2))
+                assert accepted == len(s.tokens) - 1 <= held
+                # the held tokens really are the output's next ones
+                assert held >= 1 and out[pos + 1] in {c.token for c in s.candidates} | {
+                    q.continuation[0] for q in s.queries if q.kind != "g2" and q.continuation}
+                sizing_misses += held > accepted
+                assert ("stopped short" in text) == (held > accepted)
+        pos += len(s.tokens)
+        assert (f"**What the drafts held:** {text}" in step_summary_md(tr, i)) == bool(text)
+    assert (sizing_misses > 0) == any_sizing_miss  # as counted when the fixtures were recorded
+
+
 def test_histogram_and_time_breakdown_add_up():
     tr = load("coding-121")
     fig = accepted_hist_figure(tr)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 
+from logitspec.drafts import best_drafted_match, truth_after
 from logitspec.trace import RunTrace
 
 from .data import NO_RETRIEVAL, get_step, match_text, ngram_text, outcome, step_position
@@ -36,6 +37,26 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1000:.1f} ms"
 
 
+def drafts_held(trace: RunTrace, i: int) -> str:
+    """How much of the true continuation the step's drafts held, set against what it accepted:
+    a drafting miss (nothing held) reads differently from a sizing miss (held, not verified)."""
+    s = trace.steps[i]
+    after = truth_after(trace.steps, i)
+    if not s.forward or not s.queries or not after:
+        return ""
+    m = best_drafted_match(s, after)
+    accepted = len(s.tokens) - 1
+    if m.length == 0:
+        return ("the true next token was neither a candidate nor on a retrieved continuation, "
+                "so nothing could be accepted")
+    where = {"g1": "g1's continuation", "pld": "the prompt-lookup chain"}.get(
+        m.kind or "", f"the branch of candidate {m.rank} (g2)")
+    text = f"the true next {m.length} token{'s' if m.length != 1 else ''} lay on {where}; {accepted} accepted"
+    if m.length > accepted:
+        text += " (the rest were drafted but not verified: the tree stopped short of them)"
+    return text
+
+
 def step_summary_md(trace: RunTrace, step: int) -> str:
     """The step's numbers in a few lines of markdown."""
     s = get_step(trace, step)
@@ -61,6 +82,9 @@ def step_summary_md(trace: RunTrace, step: int) -> str:
             if g2:
                 detail += f"; g2: {sum(q.matched for q in g2)} of {len(g2)} candidates matched"
             lines.append(f"- **Retrieval:** {out} ({detail})")
+        held = drafts_held(trace, i)
+        if held:
+            lines.append(f"- **What the drafts held:** {held}")
         total = s.seconds
         lines.append(f"- **Time:** {total * 1000:.1f} ms = draft {_ms(s.draft_seconds)} + forward "
                      f"{_ms(s.forward_seconds)} + bookkeeping {_ms(s.bookkeeping_seconds)}")

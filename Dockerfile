@@ -10,8 +10,10 @@ ENV PYTHONUNBUFFERED=1 \
     HOME=/home/user \
     PATH=/home/user/.local/bin:$PATH
 
-# Spaces run the container as uid 1000.
-RUN useradd --create-home --uid 1000 user
+# Spaces run the container as uid 1000. The app folder is made and owned by that user, so
+# Gradio can write its example cache (the recorded runs) beside the app at start-up.
+RUN useradd --create-home --uid 1000 user \
+    && mkdir -p /home/user/app && chown user:user /home/user/app
 WORKDIR /home/user/app
 
 COPY --chown=user requirements.txt scripts/install.sh ./

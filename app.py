@@ -7,6 +7,7 @@ by Gradio itself.
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 import threading
 import time
@@ -20,7 +21,8 @@ from logitspec.errors import DecodeError, ModelLoadError
 from logitspec.limits import InputError, Limits, check_context, check_prompt, check_settings
 from logitspec.race import RaceStopped, interleave, lane_stats, model_lanes, result_of
 from logitspec.session import (BUNDLED, ModelCache, StopSignals, allowed_models, check_model_choice,
-                               model_label, read_trace_upload, run_deadline, warm_cost_curves)
+                               example_cache_folder, model_label, read_trace_upload, run_deadline,
+                               warm_cost_curves)
 from logitspec.settings import DecodeSettings
 from logitspec.trace import RunTrace
 
@@ -65,6 +67,19 @@ def load_examples() -> list[tuple[str, str]]:
 
 def shipped_traces() -> list[Path]:
     return sorted(TRACES_DIR.glob("*.json"))
+
+
+def recorded_examples() -> list[tuple[str, str, str]]:
+    """(label, prompt, file name) of each shipped trace, for the cached examples."""
+    out = []
+    for path in shipped_traces():
+        try:
+            t = RunTrace.load(path)
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # a broken file is skipped here; opening it by name says why
+        kind = path.stem.split("-")[0].capitalize()
+        out.append((f"{kind}: {len(t.tokens)} tokens, {len(t.steps)} steps", t.prompt_text, path.name))
+    return out
 
 
 def settings_from(k, capacity, ngram, continuation, max_new, tree):
@@ -350,6 +365,24 @@ class ExplorerUI:
             return gr.skip()
         return self.open_trace(str(TRACES_DIR / name), outcomes, view)
 
+    def open_recorded(self, prompt, name):
+        """A recorded run's pictures, for the cached examples (which cannot carry session state)."""
+        out = self.open_shipped(name, OUTCOMES, View())
+        if not isinstance(out, dict):
+            return out
+        out.pop(self.state, None)
+        return out
+
+    def adopt_recorded(self, name, view: View):
+        """After a cached example has shown its pictures, explore the same trace in this session."""
+        if not name or name not in {p.name for p in shipped_traces()}:
+            return gr.skip()
+        try:
+            trace = read_trace_upload(TRACES_DIR / name)
+        except InputError as e:
+            raise gr.Error(str(e)) from None
+        return View(traces={trace.method: trace}, lane=trace.method, source=name)
+
     def initial_view(self, outcomes):
         """What a new visitor sees at once: the first shipped trace."""
         files = shipped_traces()
@@ -403,6 +436,7 @@ class ExplorerUI:
     def build(self) -> gr.Blocks:
         """Lay out the app and wire its events; loads no model."""
         examples = load_examples()
+        recorded = recorded_examples()
         models = allowed_models()
         lim = Limits.from_env()  # the form offers exactly what the limits allow
         tree_choices = ["cost", "static"]
@@ -419,6 +453,9 @@ class ExplorerUI:
                                         placeholder="Ask something, or pick an example below")
                     gr.Examples(examples=[[p] for _, p in examples], inputs=[prompt],
                                 example_labels=[label for label, _ in examples], label="Examples")
+                    self.shipped = gr.Dropdown([p.name for p in shipped_traces()], label="Shipped traces",
+                                               value=None, elem_id="shipped", render=False)
+                    recorded_box = gr.Column(visible=bool(recorded))
                     gr.Markdown("Examples: questions from [Spec-Bench](https://github.com/hemingkx/Spec-Bench) "
                                 "(Apache-2.0).", elem_id="attribution")
                     model = gr.Dropdown(choices=[(model_label(m), m) for m in models], value=models[0],
@@ -483,8 +520,7 @@ class ExplorerUI:
                                 "bundled model, or upload a trace file (no model needed).")
                     self.download = gr.DownloadButton("Download this run's trace (JSON)", visible=False,
                                                       elem_id="download")
-                    self.shipped = gr.Dropdown([p.name for p in shipped_traces()], label="Shipped traces",
-                                               value=None, elem_id="shipped")
+                    self.shipped.render()
                     upload = gr.File(label="Upload a trace (.json)", file_types=[".json"], type="filepath",
                                      elem_id="upload")
             status_timer = gr.Timer(2.0, active=False)
@@ -496,6 +532,18 @@ class ExplorerUI:
                                         self.status_md]
             # Drawing is light next to decoding: its own, wider lane so it never waits on a run.
             view_kw = dict(concurrency_limit=8, concurrency_id="view", api_visibility="undocumented")
+
+            if recorded:
+                with recorded_box:
+                    # Runs recorded on the bundled model, drawn once at start-up and served from
+                    # Gradio's example cache: a click shows a whole run at once, no model needed.
+                    rec = gr.Examples(
+                        examples=[[p, name] for _, p, name in recorded], inputs=[prompt, self.shipped],
+                        outputs=[c for c in trace_out if c is not self.state], fn=self.open_recorded,
+                        example_labels=[label for label, _, _ in recorded], cache_examples=True,
+                        cache_mode="eager", preload=False, label="Recorded runs (open at once, no model needed)",
+                        api_name="recorded", elem_id="recorded")
+                    rec.cache_event.then(self.adopt_recorded, [self.shipped, self.state], [self.state], **view_kw)
 
             run_ev = run_btn.click(
                 self.race, [prompt, model, with_pld, k, capacity, ngram, continuation, max_new, tree, outcome,
@@ -540,6 +588,9 @@ class ExplorerUI:
 
 def build_app() -> gr.Blocks:
     """The Blocks app; building it loads no model."""
+    drawn_from = shipped_traces() + [Path(__file__)] + sorted((ROOT / "visual").glob("*.py"))
+    os.environ.setdefault("GRADIO_EXAMPLES_CACHE",
+                          str(example_cache_folder(ROOT / ".gradio" / "cached_examples", drawn_from)))
     return ExplorerUI().build()
 
 

@@ -263,3 +263,19 @@ def _check_ids(trace: RunTrace, vocab_size: int | None) -> None:
                              f"of {trace.model}")
         if vocab_size is None and str(t) not in trace.token_texts:
             raise InputError(f"this trace holds token id {t}, which its own token table does not know")
+
+
+def example_cache_folder(base: Path, sources: list[Path]) -> Path:
+    """A folder for Gradio's example cache named by a hash of what the examples are drawn from.
+
+    Gradio reuses an existing cache folder as it is; naming the folder by the content of the
+    traces and of the code that draws them means a change to either draws afresh instead of
+    serving stale pictures.
+    """
+    import hashlib
+
+    h = hashlib.sha256()
+    for p in sorted(sources):
+        h.update(p.name.encode())
+        h.update(p.read_bytes())
+    return base / h.hexdigest()[:16]

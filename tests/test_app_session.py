@@ -176,3 +176,16 @@ def test_warm_up_runs_on_a_fresh_model_before_it_is_ready():
     cache.get("m")
     assert len(seen) == 1 and seen[0][0] == "m" and "draft-tree token costs" in seen[0][1]
     assert cache.status("m").state == "ready"
+
+
+def test_the_example_cache_folder_follows_the_content_it_is_drawn_from(tmp_path):
+    from logitspec.session import example_cache_folder
+
+    a, b = tmp_path / "a.json", tmp_path / "b.py"
+    a.write_text("{}")
+    b.write_text("x = 1")
+    first = example_cache_folder(tmp_path / "cache", [a, b])
+    assert first.parent == tmp_path / "cache"
+    assert example_cache_folder(tmp_path / "cache", [b, a]) == first  # order does not matter
+    b.write_text("x = 2")
+    assert example_cache_folder(tmp_path / "cache", [a, b]) != first

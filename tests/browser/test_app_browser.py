@@ -139,3 +139,24 @@ def test_pick_run_and_explore(page):
                           (debugger_png, "app-debugger.png")):
             shutil.copyfile(src, DOCS / name)
     (SHOTS / "steps.json").write_text(json.dumps({"step0": label0, "verdict": verdict}), encoding="utf-8")
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_a_recorded_run_opens_from_the_example_cache(page):
+    """A cached example shows a whole recorded run at once and can then be explored."""
+    page.goto(page.url, wait_until="domcontentloaded")  # a fresh session
+    page.wait_for_selector("#tree-plot .js-plotly-plot", timeout=60_000)
+    examples = page.locator("#recorded")
+    examples.get_by_text(re.compile(r"^Translation: \d+ tokens")).first.click()
+    page.wait_for_function(
+        "() => (document.querySelector('#status')?.innerText || '').includes('translation-161.json')",
+        timeout=30_000)
+    assert "Step 0 (steps 0–" in page.locator("#step-label").inner_text()
+    assert "German" in page.locator("#prompt textarea").input_value()
+    # The session now holds that trace: Next moves through its steps.
+    page.locator("#next").click()
+    page.wait_for_function(
+        "() => (document.querySelector('#step-label')?.innerText || '').includes('Step 1 (steps')",
+        timeout=30_000)
+    shot(page, "recorded")

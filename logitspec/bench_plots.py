@@ -31,6 +31,30 @@ def _bars(report: dict, key: str, title: str, ytitle: str):
     return fig
 
 
+def drafted_figure(report: dict, method: str = "logitspec"):
+    """Tokens per pass the method accepted, beside what its drafts held (see drafts.py)."""
+    import plotly.graph_objects as go
+
+    entry = report["methods"].get(method)
+    if entry is None or "drafted_tokens_per_step" not in entry["overall"]:
+        return None
+    cats = report["settings"]["categories"] + ["overall"]
+    rows = [entry["overall"] if c == "overall" else entry["per_category"][c] for c in cats]
+    fig = go.Figure()
+    for key, name, colour in (("mean_accepted_tokens", "accepted per pass", COLORS.get(method)),
+                              ("drafted_tokens_per_step", "held by the drafts per pass", "#CC79A7")):
+        vals = [r.get(key) or 0 for r in rows]
+        fig.add_bar(name=name, x=cats, y=vals, marker_color=colour, text=[f"{v:.2f}" for v in vals],
+                    textposition="outside", textfont=dict(size=11))
+    fig.update_layout(title=dict(text=f"{method}: tokens accepted per pass, and what the drafts held"
+                                      "<br><sup>held: root + the longest true continuation on any drafted "
+                                      "chain, had every drafted token been verified</sup>"),
+                      yaxis_title="tokens / pass", **LAYOUT)
+    fig.update_xaxes(tickangle=-30, gridcolor="#ddd")
+    fig.update_yaxes(gridcolor="#ddd")
+    return fig
+
+
 def cost_curve_figure(report: dict):
     import plotly.graph_objects as go
 
@@ -69,6 +93,9 @@ def write_plots(report: dict, out: Path) -> list[Path]:
     }
     if report.get("cost_curves"):
         figs["cost_curve"] = cost_curve_figure(report)
+    drafted = drafted_figure(report)
+    if drafted is not None:
+        figs["drafted"] = drafted
     written = []
     for name, fig in figs.items():
         html = out / f"{name}.html"

@@ -69,6 +69,6 @@ def test_bench_end_to_end_reports_lossless_and_every_figure(tmp_path):
     curve = report["cost_curves"][0]
     assert curve["sizes"][0] == 1 and all(a <= b for a, b in zip(curve["seconds"], curve["seconds"][1:]))
     figs = {p.name for p in (tmp_path / "fig").iterdir()}
-    assert {"speedup.html", "accepted.html", "cost_curve.html"} <= figs
+    assert {"speedup.html", "accepted.html", "cost_curve.html", "drafted.html"} <= figs
     assert "lossless: True" in r.stdout
 

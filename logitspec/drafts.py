@@ -56,11 +56,14 @@ def truth_after(steps: Sequence[StepRecord], i: int) -> list[int]:
 
 def drafted_bound(steps: Sequence[StepRecord]) -> int:
     """Tokens the steps could have committed had each verified every token it drafted:
-    per forward step, the root plus its best drafted match."""
+    per forward step, the root plus its best drafted match; a final step that needed no
+    forward pass counts what it committed, as in tokens per pass."""
     output = [t for s in steps for t in s.tokens]
     total, pos = 0, 0
     for s in steps:
         if s.forward:
             total += 1 + best_drafted_match(s, output[pos + 1:]).length
+        else:
+            total += len(s.tokens)
         pos += len(s.tokens)
     return total

@@ -21,7 +21,7 @@ def test_drafted_bound_counts_the_longest_true_prefix_on_any_chain():
                     queries=[q("g1", None, []), q("g2", 1, [14, 15, 16])])
     s2 = StepRecord(2, "logitspec", 8, 13, [13, 14, 15], None, queries=[q("pld", None, [14, 15, 9])])
     last = StepRecord(3, "logitspec", 11, 16, [16], None, forward=False)
-    assert drafted_bound([s0, s1, s2, last]) == (1 + 1) + (1 + 4) + (1 + 2)
+    assert drafted_bound([s0, s1, s2, last]) == (1 + 1) + (1 + 4) + (1 + 2) + 1  # the last: no pass
 
 
 def test_best_match_names_the_chain_and_prefers_the_first_drafted_on_ties():

@@ -38,13 +38,15 @@ class CostCurve:
     context_len: int
     device: str
     dtype: str
+    measurements: int = 1  # measured this many times; each size keeps its fastest
+    _table: list[float] | None = field(default=None, repr=False, compare=False)
 
     def __call__(self, n: int) -> float:
         return float(np.interp(n, self.sizes, self.seconds))
 
     def table(self, max_n: int) -> list[float]:
         """c(0..max_n) as a list, computed once per curve: the tree search reads it per node."""
-        cached = getattr(self, "_table", None)
+        cached = self._table
         if cached is None or len(cached) <= max_n:
             cached = [0.0] + np.interp(np.arange(1, max_n + 1), self.sizes, self.seconds).tolist()
             self._table = cached
@@ -52,7 +54,7 @@ class CostCurve:
 
     def to_dict(self) -> dict:
         return {"sizes": self.sizes, "seconds": self.seconds, "context_len": self.context_len,
-                "device": self.device, "dtype": self.dtype}
+                "device": self.device, "dtype": self.dtype, "measurements": self.measurements}
 
 
 @torch.inference_mode()
@@ -115,25 +117,74 @@ _LOCK = threading.Lock()
 CONTEXT_BUCKETS = ((1536, 512), (10**9, 3072))  # (contexts below this, measured at)
 
 
+def _bucket(context_len: int) -> int:
+    return next(at for below, at in CONTEXT_BUCKETS if context_len < below)
+
+
 def cost_curve_for(model, context_len: int, max_n: int,
                    on_measure: Callable[[float], None] | None = None) -> CostCurve:
-    """The cached curve for this model at this context length, measured on first need.
+    """The cached curve for this model at this context length, measured on first need, and
+    again when decoding has shown it wrong (see `observe_forward`).
 
     `on_measure` hears how many seconds a measurement took, so callers can keep that
     one-off calibration apart from the time of decoding.
     """
-    bucket = next(at for below, at in CONTEXT_BUCKETS if context_len < below)
+    bucket = _bucket(context_len)
     with _LOCK:
         curves = _CURVES.setdefault(model, {})
         curve = curves.get(bucket)
-        if curve is None or curve.sizes[-1] < max_n:
+        stale = bucket in _STALE.get(model, set())
+        if curve is None or curve.sizes[-1] < max_n or stale:
             t = time.perf_counter()
             limit = getattr(model.config, "max_position_embeddings", None) or bucket + max_n
-            curve = measure_cost_curve(model, context_len=min(bucket, limit - max_n - 1), max_n=max(max_n, 8))
-            curves[bucket] = curve
+            fresh = measure_cost_curve(model, context_len=min(bucket, limit - max_n - 1), max_n=max(max_n, 8))
+            if curve is not None and curve.sizes == fresh.sizes:
+                # Load on a shared machine only ever adds time: keep each size's fastest.
+                fresh.seconds = list(np.maximum.accumulate(np.minimum(curve.seconds, fresh.seconds)))
+                fresh.measurements = curve.measurements + 1
+            curves[bucket] = curve = fresh
+            _STALE.get(model, set()).discard(bucket)
+            _CHECKS.setdefault(model, {}).pop(bucket, None)
             if on_measure:
                 on_measure(time.perf_counter() - t)
         return curve
+
+
+# Decoding checks the curve: every step's forward time is set against c(n). A curve measured
+# while other work held the cores can be wrong for some sizes only (load comes and goes
+# within a measurement), and a wrong curve sizes every tree of the process.
+CHECK_MIN = 12  # steps of a size before its times are compared
+CHECK_TOLERANCE = 0.10  # relative gap between sizes that makes a curve stale
+CHECK_MAX_MEASUREMENTS = 3  # a noisy machine must not re-measure forever
+_STALE: "weakref.WeakKeyDictionary[torch.nn.Module, set[int]]" = weakref.WeakKeyDictionary()
+_CHECKS: "weakref.WeakKeyDictionary[torch.nn.Module, dict[int, dict[int, list[float]]]]" = weakref.WeakKeyDictionary()
+
+
+def observe_forward(model, context_len: int, n: int, seconds: float) -> bool:
+    """Set one decoding step's measured forward time against the curve; True if the curve
+    is now marked stale (re-measured on its next use).
+
+    What matters for sizing is the curve's shape, so the test is relative: the median of
+    observed / modelled time for n-token steps against the same for 1-token steps. Past
+    CHECK_TOLERANCE apart, the curve no longer says what a tree costs here.
+    """
+    bucket = _bucket(context_len)
+    with _LOCK:
+        curve = _CURVES.get(model, {}).get(bucket)
+        if curve is None or curve.measurements >= CHECK_MAX_MEASUREMENTS or n > curve.sizes[-1]:
+            return False
+        ratios = _CHECKS.setdefault(model, {}).setdefault(bucket, {})
+        seen = ratios.setdefault(n, [])
+        seen.append(seconds / curve(n))
+        del seen[:-4 * CHECK_MIN]  # a recent window
+        one = ratios.get(1, [])
+        if n == 1 or len(seen) < CHECK_MIN or len(one) < CHECK_MIN:
+            return False
+        gap = float(np.median(seen)) / float(np.median(one)) - 1.0
+        if abs(gap) <= CHECK_TOLERANCE:
+            return False
+        _STALE.setdefault(model, set()).add(bucket)
+        return True
 
 
 def warm_up(model, max_context: int, capacity: int = 64) -> float:
@@ -247,6 +298,7 @@ class CostAwareDrafter:
         self._trie: _Trie | None = None
         self._skipped: list[tuple[int, tuple]] = []  # first tokens left out of the trie, for learning
         self.calibration_seconds = 0.0  # time spent measuring c(n) during this run
+        self._context_len = 0
 
     @staticmethod
     def first_key(cand: Candidate | None, g1n: int, g2n: int) -> tuple:
@@ -345,6 +397,7 @@ class CostAwareDrafter:
             for c in trie.kids.get(nid, ()):
                 heapq.heappush(heap, (-p[c], c))
         size = best[1]
+        self._context_len = context_len
         keep = {0, *order[: size - 1]}
         nxt = order[size - 1] if size - 1 < len(order) else (heap[0][1] if heap else None)
         nxt_p = None if nxt is None else p[nxt]
@@ -375,12 +428,16 @@ class CostAwareDrafter:
             remap[n] = new.id
         return out.finalize()
 
-    def observe(self, truth: Sequence[int]) -> None:
-        """Learn from the step's truth: root, the accepted drafts, then the bonus token.
+    def observe(self, truth: Sequence[int], verified: int | None = None, seconds: float | None = None) -> None:
+        """Learn from the step's truth: root, the accepted drafts, then the bonus token; and
+        check the cost curve against the step's measured forward time (`verified` tokens in
+        `seconds`).
 
         Every drafted node whose parent lies on the true path was, in effect, tested, and so
         was every candidate left out of the trie for its low chance.
         """
+        if seconds is not None and verified and self.model is not None and self.curve is None:
+            observe_forward(self.model, self._context_len, verified, seconds)
         t = self._trie
         if t is None or len(truth) < 2:
             return

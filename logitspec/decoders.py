@@ -45,8 +45,9 @@ class Drafter:
         """Vanilla greedy drafts nothing: the tree is the root alone."""
         return Draft(nodes=chain_tree(root, [], "root"))
 
-    def observe(self, truth: Sequence[int]) -> None:
-        pass
+    def observe(self, truth: Sequence[int], verified: int | None = None, seconds: float | None = None) -> None:
+        """Hear the step's truth (root, accepted drafts, bonus) and its forward pass: the
+        tokens verified and the seconds they took."""
 
 
 class PromptLookupDrafter(Drafter):
@@ -108,9 +109,9 @@ class LogitSpecDrafter(Drafter):
         return Draft(nodes=nodes, candidates=cands, queries=queries, sizing=sizing,
                      root_prob=root_prob, calibration_seconds=calibration)
 
-    def observe(self, truth: Sequence[int]) -> None:
+    def observe(self, truth: Sequence[int], verified: int | None = None, seconds: float | None = None) -> None:
         if self.cost is not None:
-            self.cost.observe(truth)
+            self.cost.observe(truth, verified, seconds)
 
 
 def make_drafter(method: str, s: DecodeSettings, model=None) -> Drafter:
@@ -218,7 +219,7 @@ def decode(
             compact_cache(cache, context_len, path)
             last_logits = next_logits
         pool.extend(tokens)
-        drafter.observe(tokens if done else tokens + [bonus])
+        drafter.observe(tokens if done else tokens + [bonus], len(verified), t_book - t_fwd)
         t_end = time.perf_counter()
         yield StepRecord(
             index=index, method=method, context_len=context_len, root=root, tokens=tokens,

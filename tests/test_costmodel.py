@@ -114,3 +114,87 @@ def test_unlikely_candidates_stay_out_of_the_trie_but_still_teach():
     d.observe([8, tok, 10])  # the skipped candidate was in fact right
     hits, seen = stats.counts[key]
     assert seen == same_kind and hits == 1
+
+
+# ----- the curve checked against decoding ----------------------------------------------------
+
+class FakeModel:
+    """Stands in for a model as a cache key; cost_curve_for's measuring is replaced."""
+
+    class config:
+        max_position_embeddings = 100_000
+
+
+def curve_of(seconds: list[float]) -> CostCurve:
+    return CostCurve([1, 2, 4], list(seconds), 512, "cpu", "float32")
+
+
+@pytest.fixture
+def measured(monkeypatch):
+    """cost_curve_for with measurements taken from a queue instead of the model."""
+    from logitspec import costmodel
+
+    queue: list[list[float]] = []
+    monkeypatch.setattr(costmodel, "measure_cost_curve", lambda model, context_len, max_n: curve_of(queue.pop(0)))
+    return queue
+
+
+def test_a_curve_that_overstates_trees_is_remeasured_keeping_each_size_fastest(measured):
+    from logitspec.costmodel import CHECK_MIN, cost_curve_for, observe_forward
+
+    model = FakeModel()
+    measured.append([1.0, 5.0, 9.0])  # measured while other work held the cores: 2 tokens look 5x dearer
+    first = cost_curve_for(model, 100, 4)
+    flags = [observe_forward(model, 100, 1, 1.0) for _ in range(CHECK_MIN)]
+    flags += [observe_forward(model, 100, 2, 1.1) for _ in range(CHECK_MIN)]
+    assert flags[-1] and not any(flags[:-1])  # stale once both sizes have enough steps
+    measured.append([2.0, 1.2, 12.0])  # the second measurement: slower for 1 and 4, right for 2
+    spent = []
+    second = cost_curve_for(model, 100, 4, on_measure=spent.append)
+    assert second is not first and second.measurements == 2 and len(spent) == 1
+    assert second.seconds == [1.0, 1.2, 9.0]
+    assert cost_curve_for(model, 100, 4) is second  # fresh again: no third measurement
+
+
+def test_a_curve_that_matches_decoding_is_kept(measured):
+    from logitspec.costmodel import CHECK_MIN, cost_curve_for, observe_forward
+
+    model = FakeModel()
+    measured.append([1.0, 1.5, 2.0])
+    first = cost_curve_for(model, 100, 4)
+    # A busier machine slows every size alike (ratio 1.3), with noise: the shape still holds.
+    for i in range(3 * CHECK_MIN):
+        noise = 1.0 + 0.04 * ((i % 5) - 2) / 2
+        assert not observe_forward(model, 100, 1, 1.3 * noise)
+        assert not observe_forward(model, 100, 2, 1.5 * 1.3 / noise)
+        assert not observe_forward(model, 100, 4, 2.0 * 1.3)
+    assert cost_curve_for(model, 100, 4) is first
+
+
+def test_remeasuring_stops_after_a_few_measurements(measured):
+    from logitspec.costmodel import CHECK_MAX_MEASUREMENTS, CHECK_MIN, cost_curve_for, observe_forward
+
+    model = FakeModel()
+    measured.extend([[1.0, 5.0, 9.0]] * CHECK_MAX_MEASUREMENTS)
+    for _ in range(CHECK_MAX_MEASUREMENTS):
+        curve = cost_curve_for(model, 100, 4)
+        for _ in range(CHECK_MIN):
+            observe_forward(model, 100, 1, 1.0)
+            observe_forward(model, 100, 2, 1.1)
+    assert curve.measurements == CHECK_MAX_MEASUREMENTS and not measured
+    assert not observe_forward(model, 100, 2, 1.1)  # no longer checked
+    assert cost_curve_for(model, 100, 4) is curve
+
+
+def test_decoding_reports_each_forward_pass_to_the_curve_check(monkeypatch, one_thread):
+    from logitspec import costmodel
+    from logitspec.decoders import DecodeSettings, decode
+    from tiny_models import tiny_llama
+
+    monkeypatch.setattr(costmodel, "CHECK_TOLERANCE", 1e9)  # never stale: count every report
+    model = tiny_llama(seed=3)
+    prompt = [5, 17, 99, 3, 5, 17, 42, 8, 1, 64, 5, 17] * 3
+    steps = list(decode(model, prompt, "logitspec", DecodeSettings(max_new_tokens=20, tree="cost")))
+    seen = costmodel._CHECKS[model][costmodel._bucket(len(prompt))]
+    sizes = [sum(not n.pruned for n in s.tree) for s in steps if s.forward]
+    assert {n: len(v) for n, v in seen.items()} == {n: sizes.count(n) for n in set(sizes)}

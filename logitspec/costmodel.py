@@ -226,10 +226,10 @@ def prior_mean(key: tuple) -> float:
     """Starting guesses before any evidence; the data takes over within a few steps."""
     kind = key[0]
     if kind == "first":  # a guess for x_{i+2}: (kind, rank bucket, g1 n, g2 n)
-        _, bucket, g1n, g2n = key[:4]
+        _, bucket, g1n, g2n = key
         base = {0: 0.02, 1: 0.25, 2: 0.10, 3: 0.06, 4: 0.04, 8: 0.03, 16: 0.015, 32: 0.008}.get(bucket, 0.004)
         return min(0.9, base + 0.2 * (g1n >= 1) + 0.1 * g1n + 0.05 * g2n)
-    _, n, depth = key[:3]  # a continuation token, given its parent was right
+    _, n, depth = key  # a continuation token, given its parent was right
     return min(0.85, 0.35 + 0.12 * n)
 
 
@@ -307,8 +307,8 @@ class CostAwareDrafter:
         return ("first", rank_bucket(cand.rank if cand is not None else None), g1n, g2n)
 
     @staticmethod
-    def cont_key(origin: str, n: int, depth: int) -> tuple:
-        """The kind of a continuation token at `depth` from a match of an n-gram."""
+    def cont_key(n: int, depth: int) -> tuple:
+        """The kind of a continuation token at `depth` after a match of an n-gram."""
         return ("cont", n, min(depth, 8))
 
     def _calibrated(self, seconds: float) -> None:
@@ -340,7 +340,7 @@ class CostAwareDrafter:
         if g1 is not None and g1.continuation:
             node, prob = 0, 1.0
             for d, tok in enumerate(g1.continuation[:g1_len]):
-                key = self.first_key(None, g1n, 0) if d == 0 else self.cont_key("g1", g1n, d + 1)
+                key = self.first_key(None, g1n, 0) if d == 0 else self.cont_key(g1n, d + 1)
                 prob *= p_of(key)
                 if d > 0 and prob < floor:
                     break
@@ -362,7 +362,7 @@ class CostAwareDrafter:
                 node = trie.add(0, cand.token, "g2", cand.rank, 1 + i, key)
                 trie.p[node] = prob
             for d, tok in enumerate(q.continuation, start=2):
-                key = self.cont_key("g2", g2n, d)
+                key = self.cont_key(g2n, d)
                 prob *= p_of(key)
                 if prob < floor:
                     break
@@ -397,7 +397,7 @@ class CostAwareDrafter:
             for c in trie.kids.get(nid, ()):
                 heapq.heappush(heap, (-p[c], c))
         size = best[1]
-        self._context_len = context_len
+        self._context_len = context_len  # for the curve check in observe
         keep = {0, *order[: size - 1]}
         nxt = order[size - 1] if size - 1 < len(order) else (heap[0][1] if heap else None)
         nxt_p = None if nxt is None else p[nxt]

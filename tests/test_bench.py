@@ -72,3 +72,25 @@ def test_bench_end_to_end_reports_lossless_and_every_figure(tmp_path):
     assert {"speedup.html", "accepted.html", "cost_curve.html", "drafted.html"} <= figs
     assert "lossless: True" in r.stdout
 
+
+
+def test_a_calibration_inside_a_run_is_kept_out_of_its_seconds(monkeypatch):
+    import time as _time
+
+    from logitspec import bench, decoders
+    from logitspec.settings import DecodeSettings
+    from logitspec.trace import QueryRecord, StepRecord
+
+    def fake_decode(model, prompt, method, settings, eos_ids):
+        _time.sleep(0.3)  # c(n) re-measured while drafting this step
+        yield StepRecord(0, method, len(prompt), 7, [7, 8], 9, calibration_seconds=0.3,
+                         queries=[QueryRecord("g1", None, [], 1, 0, [8])])
+        yield StepRecord(1, method, len(prompt) + 2, 9, [9], None, forward=False)
+
+    class LM:
+        model, eos_ids = None, []
+
+    monkeypatch.setattr(decoders, "decode", fake_decode)
+    row = bench.measure(LM(), [1, 2, 3], "logitspec", DecodeSettings(max_new_tokens=3))
+    assert row["calibration_seconds"] == 0.3
+    assert 0 <= row["seconds"] < 0.1 and row["tokens_list"] == [7, 8, 9]

@@ -38,6 +38,7 @@ def test_grouped_attention_is_switched_on_for_grouped_models():
     assert model.config._attn_implementation == NAME
 
 
+@pytest.mark.slow
 def test_the_bundled_model_loads_with_grouped_attention(bundled):
     assert bundled.model.config._attn_implementation == NAME
 

@@ -48,6 +48,11 @@ class View:
     step: int = 0
     source: str = ""  # what the traces came from, for the status line
 
+    @classmethod
+    def of_trace(cls, trace: RunTrace, source: str) -> "View":
+        """A view exploring one trace file (shipped or uploaded)."""
+        return cls(traces={trace.method: trace}, lane=trace.method, source=source)
+
     @property
     def trace(self) -> RunTrace | None:
         return self.traces.get(self.lane) or next(iter(self.traces.values()), None)
@@ -353,7 +358,7 @@ class ExplorerUI:
                 trace = read_trace_upload(p, vocab_size=len(lm.tokenizer))
         except InputError as e:
             raise gr.Error(str(e)) from None
-        new = View(traces={trace.method: trace}, lane=trace.method, source=p.name)
+        new = View.of_trace(trace, p.name)
         out = self.trace_outputs(new, outcomes)
         out[self.status_md] = (f"**Exploring** {p.name}: {len(trace.tokens)} tokens in {len(trace.steps)} "
                                f"steps ({trace.model})")
@@ -381,7 +386,7 @@ class ExplorerUI:
             trace = read_trace_upload(TRACES_DIR / name)
         except InputError as e:
             raise gr.Error(str(e)) from None
-        return View(traces={trace.method: trace}, lane=trace.method, source=name)
+        return View.of_trace(trace, name)
 
     def initial_view(self, outcomes):
         """What a new visitor sees at once: the first shipped trace."""

@@ -187,6 +187,7 @@ def run_bench(args: argparse.Namespace) -> dict:
         "mismatches": mismatches,
         "settings": {
             "model": lm.name, "device": lm.device, "dtype": lm.dtype, "threads": threads,
+            "packed_linear_layers": lm.packed_layers,
             "max_new_tokens": args.max_new_tokens, "repeats": args.repeats,
             "questions": len(questions), "categories": cats, "methods": methods,
             "questions_file": str(args.questions), "decode": settings.to_dict(),

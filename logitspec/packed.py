@@ -56,12 +56,26 @@ class PackedLinear(torch.nn.Linear):
         return torch.ops.mkl._mkl_linear(x, self.packed_weight, self.weight, self.bias, rows)
 
 
+def available_memory() -> int | None:
+    """Bytes of memory free right now, or None where the system does not say."""
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
 def use_packed_linear(model) -> int:
     """Give every `nn.Linear` of a float32 CPU model packed weights; return how many.
 
-    Returns 0 and changes nothing where packing is unavailable or LOGITSPEC_PACKED=0.
+    Returns 0 and changes nothing where packing is unavailable, LOGITSPEC_PACKED=0, or the
+    packed copy would take more than half of the memory free now: a larger model on a
+    small machine must still load, only without this saving.
     """
     if os.environ.get("LOGITSPEC_PACKED", "1") == "0" or not packing_available(model):
+        return 0
+    need = sum(m.weight.numel() * m.weight.element_size() for m in model.modules() if type(m) is torch.nn.Linear)
+    free = available_memory()
+    if free is not None and need > free // 2:
         return 0
     count = 0
     with torch.no_grad():

@@ -72,6 +72,17 @@ def test_training_keeps_the_stock_kernel_and_its_gradients():
     assert x.grad is not None and layer.weight.grad is not None
 
 
+def test_packing_is_skipped_when_the_copy_would_crowd_memory(monkeypatch):
+    import logitspec.packed as packed
+
+    layer = torch.nn.Linear(64, 64)  # 16 KiB of weights
+    monkeypatch.setattr(packed, "available_memory", lambda: 20_000)
+    assert use_packed_linear(layer) == 0 and type(layer) is torch.nn.Linear
+    if packing_available(layer):
+        monkeypatch.setattr(packed, "available_memory", lambda: 10**9)
+        assert use_packed_linear(layer) == 1 and type(layer) is PackedLinear
+
+
 def test_packing_is_skipped_where_it_does_not_apply(monkeypatch):
     assert use_packed_linear(torch.nn.Linear(8, 8).double()) == 0
     assert use_packed_linear(torch.nn.Linear(8, 8).bfloat16()) == 0

@@ -45,12 +45,12 @@ class PackedLinear(torch.nn.Linear):
     """
 
     packed_weight: torch.Tensor
-    packed_version: int
+    packed_from: tuple[int, int]  # the weights' storage and version when they were packed
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         rows = x.numel() // max(1, x.shape[-1])
         if (rows < PACK_FROM_ROWS or x.device.type != "cpu" or x.dtype != torch.float32
-                or self.weight._version != self.packed_version
+                or (self.weight.data_ptr(), self.weight._version) != self.packed_from
                 or (torch.is_grad_enabled() and (x.requires_grad or self.weight.requires_grad))):
             return F.linear(x, self.weight, self.bias)
         return torch.ops.mkl._mkl_linear(x, self.packed_weight, self.weight, self.bias, rows)
@@ -80,9 +80,9 @@ def use_packed_linear(model) -> int:
     count = 0
     with torch.no_grad():
         for module in model.modules():
-            if type(module) is torch.nn.Linear:
+            if type(module) is torch.nn.Linear and not module.weight.is_inference():
                 module.packed_weight = torch.ops.mkl._mkl_reorder_linear_weight(module.weight.detach(), PACKED_FOR)
-                module.packed_version = module.weight._version
+                module.packed_from = (module.weight.data_ptr(), module.weight._version)
                 module.__class__ = PackedLinear
                 count += 1
             elif isinstance(module, PackedLinear):

@@ -61,6 +61,10 @@ def test_changed_weights_are_never_served_from_a_stale_packed_copy():
     with torch.inference_mode():
         got = layer(x)
     assert torch.equal(got, F.linear(x, layer.weight, layer.bias))
+    layer.weight = torch.nn.Parameter(torch.randn(32, 32))  # new weights, version 0 again
+    with torch.inference_mode():
+        got = layer(x)
+    assert torch.equal(got, F.linear(x, layer.weight, layer.bias))
 
 
 @needs_mkl

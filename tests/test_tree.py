@@ -198,7 +198,7 @@ def ancestors_or_self(nodes: list[TreeNode], i: int) -> set[int]:
 
 @settings(max_examples=200, deadline=None)
 @given(nodes=random_trees(), context_len=st.integers(0, 12),
-       dtype=st.sampled_from([torch.float32, torch.bfloat16, torch.float16]))
+       dtype=st.sampled_from([torch.float32, torch.bfloat16, torch.float16, torch.float64]))
 def test_every_mask_row_allows_context_ancestors_and_itself(nodes, context_len, dtype):
     ids, pos, mask = tree_inputs(nodes, context_len, dtype, "cpu")
     t = len(nodes)
@@ -239,3 +239,11 @@ def test_static_tree_from_defaults_never_exceeds_capacity(capacity):
     nodes = build_static_tree(0, query("g1", list(range(20, 40))), g2_pairs(branches), capacity=capacity)
     check_structure(nodes)
     assert sum(not n.pruned for n in nodes) == capacity  # plenty of drafts: the tree fills up
+
+
+def test_tree_inputs_for_an_accelerator_are_made_on_its_device():
+    # "meta" stands in for an accelerator here: only the tree's block travels there.
+    nodes = [TreeNode(0, 10, -1, 0, "root"), TreeNode(1, 11, 0, 1, "g1"), TreeNode(2, 12, 0, 1, "g2")]
+    ids, pos, mask = tree_inputs(nodes, 5, torch.bfloat16, "meta")
+    assert ids.device.type == pos.device.type == mask.device.type == "meta"
+    assert ids.shape == pos.shape == (1, 3) and mask.shape == (1, 1, 3, 8) and mask.dtype == torch.bfloat16

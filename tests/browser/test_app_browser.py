@@ -86,6 +86,10 @@ def test_pick_run_and_explore(page):
     box = page.locator("#max-new input[type=number]")
     box.fill(str(MAX_NEW))
     box.press("Enter")
+    box.blur()
+    # The slider takes the typed value only once its own range input shows it; running
+    # before that would race the default length.
+    expect(page.locator("#max-new input[type=range]")).to_have_value(str(MAX_NEW), timeout=10_000)
     page.get_by_text("Decoder parameters (paper defaults)").click()  # fold it again
 
     page.locator("#run").click()

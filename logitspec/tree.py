@@ -160,18 +160,12 @@ def tree_inputs(
     # Parents precede children, so one pass copies each parent's finished row (O(T) row ops).
     for i in range(1, t):
         anc[i] |= anc[parents[i]]
-    # Built on the host in numpy: a handful of small torch calls cost more than the
-    # arithmetic on a few-node tree. On an accelerator only the tree's block travels; the
-    # context columns (zeros) are made there.
+    # The tree block and the ids are made on the host and moved once each: a handful of
+    # small torch calls cost more than the arithmetic on a few-node tree.
     host = {torch.float64: np.float64, torch.float16: np.float16}.get(dtype, np.float32)  # bfloat16: cast below
-    block = np.where(anc, 0.0, torch.finfo(dtype).min).astype(host)
+    block = torch.from_numpy(np.where(anc, 0.0, torch.finfo(dtype).min).astype(host))
     ints = torch.from_numpy(np.array([[n.token for n in nodes], [n.depth + context_len for n in nodes]], dtype=np.int64))
-    if torch.device(device).type == "cpu":
-        full = np.zeros((1, 1, t, context_len + t), dtype=host)
-        full[0, 0, :, context_len:] = block
-        mask = torch.from_numpy(full).to(dtype)
-    else:
-        ints = ints.to(device)
-        mask = torch.zeros((1, 1, t, context_len + t), dtype=dtype, device=device)
-        mask[0, 0, :, context_len:] = torch.from_numpy(block).to(device=device, dtype=dtype)
+    ints = ints.to(device)
+    mask = torch.zeros((1, 1, t, context_len + t), dtype=dtype, device=device)
+    mask[0, 0, :, context_len:] = block.to(device=device, dtype=dtype)
     return ints[0:1], ints[1:2], mask

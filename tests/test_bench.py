@@ -73,7 +73,6 @@ def test_bench_end_to_end_reports_lossless_and_every_figure(tmp_path):
     assert "lossless: True" in r.stdout
 
 
-
 def test_a_calibration_inside_a_run_is_kept_out_of_its_seconds(monkeypatch):
     import time as _time
 

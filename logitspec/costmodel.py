@@ -67,15 +67,14 @@ def measure_cost_curve(model, context_len: int = 256, max_n: int = 64, rounds: i
     machine only ever adds time, and a median still bent the curve when a burst of it
     lasted several rounds.
     """
-    from transformers import DynamicCache
-
+    from .kvcache import new_cache
     from .verify import free_head_rows, prepare_inputs, verify_tree
 
     device = model.device
     vocab = int(model.config.vocab_size)
     g = torch.Generator().manual_seed(0)
     ctx = torch.randint(0, vocab, (1, context_len), generator=g).to(device)
-    cache = DynamicCache(config=model.config)
+    cache = new_cache(model.config, context_len + max_n)
     model(input_ids=ctx, cache=cache, use_cache=True)
     sizes = sorted({n for n in SIZES if n <= max_n} | {max_n})
     toks = torch.randint(0, vocab, (max_n,), generator=g).tolist()

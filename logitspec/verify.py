@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
+from .kvcache import COMPACTABLE
 from .trace import TreeNode
 from .tree import tree_inputs
 
@@ -25,16 +26,6 @@ def prepare_inputs(model, nodes: Sequence[TreeNode], context_len: int) -> dict:
         return {"input_ids": torch.tensor([[nodes[0].token]], dtype=torch.long, device=device)}
     ids, pos, mask = tree_inputs(nodes, context_len, model.dtype, device)
     return {"input_ids": ids, "position_ids": pos, "attention_mask": mask}
-
-
-@torch.inference_mode()
-def forward_tree(model, cache, inputs: dict) -> tuple[torch.Tensor, list[int]]:
-    """One forward pass over the tree; returns the logits [T, V] and each node's argmax.
-
-    The argmax vector reaches the host in one transfer, the only sync of the step.
-    """
-    logits = model(**inputs, cache=cache, use_cache=True).logits[0]
-    return logits, logits.argmax(dim=-1).tolist()
 
 
 def accept_walk(nodes: Sequence[TreeNode], preds: Sequence[int] | Callable[[int], int]) -> tuple[list[int], int]:
@@ -172,7 +163,7 @@ def compact_cache(cache, context_len: int, path: Sequence[int]) -> None:
         src = torch.tensor([context_len + p for _, p in moved], dtype=torch.long, device=device)
         dst = torch.tensor([context_len + j for j, _ in moved], dtype=torch.long, device=device)
     for layer in cache.layers:
-        if type(layer).__name__ != "DynamicLayer":
+        if type(layer) not in COMPACTABLE:
             raise UnsupportedCache(f"cache layer {type(layer).__name__} cannot be compacted")
         if not getattr(layer, "is_initialized", True) or layer.keys is None:
             continue

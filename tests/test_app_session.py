@@ -1,14 +1,17 @@
 """Serving state: the model allow-list, the model cache, stop flags and uploaded-trace checks."""
 from __future__ import annotations
 
+import gc
 import json
 import threading
+import weakref
 from pathlib import Path
 
 import pytest
 
 from logitspec.limits import InputError, Limits
 from logitspec.models import ModelLoadError
+from logitspec.threads import freeze_heap
 from logitspec.session import (BUNDLED, ModelCache, StopSignals, allowed_models, check_model_choice,
                                read_trace_upload)
 
@@ -59,6 +62,29 @@ def test_cache_loads_once_and_bounds_how_many_it_keeps():
     cache.get("c")
     assert cache.loaded("a") is None and cache.loaded("c").name == "c"
     assert cache.status("a").state == "idle"
+
+
+def test_a_model_unloaded_to_make_room_is_freed_despite_the_frozen_heap():
+    class Cyclic(_Loaded):
+        def __init__(self, name: str) -> None:
+            super().__init__(name)
+            self.me = self  # only the cyclic collector can free it
+
+    refs = {}
+
+    def loader(name: str):
+        lm = Cyclic(name)
+        refs[name] = weakref.ref(lm)
+        freeze_heap()  # as load_model does
+        return lm
+
+    try:
+        cache = ModelCache(loader=loader, keep=1)
+        cache.get("a")
+        cache.get("b")
+        assert refs["a"]() is None and refs["b"]() is cache.loaded("b")
+    finally:
+        gc.unfreeze()
 
 
 def test_a_failed_load_is_reported_and_retried():

@@ -12,7 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-TRACE_FORMAT = "logitspec-trace/1"
+# Format 2 writes each step's candidates, queries (and their attempts) and tree as columns,
+# one list per field, instead of one object per entry: a LogitSpec step drafts ~64 guesses
+# and queries, and repeating every key name in every entry made format 1 files about three
+# times larger. Both formats load.
+TRACE_FORMAT = "logitspec-trace/2"
 
 
 @dataclass
@@ -158,19 +162,29 @@ class RunTrace:
         return self.token_texts.get(str(token), f"<{token}>")
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """The trace as plain JSON values, in the current file format (columns per step)."""
+        d = dataclasses.asdict(self)
+        d["format"] = TRACE_FORMAT
+        for step in d["steps"]:
+            for q in step["queries"]:
+                q["attempts"] = _columns(q["attempts"])
+            for key in ("candidates", "queries", "tree"):
+                step[key] = _columns(step[key])
+        return d
 
     def to_json(self, indent: int | None = None) -> str:
-        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+        compact = (",", ":") if indent is None else None
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False, separators=compact)
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(self.to_json(), encoding="utf-8")
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "RunTrace":
+        """A trace from `to_dict`'s output, or from a format 1 file's (entries as objects)."""
         d = dict(d)
         steps = [_step_from_dict(s) for s in d.pop("steps", [])]
-        known = {f.name for f in dataclasses.fields(cls)}
+        known = {f.name for f in dataclasses.fields(cls)} - {"format"}
         return cls(steps=steps, **{k: v for k, v in d.items() if k in known})
 
     @classmethod
@@ -182,14 +196,33 @@ class RunTrace:
         return cls.from_json(Path(path).read_text(encoding="utf-8"))
 
 
+def _columns(rows: list[dict[str, Any]]) -> dict[str, list] | list:
+    """Entries as one list per field; an empty list stays a list."""
+    if not rows:
+        return []
+    return {key: [r[key] for r in rows] for key in rows[0]}
+
+
+def _rows(data: dict[str, list] | list) -> list[dict[str, Any]]:
+    """Entries from `_columns`' form, or a format 1 list of objects as it is."""
+    if isinstance(data, list):
+        return data
+    if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):
+        raise ValueError("a table of entries must map each field to a list")
+    if len({len(v) for v in data.values()}) > 1:
+        raise ValueError("the columns of a table of entries differ in length")
+    keys = list(data)
+    return [dict(zip(keys, values)) for values in zip(*data.values())]
+
+
 def _step_from_dict(d: dict[str, Any]) -> StepRecord:
     d = dict(d)
-    d["candidates"] = [Candidate(**c) for c in d.get("candidates", [])]
+    d["candidates"] = [Candidate(**c) for c in _rows(d.get("candidates", []))]
     d["queries"] = [
-        QueryRecord(**{**q, "attempts": [NgramAttempt(**a) for a in q["attempts"]]})
-        for q in d.get("queries", [])
+        QueryRecord(**{**q, "attempts": [NgramAttempt(**a) for a in _rows(q["attempts"])]})
+        for q in _rows(d.get("queries", []))
     ]
-    d["tree"] = [TreeNode(**n) for n in d.get("tree", [])]
+    d["tree"] = [TreeNode(**n) for n in _rows(d.get("tree", []))]
     if d.get("sizing") is not None:
         d["sizing"] = TreeSizing(**d["sizing"])
     return StepRecord(**d)

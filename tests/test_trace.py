@@ -2,6 +2,7 @@
 real traces recorded on the bundled model."""
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -9,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from logitspec.trace import (
-    Candidate, NgramAttempt, QueryRecord, RunTrace, StepRecord, TreeNode, TreeSizing,
+    TRACE_FORMAT, Candidate, NgramAttempt, QueryRecord, RunTrace, StepRecord, TreeNode, TreeSizing,
 )
 from logitspec.tree import PruningRule
 
@@ -35,10 +36,36 @@ def test_fixture_round_trips_exactly(fixture_traces):
         assert again.to_json() == text  # to_json -> from_json -> to_json is identical
         # Nothing in the file was lost or changed. (Fields added to the format after the file
         # was written load as their defaults; the exact round-trip above covers them.)
-        assert only_keys_of(json.loads(text), json.loads(raw)) == json.loads(raw)
+        assert json.loads(raw)["format"] == "logitspec-trace/1"  # the fixtures keep the old form
+        entries = {**dataclasses.asdict(again), "format": "logitspec-trace/1"}
+        assert only_keys_of(entries, json.loads(raw)) == json.loads(raw)
         assert isinstance(again.steps[0].tree[0], TreeNode)
         assert isinstance(again.steps[0].queries[0].attempts[0], NgramAttempt)
         assert isinstance(again.steps[0].sizing, TreeSizing)
+
+
+def test_files_are_written_in_columns_and_much_smaller(fixture_traces):
+    for path in fixture_traces:
+        trace = RunTrace.load(path)
+        d = json.loads(trace.to_json())
+        assert d["format"] == TRACE_FORMAT == "logitspec-trace/2"
+        spec = next(s for s in d["steps"] if s["queries"])
+        assert set(spec["candidates"]) == {"rank", "token", "logit", "prob"}
+        assert len(spec["candidates"]["token"]) == len(trace.steps[spec["index"]].candidates)
+        assert isinstance(spec["queries"]["attempts"][0], dict)
+        as_objects = json.dumps(dataclasses.asdict(trace), ensure_ascii=False)
+        assert len(trace.to_json()) < 0.5 * len(as_objects), path.name
+
+
+@pytest.mark.parametrize("bad", [
+    {"rank": [1, 2], "token": [5], "logit": [0.0, 1.0], "prob": [0.5, 0.5]},  # ragged
+    {"rank": 1, "token": 5, "logit": 0.0, "prob": 0.5},  # not lists
+])
+def test_malformed_columns_are_refused(bad):
+    d = hand_made_trace().to_dict()
+    d["steps"][0]["candidates"] = bad
+    with pytest.raises(ValueError):
+        RunTrace.from_dict(d)
 
 
 def test_save_and_load(tmp_path, fixture_traces):

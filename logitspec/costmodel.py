@@ -68,7 +68,7 @@ def measure_cost_curve(model, context_len: int = 256, max_n: int = 64, rounds: i
     lasted several rounds.
     """
     from .kvcache import new_cache
-    from .verify import free_head_rows, prepare_inputs, verify_tree
+    from .verify import crop_cache, free_head_rows, prepare_inputs, verify_tree
 
     device = model.device
     vocab = int(model.config.vocab_size)
@@ -97,9 +97,7 @@ def measure_cost_curve(model, context_len: int = 256, max_n: int = 64, rounds: i
             verify_tree(model, cache, trees[n], inputs, head_rows)
             if r:
                 runs[n].append(time.perf_counter() - t)
-            for layer in cache.layers:
-                layer.keys = layer.keys[..., :context_len, :]
-                layer.values = layer.values[..., :context_len, :]
+            crop_cache(cache, context_len)
     secs = [min(runs[n]) for n in sizes]
     # A forward pass never gets cheaper with more tokens; noise can say otherwise.
     secs = list(np.maximum.accumulate(secs))

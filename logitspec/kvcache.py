@@ -92,5 +92,4 @@ def new_cache(config, reserve: int = 0) -> DynamicCache:
         if type(layer) is DynamicLayer:
             layer.__class__ = BufferedLayer
             layer.reserve = int(reserve)
-            layer._kbuf = layer._vbuf = None
     return cache

@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from .drafts import drafted_bound
+from .fewrows import kernel_status
 from .settings import DecodeSettings
 
 METHOD_SPECS = {
@@ -187,7 +188,7 @@ def run_bench(args: argparse.Namespace) -> dict:
         "mismatches": mismatches,
         "settings": {
             "model": lm.name, "device": lm.device, "dtype": lm.dtype, "threads": threads,
-            "packed_linear_layers": lm.packed_layers,
+            "packed_linear_layers": lm.packed_layers, "few_row_kernel": kernel_status(),
             "max_new_tokens": args.max_new_tokens, "repeats": args.repeats,
             "questions": len(questions), "categories": cats, "methods": methods,
             "questions_file": str(args.questions), "decode": settings.to_dict(),

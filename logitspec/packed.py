@@ -9,8 +9,12 @@ measured c(n) over a 512-token context went from 43.6, 52.7, 67.1 ms to 40.5, 45
 54.9 ms for n = 4, 8, 16. For 1-3 rows the stock kernel is as fast or faster (a single
 token cost 4% more packed), so those keep it: vanilla's steps run exactly as before.
 
-The packed copy costs as much memory as the weights again. It is applied to every
-`nn.Linear` of the model, so all decoders of a race share it and the race stays fair.
+Products of 2 to 16 rows go to the few-row kernel instead where it is built
+(`logitspec.fewrows`): it reads each weight once for all rows, as fast as MKL's packed GEMM
+never is at those sizes. Packing then serves 17 rows and more.
+
+The packed copy costs as much memory as the weights again. Both are applied to every
+`nn.Linear` of the model, so all decoders of a race share them and the race stays fair.
 """
 from __future__ import annotations
 
@@ -19,6 +23,8 @@ import os
 import torch
 import torch.nn.functional as F
 
+from .fewrows import FEW_FROM_ROWS, FEW_MAX_ROWS, few_row_kernel, kernel_fits
+
 # Rows from which the packed kernel is used; below it the stock one is as fast or faster.
 PACK_FROM_ROWS = 4
 # The batch size the weights are reordered for. The packed layout serves any row count
@@ -26,32 +32,43 @@ PACK_FROM_ROWS = 4
 PACKED_FOR = 16
 
 
-def packing_available(model) -> bool:
-    """Whether this torch has MKL's packed GEMM and the model is float32 on CPU."""
+def float32_cpu(model) -> bool:
+    """Whether the model's weights are float32 on the CPU (what both kernels serve)."""
     try:
         param = next(model.parameters())
     except StopIteration:
         return False
-    return (param.device.type == "cpu" and param.dtype == torch.float32
-            and torch.backends.mkl.is_available()
+    return param.device.type == "cpu" and param.dtype == torch.float32
+
+
+def packing_available(model) -> bool:
+    """Whether this torch has MKL's packed GEMM and the model is float32 on CPU."""
+    return (float32_cpu(model) and torch.backends.mkl.is_available()
             and hasattr(torch.ops.mkl, "_mkl_linear") and hasattr(torch.ops.mkl, "_mkl_reorder_linear_weight"))
 
 
 class PackedLinear(torch.nn.Linear):
-    """An `nn.Linear` that multiplies 4 or more rows by its MKL-packed weights.
+    """An `nn.Linear` that multiplies 2-16 rows with the few-row kernel and 4 or more rows
+    (past the kernel's reach, or without it) by its MKL-packed weights.
 
-    Falls back to the stock kernel for fewer rows, off the CPU, under autograd, or once the
-    weights have changed since they were packed (the packed copy would be stale).
+    Falls back to the stock kernel for one row, off the CPU, under autograd, or (for the
+    packed path) once the weights have changed since they were packed: the packed copy
+    would be stale. The few-row kernel reads the weights as they are now.
     """
 
-    packed_weight: torch.Tensor
+    packed_weight: torch.Tensor | None
     packed_from: tuple[int, int]  # the weights' storage and version when they were packed
+    few_rows: object = None  # the few-row kernel, where it is built and fits this layer
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         rows = x.numel() // max(1, x.shape[-1])
-        if (rows < PACK_FROM_ROWS or x.device.type != "cpu" or x.dtype != torch.float32
-                or (self.weight.data_ptr(), self.weight._version) != self.packed_from
+        if (rows < FEW_FROM_ROWS or x.device.type != "cpu" or x.dtype != torch.float32
                 or (torch.is_grad_enabled() and (x.requires_grad or self.weight.requires_grad))):
+            return F.linear(x, self.weight, self.bias)
+        if rows <= FEW_MAX_ROWS and self.few_rows is not None and self.weight.is_contiguous():
+            return self.few_rows(x, self.weight, self.bias)
+        if (rows < PACK_FROM_ROWS or self.packed_weight is None
+                or (self.weight.data_ptr(), self.weight._version) != self.packed_from):
             return F.linear(x, self.weight, self.bias)
         return torch.ops.mkl._mkl_linear(x, self.packed_weight, self.weight, self.bias, rows)
 
@@ -65,26 +82,30 @@ def available_memory() -> int | None:
 
 
 def use_packed_linear(model) -> int:
-    """Give every `nn.Linear` of a float32 CPU model packed weights; return how many.
+    """Give every `nn.Linear` of a float32 CPU model packed weights and the few-row kernel;
+    return how many layers were given either.
 
-    Returns 0 and changes nothing where packing is unavailable, LOGITSPEC_PACKED=0, or the
-    packed copy would take more than half of the memory free now: a larger model on a
-    small machine must still load, only without this saving.
+    Packing is skipped where MKL's packed GEMM is missing or the packed copy would take
+    more than half of the memory free now (a larger model on a small machine must still
+    load, only without this saving); the kernel where it cannot be built. Returns 0 and
+    changes nothing where neither applies or LOGITSPEC_PACKED=0.
     """
-    if os.environ.get("LOGITSPEC_PACKED", "1") == "0" or not packing_available(model):
+    if os.environ.get("LOGITSPEC_PACKED", "1") == "0" or not float32_cpu(model):
         return 0
-    need = sum(m.weight.numel() * m.weight.element_size() for m in model.modules() if type(m) is torch.nn.Linear)
+    layers = [m for m in model.modules() if type(m) is torch.nn.Linear and not m.weight.is_inference()]
+    need = sum(m.weight.numel() * m.weight.element_size() for m in layers)
     free = available_memory()
-    if free is not None and need > free // 2:
-        return 0
-    count = 0
+    pack = packing_available(model) and (free is None or need <= free // 2)
+    few = few_row_kernel() if layers else None
+    count = sum(isinstance(m, PackedLinear) for m in model.modules())
+    if not pack and few is None:
+        return count
     with torch.no_grad():
-        for module in model.modules():
-            if type(module) is torch.nn.Linear and not module.weight.is_inference():
-                module.packed_weight = torch.ops.mkl._mkl_reorder_linear_weight(module.weight.detach(), PACKED_FOR)
-                module.packed_from = (module.weight.data_ptr(), module.weight._version)
-                module.__class__ = PackedLinear
-                count += 1
-            elif isinstance(module, PackedLinear):
-                count += 1
+        for module in layers:
+            module.packed_weight = (torch.ops.mkl._mkl_reorder_linear_weight(module.weight.detach(), PACKED_FOR)
+                                    if pack else None)
+            module.packed_from = (module.weight.data_ptr(), module.weight._version)
+            module.few_rows = few if few is not None and kernel_fits(module) else None
+            module.__class__ = PackedLinear
+            count += 1
     return count

@@ -1,4 +1,5 @@
-"""MKL-packed linear layers: the same products as the stock kernel, used only where they help."""
+"""Packed linear layers (MKL-packed weights, the few-row kernel): the same products as the
+stock kernel, used only where they help."""
 from __future__ import annotations
 
 import copy
@@ -9,7 +10,8 @@ import torch
 import torch.nn.functional as F
 
 from logitspec.decoders import DecodeSettings, decode
-from logitspec.packed import PACK_FROM_ROWS, PackedLinear, packing_available, use_packed_linear
+from logitspec.fewrows import FEW_MAX_ROWS, few_row_kernel
+from logitspec.packed import PackedLinear, packing_available, use_packed_linear
 from tiny_models import greedy_reference, repetitive_prompt, tiny_gpt2, tiny_llama
 
 needs_mkl = pytest.mark.skipif(not packing_available(torch.nn.Linear(4, 4)),
@@ -35,18 +37,19 @@ def test_every_linear_is_packed_and_logits_match_the_stock_model():
 
 
 @needs_mkl
-@pytest.mark.parametrize("rows", [1, 2, 3, 4, 5, 9, 16, 33, 70])
-def test_a_packed_layer_computes_the_linear_map_for_any_row_count(rows):
+@pytest.mark.parametrize("features", [48, 50], ids=["kernel-fits", "packed-only"])
+@pytest.mark.parametrize("rows", [1, 2, 3, 4, 5, 9, 16, 17, 33, 70])
+def test_a_packed_layer_computes_the_linear_map_for_any_row_count(rows, features):
     torch.manual_seed(rows)
-    layer = torch.nn.Linear(48, 80)
+    layer = torch.nn.Linear(features, 80)
     use_packed_linear(layer)
-    x = torch.randn(1, rows, 48)
+    x = torch.randn(1, rows, features)
     with torch.inference_mode():
         got = layer(x)
     want = F.linear(x, layer.weight, layer.bias)
     assert got.shape == (1, rows, 80)
-    if rows < PACK_FROM_ROWS:
-        assert torch.equal(got, want)  # few rows keep the stock kernel, bit for bit
+    if rows == 1:
+        assert torch.equal(got, want)  # one row keeps the stock kernel, bit for bit
     else:
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
 
@@ -57,7 +60,7 @@ def test_changed_weights_are_never_served_from_a_stale_packed_copy():
     use_packed_linear(layer)
     with torch.no_grad():
         layer.weight.mul_(-2.0)
-    x = torch.randn(8, 32)
+    x = torch.randn(FEW_MAX_ROWS + 4, 32)  # past the few-row kernel: the packed path
     with torch.inference_mode():
         got = layer(x)
     assert torch.equal(got, F.linear(x, layer.weight, layer.bias))
@@ -79,12 +82,18 @@ def test_training_keeps_the_stock_kernel_and_its_gradients():
 def test_packing_is_skipped_when_the_copy_would_crowd_memory(monkeypatch):
     import logitspec.packed as packed
 
-    layer = torch.nn.Linear(64, 64)  # 16 KiB of weights
     monkeypatch.setattr(packed, "available_memory", lambda: 20_000)
-    assert use_packed_linear(layer) == 0 and type(layer) is torch.nn.Linear
+    layer = torch.nn.Linear(64, 64)  # 16 KiB of weights
+    if few_row_kernel() is None:
+        assert use_packed_linear(layer) == 0 and type(layer) is torch.nn.Linear
+    else:  # the kernel needs no copy, so the layer still gets it
+        assert use_packed_linear(layer) == 1 and layer.packed_weight is None and layer.few_rows is not None
+        x = torch.randn(FEW_MAX_ROWS + 4, 64)
+        assert torch.equal(layer(x), F.linear(x, layer.weight, layer.bias))  # stock past the kernel
+    layer = torch.nn.Linear(64, 64)
     if packing_available(layer):
         monkeypatch.setattr(packed, "available_memory", lambda: 10**9)
-        assert use_packed_linear(layer) == 1 and type(layer) is PackedLinear
+        assert use_packed_linear(layer) == 1 and type(layer) is PackedLinear and layer.packed_weight is not None
 
 
 def test_packing_is_skipped_where_it_does_not_apply(monkeypatch):

@@ -25,6 +25,7 @@ from .trace import Candidate, QueryRecord, TreeNode, TreeSizing
 from .tree import DraftTree
 
 SIZES = (1, 2, 3, 4, 6, 8, 16, 32, 64, 128, 256)  # dense where trees usually stop
+FLOOR_FROM = 2  # tree size from which the curve's steps set the least chance worth drafting
 FRONTIER_SHOWN = 24  # unchosen nodes kept in the trace (marked pruned by cost) for the picture
 
 
@@ -329,8 +330,15 @@ class CostAwareDrafter:
         curve = self._curve(context_len, capacity)
         cost = curve.table(capacity + 1)
         # A node adds p expected tokens for cost[n+1] - cost[n]; with at least one token per
-        # pass it can only pay off if p beats the cheapest relative step of the curve.
-        floor = min((cost[n + 1] - cost[n]) / cost[n] for n in range(1, capacity)) if capacity > 1 else 1.0
+        # pass it can only pay off if p beats the relative step of the curve where it lands.
+        # The first node added lands on the step from 1 to 2 tokens, which can be free (the
+        # few-row kernel makes it so on CPU); every later one lands on a step past 2, so the
+        # floor is the cheapest of those. It leaves out nodes that could only have been the
+        # single best one, worth less than `floor` tokens a pass, and keeps the trie small:
+        # with a free first step and no floor, all 64 candidates and their continuations
+        # went in every step (about 120 nodes), for trees of four or five.
+        steps = range(FLOOR_FROM, capacity) if capacity > FLOOR_FROM else range(1, capacity)
+        floor = min(((cost[n + 1] - cost[n]) / cost[n] for n in steps), default=1.0)
         p_of, trie = self.stats.p, _Trie(root)
         self._trie, self._skipped = trie, []
         g1n = (g1.matched_n or 0) if g1 is not None else 0

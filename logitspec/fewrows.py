@@ -3,9 +3,10 @@ linear layers of a float32 CPU model for products of 2 to 16 rows.
 
 Tree verification multiplies each weight matrix by a handful of rows. Those products are
 bound by reading the weights, yet MKL's fp32 GEMM (packed or not) stops streaming them at
-the memory's speed past a few rows. Over 210 weight matrices of the bundled model's shapes
-on the 2-core development machine (fastest of 7 passes): 1 row 15.8 ms with the stock
-kernel; 4 rows 20.1 ms packed against 16.9 ms here, 8 rows 23.8 against 19.0 ms.
+the memory's speed past a few rows. Over the bundled model's 210 weight matrices (425 MB)
+on the 2-core development machine, `python scripts/time_linear.py` (fastest of 7 passes):
+1 row 15.4 ms with the stock kernel; 4 rows 19.7 ms packed against 16.3 ms here; 8 rows
+23.2 against 19.8 ms; 16 rows 29.0 against 26.6 ms.
 
 The kernel is compiled from source on first use with torch's extension builder
 (`-march=native`, AVX-512), about 10 s, and cached under LOGITSPEC_KERNEL_DIR (default

@@ -116,6 +116,20 @@ def test_unlikely_candidates_stay_out_of_the_trie_but_still_teach():
     assert seen == same_kind and hits == 1
 
 
+
+def test_a_free_first_step_does_not_let_every_candidate_into_the_trie():
+    # CPU with the few-row kernel: two tokens cost what one does, then the curve rises.
+    # Only the first node added rides the free step; every other node must pay for a later
+    # step, so unlikely candidates stay out (and still teach) instead of filling the trie.
+    free_first = curve(lambda n: 0.034 if n <= 2 else 0.034 + 0.0015 * (n - 2))
+    d, nodes, sizing = build(free_first)
+    assert d._skipped, "candidates below the later steps' floor should stay out"
+    assert len(d._trie.token) < 1 + 64
+    assert 2 <= sizing.size < 64
+    # A flat curve still takes every candidate in.
+    flat_d, _, _ = build(FLAT)
+    assert not flat_d._skipped
+
 # ----- the curve checked against decoding ----------------------------------------------------
 
 class FakeModel:

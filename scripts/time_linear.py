@@ -1,0 +1,62 @@
+"""Time few-row products over the bundled model's weight shapes: the stock kernel, MKL's
+packed GEMM and the few-row kernel, side by side.
+
+    python scripts/time_linear.py [--rows 1,2,3,4,6,8,12,16] [--passes 7]
+
+30 layers x 7 matrices (SmolLM2-135M: 576 wide, 1536 in the MLP, 3 key/value heads of 64)
+of random float32 weights, so they stream from memory as a real forward pass's do. Prints
+the fastest of `passes` passes per kernel and row count, in ms, and the weight bytes read
+per second. Run it with nothing else on the CPU.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+import torch.nn.functional as F
+
+from logitspec.fewrows import few_row_kernel, kernel_status
+from logitspec.threads import configure_threads
+
+SHAPES = [(576, 576), (192, 576), (192, 576), (576, 576), (1536, 576), (1536, 576), (576, 1536)]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", default="1,2,3,4,6,8,12,16")
+    ap.add_argument("--passes", type=int, default=7)
+    args = ap.parse_args()
+    threads = configure_threads()
+    kernel = few_row_kernel()
+    g = torch.Generator().manual_seed(0)
+    weights = [torch.randn(*s, generator=g) for _ in range(30) for s in SHAPES]
+    packed = [torch.ops.mkl._mkl_reorder_linear_weight(w, 16) for w in weights]
+    nbytes = sum(w.numel() * 4 for w in weights)
+    print(f"{len(weights)} matrices, {nbytes / 1e6:.0f} MB, {threads} threads; few-row kernel: {kernel_status()}")
+    print(f"{'rows':>4} " + " ".join(f"{k:>20}" for k in ("stock", "mkl packed", "few-row kernel")))
+    for rows in (int(r) for r in args.rows.split(",")):
+        xs = {k: torch.randn(rows, k, generator=g) for k in (576, 1536)}
+        kernels = {
+            "stock": lambda i, w: F.linear(xs[w.shape[1]], w),
+            "mkl packed": lambda i, w: torch.ops.mkl._mkl_linear(xs[w.shape[1]], packed[i], w, None, rows),
+            "few-row kernel": None if kernel is None else (lambda i, w: kernel(xs[w.shape[1]], w, None)),
+        }
+        cells = []
+        for fn in kernels.values():
+            if fn is None:
+                cells.append(f"{'-':>20}")
+                continue
+            best = float("inf")
+            with torch.inference_mode():
+                for _ in range(args.passes):
+                    t = time.perf_counter()
+                    for i, w in enumerate(weights):
+                        fn(i, w)
+                    best = min(best, time.perf_counter() - t)
+            cells.append(f"{best * 1e3:8.1f} ms {nbytes / best / 1e9:5.1f} GB/s")
+        print(f"{rows:>4} " + " ".join(cells))
+
+
+if __name__ == "__main__":
+    main()

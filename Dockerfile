@@ -10,11 +10,12 @@ ENV PYTHONUNBUFFERED=1 \
     HOME=/home/user \
     PATH=/home/user/.local/bin:$PATH
 
+# g++ builds the few-row linear kernel (logitspec/csrc) at run time for the CPU the Space
+# runs on; without it the engine keeps MKL's kernels.
+RUN apt-get update && apt-get install -y --no-install-recommends g++ && rm -rf /var/lib/apt/lists/*
+
 # Spaces run the container as uid 1000. The app folder is made and owned by that user, so
 # Gradio can write its example cache (the recorded runs) beside the app at start-up.
-# g++ builds the few-row linear kernel (logitspec/csrc) for the CPU the Space runs on; without
-# it the engine keeps MKL's kernels.
-RUN apt-get update && apt-get install -y --no-install-recommends g++ && rm -rf /var/lib/apt/lists/*
 RUN useradd --create-home --uid 1000 user \
     && mkdir -p /home/user/app && chown user:user /home/user/app
 WORKDIR /home/user/app

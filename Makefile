@@ -4,6 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 BROWSER_STAMP := $(VENV)/.browser
+TOOLCHAIN_STAMP := $(VENV)/.toolchain
 
 .PHONY: demo test test-fast bench setup browser clean
 
@@ -24,16 +25,26 @@ $(BROWSER_STAMP):
 
 browser: $(BROWSER_STAMP)
 
-demo: $(STAMP)
+# A C++ compiler builds the few-row linear kernel (logitspec/csrc) at first use; without one
+# the engine keeps MKL's kernels, so a failed install only costs that speed-up.
+$(TOOLCHAIN_STAMP): | $(STAMP)
+	@if ! command -v c++ >/dev/null 2>&1; then \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		{ $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq g++ >/dev/null; } \
+			|| echo "no C++ compiler installed: the few-row kernel will not be built"; \
+	fi
+	touch $@
+
+demo: $(STAMP) $(TOOLCHAIN_STAMP)
 	$(BIN)/python app.py
 
-test: $(STAMP) $(BROWSER_STAMP)
+test: $(STAMP) $(BROWSER_STAMP) $(TOOLCHAIN_STAMP)
 	$(BIN)/python -m pytest -q
 
-test-fast: $(STAMP)
+test-fast: $(STAMP) $(TOOLCHAIN_STAMP)
 	$(BIN)/python -m pytest -q -m "not slow and not browser"
 
-bench: $(STAMP)
+bench: $(STAMP) $(TOOLCHAIN_STAMP)
 	$(BIN)/python -m logitspec.bench --questions data/spec_bench_subset.jsonl --limit-per-category 3 \
 		--max-new-tokens 128 --methods vanilla,pld,logitspec-static,logitspec --repeats 3 \
 		--out artifacts/bench/report.json --plot artifacts/bench

@@ -25,7 +25,6 @@ from .trace import Candidate, QueryRecord, TreeNode, TreeSizing
 from .tree import DraftTree
 
 SIZES = (1, 2, 3, 4, 6, 8, 16, 32, 64, 128, 256)  # dense where trees usually stop
-FLOOR_FROM = 2  # tree size from which the curve's steps set the least chance worth drafting
 FRONTIER_SHOWN = 24  # unchosen nodes kept in the trace (marked pruned by cost) for the picture
 
 
@@ -286,6 +285,25 @@ class _Trie:
         return nid
 
 
+def chance_floor(cost: Sequence[float], capacity: int) -> float:
+    """The least chance of acceptance worth putting a drafted node in the trie.
+
+    A node adds p expected tokens to a pass; with at least one token per pass it pays off
+    only where p beats the relative cost of the tokens it adds. The first node can ride the
+    step from 1 to 2 tokens, which may be free (the few-row kernel makes it so on CPU), so
+    the floor looks past it: the nodes after the first must together pay for c(s) - c(2),
+    and the floor is the cheapest such cost per node and per second of c(2), over every
+    size s. Averaging over sizes keeps one flat step of a measured curve (two sizes that
+    timed alike) from dropping the floor to zero: with a zero floor all 64 candidates and
+    their continuations went into the trie every step, about 120 nodes for trees of four
+    or five. It leaves out only nodes that could have been the single best one, each worth
+    less than `floor` tokens a pass.
+    """
+    if capacity < 3:
+        return min(((cost[n + 1] - cost[n]) / cost[n] for n in range(1, capacity)), default=1.0)
+    return min((cost[s] - cost[2]) / ((s - 2) * cost[2]) for s in range(3, capacity + 1))
+
+
 class CostAwareDrafter:
     """Builds each step's tree by expected gain per measured second; learns as it goes."""
 
@@ -329,16 +347,7 @@ class CostAwareDrafter:
         """Insert the drafted branches into one trie, then keep the prefix with the best rate."""
         curve = self._curve(context_len, capacity)
         cost = curve.table(capacity + 1)
-        # A node adds p expected tokens for cost[n+1] - cost[n]; with at least one token per
-        # pass it can only pay off if p beats the relative step of the curve where it lands.
-        # The first node added lands on the step from 1 to 2 tokens, which can be free (the
-        # few-row kernel makes it so on CPU); every later one lands on a step past 2, so the
-        # floor is the cheapest of those. It leaves out nodes that could only have been the
-        # single best one, worth less than `floor` tokens a pass, and keeps the trie small:
-        # with a free first step and no floor, all 64 candidates and their continuations
-        # went in every step (about 120 nodes), for trees of four or five.
-        steps = range(FLOOR_FROM, capacity) if capacity > FLOOR_FROM else range(1, capacity)
-        floor = min(((cost[n + 1] - cost[n]) / cost[n] for n in steps), default=1.0)
+        floor = chance_floor(cost, capacity)
         p_of, trie = self.stats.p, _Trie(root)
         self._trie, self._skipped = trie, []
         g1n = (g1.matched_n or 0) if g1 is not None else 0

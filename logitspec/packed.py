@@ -10,8 +10,8 @@ measured c(n) over a 512-token context went from 43.6, 52.7, 67.1 ms to 40.5, 45
 token cost 4% more packed), so those keep it: vanilla's steps run exactly as before.
 
 Products of 2 to 16 rows go to the few-row kernel instead where it is built
-(`logitspec.fewrows`): it reads each weight once for all rows, as fast as MKL's packed GEMM
-never is at those sizes. Packing then serves 17 rows and more.
+(`logitspec.fewrows`): it streams each weight once for all rows at the memory's speed,
+which MKL's GEMM does not reach at those sizes. Packing then serves 17 rows and more.
 
 The packed copy costs as much memory as the weights again. Both are applied to every
 `nn.Linear` of the model, so all decoders of a race share them and the race stays fair.

@@ -126,6 +126,12 @@ def test_a_free_first_step_does_not_let_every_candidate_into_the_trie():
     assert d._skipped, "candidates below the later steps' floor should stay out"
     assert len(d._trie.token) < 1 + 64
     assert 2 <= sizing.size < 64
+    # A measured curve can time two sizes alike (here 3 and 4 tokens); one flat step must
+    # not open the trie to everything either.
+    flat_step = CostCurve([1, 2, 3, 4, 6, 8, 16, 32, 64], [0.0339, 0.0339, 0.0355, 0.0355, 0.0397, 0.0416,
+                                                           0.053, 0.0764, 0.1184], 512, "cpu", "float32")
+    d, _, _ = build(flat_step)
+    assert d._skipped and len(d._trie.token) < 1 + 64
     # A flat curve still takes every candidate in.
     flat_d, _, _ = build(FLAT)
     assert not flat_d._skipped

@@ -14,10 +14,14 @@ size keeping its fastest. Run it with nothing else on the CPU.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from logitspec.fewrows import few_row_kernel, kernel_status
 from logitspec.threads import configure_threads

@@ -296,8 +296,10 @@ def chance_floor(cost: Sequence[float], capacity: int) -> float:
     size s. Averaging over sizes keeps one flat step of a measured curve (two sizes that
     timed alike) from dropping the floor to zero: with a zero floor all 64 candidates and
     their continuations went into the trie every step, about 120 nodes for trees of four
-    or five. It leaves out only nodes that could have been the single best one, each worth
-    less than `floor` tokens a pass.
+    or five. It is a pruning rule, not a bound: a node under it could still pay on a step
+    cheaper than the average. Against no floor at all, in one process over 10 bench
+    questions twice, tokens per pass stayed the same (1.496 against 1.488) and drafting
+    fell from 1.33 to 0.88 ms a step.
     """
     if capacity < 3:
         return min(((cost[n + 1] - cost[n]) / cost[n] for n in range(1, capacity)), default=1.0)

@@ -83,12 +83,13 @@ def available_memory() -> int | None:
 
 def use_packed_linear(model) -> int:
     """Give every `nn.Linear` of a float32 CPU model packed weights and the few-row kernel;
-    return how many layers were given either.
+    return how many layers of the model now hold either (those done before included).
 
     Packing is skipped where MKL's packed GEMM is missing or the packed copy would take
     more than half of the memory free now (a larger model on a small machine must still
-    load, only without this saving); the kernel where it cannot be built. Returns 0 and
-    changes nothing where neither applies or LOGITSPEC_PACKED=0.
+    load, only without this saving); the kernel where it cannot be built. Changes nothing
+    where neither applies, and returns 0 for a model that is not float32 on CPU or when
+    LOGITSPEC_PACKED=0.
     """
     if os.environ.get("LOGITSPEC_PACKED", "1") == "0" or not float32_cpu(model):
         return 0

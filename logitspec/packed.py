@@ -7,11 +7,12 @@ such shapes MKL's ordinary fp32 GEMM changes kernel at 4 rows and gets slow: on 
 torch as `mkl::_mkl_reorder_linear_weight` / `mkl::_mkl_linear`) keeps that kernel fast:
 measured c(n) over a 512-token context went from 43.6, 52.7, 67.1 ms to 40.5, 45.7,
 54.9 ms for n = 4, 8, 16. For 1-3 rows the stock kernel is as fast or faster (a single
-token cost 4% more packed), so those keep it: vanilla's steps run exactly as before.
+token cost 4% more packed), so packing leaves those to it.
 
-Products of 2 to 16 rows go to the few-row kernel instead where it is built
+Products of 1 to 16 rows go to the few-row kernel instead where it is built
 (`logitspec.fewrows`): it streams each weight once for all rows at the memory's speed,
-which MKL's GEMM does not reach at those sizes. Packing then serves 17 rows and more.
+which MKL's GEMM does not reach at those sizes. Packing then serves 17 rows and more, and
+the stock kernel 1 to 3 rows where the few-row kernel is missing.
 
 The packed copy costs as much memory as the weights again. Both are applied to every
 `nn.Linear` of the model, so all decoders of a race share them and the race stays fair.
@@ -48,12 +49,13 @@ def packing_available(model) -> bool:
 
 
 class PackedLinear(torch.nn.Linear):
-    """An `nn.Linear` that multiplies 2-16 rows with the few-row kernel and 4 or more rows
+    """An `nn.Linear` that multiplies 1-16 rows with the few-row kernel and 4 or more rows
     (past the kernel's reach, or without it) by its MKL-packed weights.
 
-    Falls back to the stock kernel for one row, off the CPU, under autograd, or (for the
-    packed path) once the weights have changed since they were packed: the packed copy
-    would be stale. The few-row kernel reads the weights as they are now.
+    Falls back to the stock kernel off the CPU, under autograd, for 1-3 rows without the
+    few-row kernel, or (for the packed path) once the weights have changed since they were
+    packed: the packed copy would be stale. The few-row kernel reads the weights as they
+    are now.
     """
 
     packed_weight: torch.Tensor | None

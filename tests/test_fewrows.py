@@ -67,6 +67,19 @@ def test_the_result_does_not_depend_on_the_thread_count():
 
 
 @needs_kernel
+@pytest.mark.parametrize("outputs", [576, 577, 4099])
+def test_a_row_gets_the_same_bits_alone_or_beside_other_rows(outputs):
+    # Vanilla multiplies one token, a tree several: with one summation order for any row
+    # count, a token's linear outputs cannot differ between the two.
+    g = torch.Generator().manual_seed(outputs)
+    w, b = torch.randn(outputs, 576, generator=g), torch.randn(outputs, generator=g)
+    x = torch.randn(FEW_MAX_ROWS, 576, generator=g)
+    alone = torch.cat([kernel(x[i : i + 1], w, b) for i in range(FEW_MAX_ROWS)])
+    for rows in range(1, FEW_MAX_ROWS + 1):
+        assert torch.equal(kernel(x[:rows], w, b), alone[:rows]), rows
+
+
+@needs_kernel
 @pytest.mark.parametrize("bad, message", [
     (lambda: kernel(torch.randn(FEW_MAX_ROWS + 1, 32), torch.randn(8, 32), None), "1 to 16 rows"),
     (lambda: kernel(torch.randn(2, 24), torch.randn(8, 24), None), "multiple of 16"),
@@ -90,7 +103,7 @@ def test_layers_use_the_kernel_for_few_rows_only(monkeypatch):
     with torch.inference_mode():
         for rows in (1, 2, FEW_MAX_ROWS, FEW_MAX_ROWS + 1):
             layer(torch.randn(rows, 32))
-    assert calls == [(2, 32), (FEW_MAX_ROWS, 32)]
+    assert calls == [(1, 32), (2, 32), (FEW_MAX_ROWS, 32)]
     odd = torch.nn.Linear(24, 8)  # 24 input features: not a multiple of 16
     use_packed_linear(odd)
     assert odd.few_rows is None

@@ -48,8 +48,8 @@ def test_a_packed_layer_computes_the_linear_map_for_any_row_count(rows, features
         got = layer(x)
     want = F.linear(x, layer.weight, layer.bias)
     assert got.shape == (1, rows, 80)
-    if rows == 1:
-        assert torch.equal(got, want)  # one row keeps the stock kernel, bit for bit
+    if rows < 4 and layer.few_rows is None:
+        assert torch.equal(got, want)  # packing leaves 1-3 rows to the stock kernel, bit for bit
     else:
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -54,7 +55,7 @@ def main() -> int:
         verdict = next((r for r in result if isinstance(r, str) and "identical" in r), "")
         print(f"page served after {t_page:.1f} s; first race ({label}, {a.max_new_tokens} tokens) "
               f"finished {t_race:.1f} s after the command")
-        print(verdict.replace("<b>", "").replace("</b>", "")[:400])
+        print(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", verdict)).strip()[:600])
         return 0
     finally:
         os.killpg(proc.pid, signal.SIGTERM)

@@ -139,17 +139,20 @@ def lane_order(methods: Iterable[str]) -> list[str]:
 
 def model_lanes(lm: LoadedModel, prompt_text: str, methods: Iterable[str],
                 settings: DecodeSettings) -> list[Lane]:
-    """A lane per method over the same prompt on a loaded model; each run starts on its first step.
+    """A lane per method over the same prompt on a loaded model; each run starts on its first
+    step, and every step runs on the model thread (`logitspec.threads.ModelThread`).
 
     Token texts are attached to a lane's trace when its run ends; call `lane.finish()` to
     attach them to a lane that was stopped.
     """
     from .runner import Run
+    from .threads import model_thread
 
     lanes = []
     for m in lane_order(methods):
         run = Run(lm, prompt_text, m, settings)
-        lanes.append(Lane(m, run.trace, iter(run), finish=run.finish))
+        # Each step is decoded on the process's one model thread, whichever thread pulls it.
+        lanes.append(Lane(m, run.trace, model_thread().iterate(iter(run)), finish=run.finish))
     return lanes
 
 

@@ -86,7 +86,7 @@ class ModelCache:
     def get(self, name: str):
         """The loaded model, loading it first if needed; raises ModelLoadError with the reason."""
         from .models import ModelLoadError, load_model
-        from .threads import configure_threads, refreeze_heap
+        from .threads import configure_threads, model_thread, refreeze_heap
 
         with self._lock(name):
             with self._guard:
@@ -95,14 +95,18 @@ class ModelCache:
                 self._status[name] = ModelStatus("loading", f"loading {model_label(name)}…")
             t0 = time.perf_counter()
             try:
-                configure_threads()
-                lm = (self._loader or load_model)(name)
+                # On the model thread, like every decoding step (see ModelThread): the thread
+                # count is a per-thread setting of OpenMP, and c(n) must be measured where
+                # the steps will run.
+                run = model_thread().call
+                run(configure_threads)
+                lm = run(self._loader or load_model, name)
                 if self._warm is not None:
                     with self._guard:
                         self._status[name] = ModelStatus(
                             "loading", f"measuring what a draft-tree token costs on this hardware "
                                        f"for {model_label(name)}…")
-                    self._warm(lm)
+                    run(self._warm, lm)
             except ModelLoadError as e:
                 with self._guard:
                     self._status[name] = ModelStatus("failed", str(e))

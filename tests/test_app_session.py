@@ -215,3 +215,18 @@ def test_the_example_cache_folder_follows_the_content_it_is_drawn_from(tmp_path)
     assert example_cache_folder(tmp_path / "cache", [b, a]) == first  # order does not matter
     b.write_text("x = 2")
     assert example_cache_folder(tmp_path / "cache", [a, b]) != first
+
+
+def test_loading_and_warm_up_run_on_the_model_thread():
+    from logitspec.threads import model_thread
+
+    seen: list[int] = []
+
+    def loader(name: str):
+        seen.append(threading.get_ident())
+        return _Loaded(name)
+
+    cache = ModelCache(loader=loader, warm=lambda lm: seen.append(threading.get_ident()))
+    cache.preload("m").join(10)
+    assert cache.status("m").state == "ready"
+    assert seen == [model_thread().call(threading.get_ident)] * 2

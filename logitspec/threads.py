@@ -51,8 +51,11 @@ class ModelThread:
     development machine, vanilla decoding of the bundled model ran at 15 tokens per second
     when loaded on one thread and decoded on another, 24 when both happened on one
     (scripts/time_threads.py).
+
     A Gradio server runs each step of a streamed handler on whichever of its worker threads is
-    free, so the app sends loading, measuring and every decoding step here instead.
+    free, so the app sends loading, measuring and every decoding step here instead. Work is
+    done in the order it arrives: a model loading while a race runs holds the race's next
+    step until it is done.
     """
 
     def __init__(self) -> None:

@@ -24,7 +24,7 @@ import os
 import torch
 import torch.nn.functional as F
 
-from .fewrows import FEW_FROM_ROWS, FEW_MAX_ROWS, few_row_kernel, kernel_fits
+from .fewrows import FEW_MAX_ROWS, few_row_kernel, kernel_fits
 
 # Rows from which the packed kernel is used; below it the stock one is as fast or faster.
 PACK_FROM_ROWS = 4
@@ -64,7 +64,7 @@ class PackedLinear(torch.nn.Linear):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         rows = x.numel() // max(1, x.shape[-1])
-        if (rows < FEW_FROM_ROWS or x.device.type != "cpu" or x.dtype != torch.float32
+        if (rows == 0 or x.device.type != "cpu" or x.dtype != torch.float32
                 or (torch.is_grad_enabled() and (x.requires_grad or self.weight.requires_grad))):
             return F.linear(x, self.weight, self.bias)
         if rows <= FEW_MAX_ROWS and self.few_rows is not None and self.weight.is_contiguous():

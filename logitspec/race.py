@@ -74,18 +74,51 @@ class RaceUpdate:
 
 @dataclass
 class RaceResult:
-    """The end of a race: the traces, counters, speed-ups and the lossless check."""
+    """The end of a race: the traces, counters, and speed and sameness over equal token counts.
+
+    A race stopped or cut short leaves its lanes at different token counts, and comparing 62
+    tokens with 74 would claim a difference that is not there; so both the speed-up and the
+    lossless check are taken over the tokens every lane reached (`compared_tokens`).
+    """
 
     traces: dict[str, RunTrace]
     stats: dict[str, LaneStats]
-    speedups: dict[str, float] = field(default_factory=dict)  # lane -> x vs vanilla
-    lossless: bool = True  # every lane's tokens equal the vanilla lane's
+    speedups: dict[str, float] = field(default_factory=dict)  # lane -> x vs vanilla, over compared_tokens
+    lossless: bool = True  # every lane's first compared_tokens tokens equal the vanilla lane's
+    compared_tokens: int = 0  # the token count every lane reached
+    complete: bool = True  # every lane ran to its end (EOS or the token budget)
+    first_difference: dict[str, int] = field(default_factory=dict)  # lane -> first token index unlike vanilla's
 
 
 def speedup(lane: LaneStats, baseline: LaneStats) -> float:
     """Ratio of tokens per second, lane over baseline (0 when the baseline has no time)."""
     base = baseline.tokens_per_second
     return lane.tokens_per_second / base if base > 0 else 0.0
+
+
+def finished(trace: RunTrace) -> bool:
+    """A lane is over when its last step has no bonus (EOS or the token budget reached)."""
+    return bool(trace.steps) and trace.steps[-1].bonus is None
+
+
+def seconds_to_reach(trace: RunTrace, n: int) -> float | None:
+    """Compute seconds (prefill and steps) until the lane had committed at least `n` tokens.
+
+    A step that overshoots `n` is counted whole, so a lane that commits several tokens a
+    step is never credited with more speed than it showed.
+    """
+    t, got = trace.prefill_seconds, 0
+    for s in trace.steps:
+        if got >= n:
+            break
+        t += s.seconds
+        got += len(s.tokens)
+    return t if got >= n else None
+
+
+def first_difference(a: list[int], b: list[int], n: int) -> int | None:
+    """The first index below `n` where the two token lists differ, or None."""
+    return next((i for i in range(n) if a[i] != b[i]), None)
 
 
 def interleave(
@@ -121,13 +154,25 @@ def _stats(lanes: list[Lane]) -> dict[str, LaneStats]:
 
 
 def result_of(traces: dict[str, RunTrace], baseline: str = "vanilla") -> RaceResult:
-    """Counters, speed-ups against `baseline` and whether every lane equals it."""
+    """Counters, and speed-ups and sameness against `baseline` over the tokens every lane reached."""
     stats = {name: lane_stats(name, t) for name, t in traces.items()}
-    res = RaceResult(traces=traces, stats=stats)
-    if baseline in traces:
-        base = traces[baseline].tokens
-        res.lossless = all(t.tokens == base for t in traces.values())
-        res.speedups = {n: speedup(s, stats[baseline]) for n, s in stats.items()}
+    res = RaceResult(traces=traces, stats=stats, complete=all(finished(t) for t in traces.values()))
+    if baseline not in traces:
+        return res
+    n = min(len(t.tokens) for t in traces.values())
+    res.compared_tokens = n
+    base = traces[baseline].tokens
+    for name, t in traces.items():
+        diff = first_difference(t.tokens, base, n)
+        if diff is None and res.complete and len(t.tokens) != len(base):
+            diff = n  # both ran to their end, yet one stopped sooner: the outputs differ there
+        if diff is not None:
+            res.first_difference[name] = diff
+    res.lossless = not res.first_difference
+    base_s = seconds_to_reach(traces[baseline], n) if n else None
+    for name, t in traces.items():
+        lane_s = seconds_to_reach(t, n) if n else None
+        res.speedups[name] = base_s / lane_s if base_s and lane_s else 0.0
     return res
 
 
@@ -170,3 +215,28 @@ def _appending(trace: RunTrace, steps: list[StepRecord]) -> Iterator[StepRecord]
     for s in steps:
         trace.steps.append(s)
         yield s
+
+
+RACE_FORMAT = "logitspec-race/1"
+
+
+def save_race(traces: dict[str, RunTrace], path, machine: str = "") -> None:
+    """Write a finished race (every lane's trace) as one JSON file, with the machine it ran on."""
+    import json
+    from pathlib import Path
+
+    data = {"format": RACE_FORMAT, "machine": machine,
+            "lanes": {name: t.to_dict() for name, t in traces.items()}}
+    Path(path).write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
+
+
+def load_race(path) -> tuple[dict[str, RunTrace], str]:
+    """The lanes of a race file written by `save_race`, in race order, and its machine."""
+    import json
+    from pathlib import Path
+
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    if data.get("format") != RACE_FORMAT or not isinstance(data.get("lanes"), dict):
+        raise ValueError(f"{path} is not a recorded race ({RACE_FORMAT})")
+    lanes = {name: RunTrace.from_dict(data["lanes"][name]) for name in lane_order(data["lanes"])}
+    return lanes, str(data.get("machine", ""))

@@ -139,6 +139,10 @@ class ModelCache:
     def preload(self, name: str) -> threading.Thread:
         """Start loading `name` in a background thread; failures land in status()."""
 
+        with self._guard:  # "loading" from this call on, so no caller reads a stale state
+            if name not in self._models:
+                self._status[name] = ModelStatus("loading", f"loading {model_label(name)}…")
+
         def work() -> None:
             try:
                 self.get(name)
@@ -164,10 +168,16 @@ def warm_cost_curves(lm, capacity: int = 64) -> None:
 # ---------------------------------------------------------------- cancellation per user
 
 class StopSignals:
-    """One stop flag per browser session: set by Stop, by leaving the page, or by a new run."""
+    """One stop flag per browser session's run: set by Stop, by leaving the page, or by a new run.
+
+    Run arms the flag the moment it is clicked (`start`), before the run waits in the queue
+    or for the model, and the run takes that same flag when it begins (`claim`): a Stop
+    pressed while it waited is seen before its first step.
+    """
 
     def __init__(self) -> None:
         self._events: dict[str, threading.Event] = {}
+        self._running: set[threading.Event] = set()
         self._guard = threading.Lock()
 
     def start(self, session: str) -> threading.Event:
@@ -180,11 +190,23 @@ class StopSignals:
             self._events[session] = ev
         return ev
 
-    def stop(self, session: str) -> bool:
-        """Ask the session's run to stop; True when there was one."""
+    def claim(self, session: str) -> threading.Event:
+        """The flag armed for this session's run (already set if Stop came first), or a fresh one."""
         with self._guard:
-            ev = self._events.pop(session, None)
-        if ev is None:
+            ev = self._events.get(session)
+            if ev is not None and ev not in self._running:
+                self._running.add(ev)
+                return ev
+        ev = self.start(session)
+        with self._guard:
+            self._running.add(ev)
+        return ev
+
+    def stop(self, session: str) -> bool:
+        """Ask the session's run to stop; True when there was one not yet stopped."""
+        with self._guard:
+            ev = self._events.get(session)
+        if ev is None or ev.is_set():
             return False
         ev.set()
         return True
@@ -192,12 +214,14 @@ class StopSignals:
     def finish(self, session: str, ev: threading.Event) -> None:
         """Forget the flag of a run that ended (unless a newer run replaced it)."""
         with self._guard:
+            self._running.discard(ev)
             if self._events.get(session) is ev:
                 del self._events[session]
 
-    def active(self) -> int:
+    def running(self) -> int:
+        """Runs that have begun and not yet ended, across all sessions."""
         with self._guard:
-            return len(self._events)
+            return len(self._running)
 
 
 def run_deadline(limits: Limits | None = None) -> float:

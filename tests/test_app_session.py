@@ -123,7 +123,20 @@ def test_stop_signals_per_session():
     assert sig.stop("a") is True and a2.is_set() and not b.is_set()
     assert sig.stop("a") is False
     sig.finish("b", b)
-    assert sig.active() == 0
+    assert sig.running() == 0
+
+
+def test_a_stop_pressed_while_the_run_waits_is_seen_when_it_begins():
+    sig = StopSignals()
+    armed = sig.start("a")  # Run clicked: the run now waits in the queue
+    assert sig.stop("a") is True  # Stop clicked while it waits
+    ev = sig.claim("a")  # the run begins
+    assert ev is armed and ev.is_set()
+    assert sig.running() == 1
+    sig.finish("a", ev)
+    assert sig.running() == 0
+    fresh = sig.claim("b")  # a run started without arming (an API call) gets its own flag
+    assert not fresh.is_set() and sig.claim("b") is not fresh  # a flag is claimed once
 
 
 # ---------------------------------------------------------------- uploaded traces

@@ -5,6 +5,7 @@ import html
 
 import plotly.graph_objects as go
 
+from logitspec.race import result_of
 from logitspec.trace import RunTrace
 
 from .data import is_finished
@@ -29,19 +30,18 @@ def _vanilla(lanes: dict[str, RunTrace]) -> str | None:
     return next((k for k, t in lanes.items() if t.method == "vanilla"), None)
 
 
-def speedup(lane: RunTrace, base: RunTrace) -> float | None:
-    """Throughput of `lane` over that of `base` (tokens per compute second), both finished."""
-    if not (lane.tokens and base.tokens and lane.seconds > 0 and base.seconds > 0):
-        return None
-    return (len(lane.tokens) / lane.seconds) / (len(base.tokens) / base.seconds)
+def race_figure(lanes: dict[str, RunTrace], theme: str = "light", width: int | None = None,
+                stopped: bool = False) -> go.Figure:
+    """Tokens generated against elapsed compute time (prefill included), one line per lane.
 
-
-def race_figure(lanes: dict[str, RunTrace], theme: str = "light", width: int | None = None) -> go.Figure:
-    """Tokens generated against elapsed compute time (prefill included), one line per lane."""
+    Speed-ups are those of the race's verdict: over the tokens every lane reached, so a race
+    `stopped` before its end compares equal counts (and its unfinished lanes say "stopped").
+    """
     c = theme_colors(theme)
     fig = go.Figure()
     van = _vanilla(lanes)
-    van_done = van is not None and is_finished(lanes[van])
+    over = all(is_finished(t) for t in lanes.values()) or stopped
+    res = result_of(lanes, van) if van is not None and over else None
     results = []
     ends = []
     for name, tr in lanes.items():
@@ -60,12 +60,12 @@ def race_figure(lanes: dict[str, RunTrace], theme: str = "light", width: int | N
         ))
         label = f"{html.escape(name, quote=False)}: {ys[-1]} tokens in {xs[-1]:.2f} s"
         if not done:
-            label += " (running)"
-        elif van_done and name != van:
-            sp = speedup(tr, lanes[van])
-            if sp is not None:
-                label += f"<br><b>{sp:.2f}× vanilla's speed</b>"
-                results.append((name, sp))
+            label += " (stopped)" if stopped else " (running)"
+        if res is not None and name != van and res.speedups.get(name):
+            sp = res.speedups[name]
+            scope = "" if res.complete else f" over {res.compared_tokens} tokens"
+            label += f"<br><b>{sp:.2f}× vanilla's speed{scope}</b>"
+            results.append((name, sp))
         ends.append((ys[-1], xs[-1], label, color))
     # End labels in the right margin, stacked so they never overlap.
     ymax = max((e[0] for e in ends), default=1) or 1
@@ -88,8 +88,10 @@ def race_figure(lanes: dict[str, RunTrace], theme: str = "light", width: int | N
     sub = "prefill included as the start; lossless decoders end with the same text"
     if results:
         best = max(results, key=lambda r: r[1])
+        same = "same output" if res.lossless else "output DIFFERENT from vanilla"
+        scope = "" if res.complete else f", over the first {res.compared_tokens} tokens of a stopped race"
         sub = (f"{html.escape(best[0], quote=False)} ran at {best[1]:.2f}× vanilla's speed "
-               "(tokens per second of compute, same output)")
+               f"(tokens per second of compute, {same}{scope})")
     layout["title"]["subtitle"] = dict(text=sub, font=dict(size=MIN_FONT + 1, color=c["muted"]))
     xmax = max((race_points(t)[0][-1] for t in lanes.values()), default=1.0) or 1.0
     layout["xaxis"].update(title=dict(text="Compute time (seconds, prefill + every step)"), range=[0, xmax * 1.04])

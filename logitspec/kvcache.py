@@ -5,6 +5,9 @@ cache of every layer (60 copies on the bundled model), paid by every decoder: a 
 step took 34.9 ms against 33.1 ms written in place over a 512-token context, 41.8 against
 37.4 ms over 1,500 (scripts/time_cache.py). Here each layer keeps one buffer with room for
 the whole run and a step writes only its new rows.
+Sliding-window layers are buffered the same way (`WindowedLayer`): the stock
+DynamicSlidingWindowLayer drops rows as it appends, so after a tree pass it may already have
+thrown away context rows that the accepted path still needs.
 `layer.keys` / `layer.values` stay what the rest of the code and transformers expect: tensors
 of shape [B, H, length, d] (views of the buffer), so cutting the cache is still slicing them
 and compaction still moves rows in place.
@@ -13,7 +16,7 @@ from __future__ import annotations
 
 import torch
 from transformers import DynamicCache
-from transformers.cache_utils import DynamicLayer
+from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer, get_layer_types_and_kwargs
 
 ROUND = 256  # buffers grow in whole blocks of this many positions
 
@@ -76,20 +79,53 @@ class BufferedLayer(DynamicLayer):
         self._kbuf = self._vbuf = None
 
 
-# Layer classes whose rows compaction may move: plain full-attention layers.
-COMPACTABLE = (DynamicLayer, BufferedLayer)
+class WindowedLayer(BufferedLayer):
+    """A sliding-window layer that keeps every row, like a full one, and shows attention
+    only the rows its window can reach.
+
+    Keeping them all lets a tree pass, compaction and cropping work on it exactly as on a
+    full layer (rows sit at their absolute positions). What `update` returns, and what
+    `get_mask_sizes` tells the mask builders, is the stock sliding layer's view: the last
+    W-1 cached rows and the new ones, so a step's attention costs what the stock layer's
+    does. The memory is a full layer's: the rows past the window are not freed.
+    """
+
+    is_sliding = True
+    sliding_window: int = 0
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+        keys, values = super().update(key_states, value_states)
+        new = key_states.shape[-2]
+        shown = min(keys.shape[-2] - new, self.sliding_window - 1) + new
+        return keys[..., -shown:, :], values[..., -shown:, :]
+
+    def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
+        """(keys shown to a query of this length, position of the first), as the stock layer."""
+        length = self.get_seq_length()
+        return min(length, self.sliding_window - 1) + query_length, max(length - self.sliding_window + 1, 0)
+
+
+# Layer classes whose rows compaction may move: full-attention layers and ours.
+COMPACTABLE = (DynamicLayer, BufferedLayer, WindowedLayer)
 
 
 def new_cache(config, reserve: int = 0) -> DynamicCache:
-    """A DynamicCache for `config` whose full-attention layers write into reserved buffers.
+    """A DynamicCache for `config` whose attention layers write into reserved buffers.
 
     `reserve`: positions the run is expected to reach (prompt + new tokens + one tree), so
-    the buffers are allocated once; a longer run still works, the buffers grow. Layers of
-    other kinds (sliding windows, linear attention) keep their own classes.
+    the buffers are allocated once; a longer run still works, the buffers grow. Full
+    layers become BufferedLayer, sliding-window layers WindowedLayer; layers of other
+    kinds (chunked or linear attention) keep their own classes.
     """
     cache = DynamicCache(config=config)
-    for layer in cache.layers:
+    kinds, _ = get_layer_types_and_kwargs(config.get_text_config(decoder=True))
+    for layer, kind in zip(cache.layers, kinds):
         if type(layer) is DynamicLayer:
             layer.__class__ = BufferedLayer
-            layer.reserve = int(reserve)
+        elif type(layer) is DynamicSlidingWindowLayer and kind == "sliding_attention":
+            layer.__class__ = WindowedLayer
+        else:
+            continue
+        layer.reserve = int(reserve)
     return cache

@@ -11,6 +11,7 @@ import torch
 
 from .attention import use_grouped_tree_attention
 from .errors import ModelLoadError
+from .families import check_config, check_model, fill_unused_window
 from .packed import use_packed_linear
 from .threads import freeze_heap
 
@@ -131,11 +132,44 @@ def _check_hub_id(name: str) -> None:
                              "Hugging Face hub cannot be reached from here")
 
 
+def prepare_model(model, name: str = "model") -> int:
+    """Make a loaded model ready to decode, in place: refuse what the decoders cannot serve,
+    then the tree attention and the packed linear layers every decoder shares.
+
+    Also the path the tests take with tiny models built in memory. Returns how many linear
+    layers were packed (see logitspec.packed); raises ModelLoadError for a refused model.
+    """
+    check_model(model, name)
+    fill_unused_window(model)
+    model.eval()
+    use_grouped_tree_attention(model)
+    return use_packed_linear(model)
+
+
+def _read_config(src: str, name: str, kw: dict):
+    """The model's config alone (no weights), so a refusal comes before the long load."""
+    from transformers import AutoConfig
+
+    try:
+        config = AutoConfig.from_pretrained(src, trust_remote_code=False, **kw)
+    except (OSError, ValueError, ImportError, KeyError, RuntimeError, NotImplementedError) as e:
+        raise ModelLoadError(f"could not load model {name!r}: {_first_line(e)}") from e
+    check_config(config, name)
+    return config
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
 def load_model(name: str | None = None, device: str | None = None, dtype: str = "float32") -> LoadedModel:
     """Load a causal LM and its tokenizer; never runs code shipped with the model.
 
     `name` is empty or "bundled" for the bundled SmolLM2, a local folder or .gguf file, or a
-    hub id. Raises ModelLoadError with a readable reason on any failure.
+    hub id. The config is read first, and a family the decoders cannot serve is refused
+    before any weight is read (see logitspec.families). Raises ModelLoadError with a
+    readable reason on any failure.
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -146,15 +180,16 @@ def load_model(name: str | None = None, device: str | None = None, dtype: str = 
         _check_hub_id(src)
     dev = pick_device(device)
     kw = {"gguf_file": gguf} if gguf else {}
+    label = name or display
+    config = _read_config(src, label, kw)
     try:
         tok = AutoTokenizer.from_pretrained(src, trust_remote_code=False, **kw)
-        model = AutoModelForCausalLM.from_pretrained(src, dtype=DTYPES[dtype], trust_remote_code=False, **kw)
-    except (OSError, ValueError, ImportError, KeyError, RuntimeError) as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ModelLoadError(f"could not load model {name!r}: {first}") from e
-    model.to(dev).eval()
-    use_grouped_tree_attention(model)
-    packed = use_packed_linear(model)
+        model = AutoModelForCausalLM.from_pretrained(src, config=config, dtype=DTYPES[dtype],
+                                                     trust_remote_code=False, **kw)
+    except (OSError, ValueError, ImportError, KeyError, RuntimeError, NotImplementedError, TypeError) as e:
+        raise ModelLoadError(f"could not load model {label!r}: {_first_line(e)}") from e
+    model.to(dev)
+    packed = prepare_model(model, label)
     lm = LoadedModel(name=display, model=model, tokenizer=tok, device=dev, dtype=dtype, packed_layers=packed)
     freeze_heap()  # what loading left behind stays out of the collector's full passes
     return lm

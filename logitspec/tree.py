@@ -146,26 +146,64 @@ def chain_tree(root: int, chain: Sequence[int], origin: str, query: int | None =
 
 
 def tree_inputs(
-    nodes: Sequence[TreeNode], context_len: int, dtype: torch.dtype, device: torch.device | str
+    nodes: Sequence[TreeNode], context_len: int, dtype: torch.dtype, device: torch.device | str,
+    window: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Input ids [1,T], position ids [1,T] and the additive 4D mask [1,1,T,context+T].
+    """Input ids [1,T], position ids [1,T] and the additive 4D mask for one kind of layer.
 
-    Row i of the mask lets node i see the whole cached context, its ancestors and itself.
+    Full attention (`window` None): the mask is [1,1,T,context+T]; row i lets node i see the
+    whole cached context, its ancestors and itself. A sliding window of W: see `window_mask`.
     `nodes` must be the verified nodes only, parents before children.
     """
+    ids, pos, masks = layered_tree_inputs(nodes, context_len, dtype, device, (window,))
+    return ids, pos, masks[window]
+
+
+def layered_tree_inputs(
+    nodes: Sequence[TreeNode], context_len: int, dtype: torch.dtype, device: torch.device | str,
+    windows: Sequence[int | None],
+) -> tuple[torch.Tensor, torch.Tensor, dict[int | None, torch.Tensor]]:
+    """`tree_inputs` with one mask per window in `windows` (None: full attention), the
+    tree's ancestry computed once for all of them."""
     t = len(nodes)
     parents = np.fromiter((n.parent for n in nodes), dtype=np.int64, count=t)
+    depth = np.fromiter((n.depth for n in nodes), dtype=np.int64, count=t)
     anc = np.zeros((t, t), dtype=bool)
     anc[np.arange(t), np.arange(t)] = True
     # Parents precede children, so one pass copies each parent's finished row (O(T) row ops).
     for i in range(1, t):
         anc[i] |= anc[parents[i]]
-    # The tree block and the ids are made on the host and moved once each: a handful of
-    # small torch calls cost more than the arithmetic on a few-node tree.
-    host = {torch.float64: np.float64, torch.float16: np.float16}.get(dtype, np.float32)  # bfloat16: cast below
-    block = torch.from_numpy(np.where(anc, 0.0, torch.finfo(dtype).min).astype(host))
-    ints = torch.from_numpy(np.array([[n.token for n in nodes], [n.depth + context_len for n in nodes]], dtype=np.int64))
+    # The ids are made on the host and moved once: a handful of small torch calls cost
+    # more than the arithmetic on a few-node tree.
+    ints = torch.from_numpy(np.array([[n.token for n in nodes], depth + context_len], dtype=np.int64))
     ints = ints.to(device)
-    mask = torch.zeros((1, 1, t, context_len + t), dtype=dtype, device=device)
-    mask[0, 0, :, context_len:] = block.to(device=device, dtype=dtype)
-    return ints[0:1], ints[1:2], mask
+    masks = {w: window_mask(anc, depth, context_len, w, dtype, device) for w in dict.fromkeys(windows)}
+    return ints[0:1], ints[1:2], masks
+
+
+def window_mask(anc: np.ndarray, depth: np.ndarray, context_len: int, window: int | None,
+                dtype: torch.dtype, device: torch.device | str) -> torch.Tensor:
+    """The additive mask of a tree with ancestry `anc` [T,T] and node depths `depth`.
+
+    With a window W, a sliding layer holds keys for the last min(context, W-1) context
+    positions followed by the tree (kvcache.WindowedLayer), so the mask is
+    [1,1,T,min(context, W-1)+T]. Node i sits at position context + depth_i and sees a key
+    of its own path (context, ancestors, itself) only if it lies fewer than W positions
+    back, as in greedy decoding; other branches never count toward its window.
+    """
+    t = len(depth)
+    see, seen = anc, context_len
+    cols = None
+    if window is not None:
+        seen = min(context_len, window - 1)
+        see = anc & ((depth[:, None] - depth[None, :]) < window)
+        # Context column c holds position context - seen + c.
+        cols = np.arange(seen)[None, :] > seen + depth[:, None] - window
+    host = {torch.float64: np.float64, torch.float16: np.float16}.get(dtype, np.float32)  # bfloat16: cast below
+    low = torch.finfo(dtype).min
+    block = torch.from_numpy(np.where(see, 0.0, low).astype(host))
+    mask = torch.zeros((1, 1, t, seen + t), dtype=dtype, device=device)
+    mask[0, 0, :, seen:] = block.to(device=device, dtype=dtype)
+    if cols is not None and seen and not cols.all():
+        mask[0, 0, :, :seen] = torch.from_numpy(np.where(cols, 0.0, low).astype(host)).to(device=device, dtype=dtype)
+    return mask

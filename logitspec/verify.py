@@ -9,22 +9,35 @@ from collections.abc import Callable, Sequence
 
 import torch
 
+from .families import FULL, SLIDING, attention_layout
 from .kvcache import COMPACTABLE
 from .trace import TreeNode
-from .tree import tree_inputs
+from .tree import layered_tree_inputs
 
 
 class UnsupportedCache(RuntimeError):
-    """The model's cache cannot be compacted (e.g. sliding-window layers)."""
+    """The model's cache cannot be compacted (e.g. the stock sliding-window layers)."""
 
 
 def prepare_inputs(model, nodes: Sequence[TreeNode], context_len: int) -> dict:
-    """Model inputs for the verified nodes: ids, and for a real tree its positions and mask."""
+    """Model inputs for the verified nodes: ids, and for a real tree its positions and mask.
+
+    A model with sliding-window layers gets their own mask (see tree.window_mask); one with
+    both kinds of layer gets a dict {layer type: mask}, which such models use as given.
+    """
     device = model.device
     if len(nodes) == 1:
         # A lone root needs no mask: the ordinary causal step, the very call vanilla makes.
         return {"input_ids": torch.tensor([[nodes[0].token]], dtype=torch.long, device=device)}
-    ids, pos, mask = tree_inputs(nodes, context_len, model.dtype, device)
+    layout = attention_layout(model)
+    if not layout.sliding:
+        windows: tuple[int | None, ...] = (None,)
+    elif layout.mixed:
+        windows = (None, layout.window)
+    else:
+        windows = (layout.window,)
+    ids, pos, masks = layered_tree_inputs(nodes, context_len, model.dtype, device, windows)
+    mask = {FULL: masks[None], SLIDING: masks[layout.window]} if layout.mixed else masks[windows[0]]
     return {"input_ids": ids, "position_ids": pos, "attention_mask": mask}
 
 
@@ -67,7 +80,9 @@ class LazyHead:
             first.update(n.id for n in leaves[: rows - len(first)])
         inner = sorted(first)
         self.row_of = {node: i for i, node in enumerate(inner)}
-        self.logits = self.head(hidden[inner])
+        # Gemma's final soft cap: the same logits the model's own forward returns.
+        self.softcap = getattr(model.config.get_text_config(decoder=True), "final_logit_softcapping", None)
+        self.logits = self._logits(hidden[inner])
         self.preds = self.logits.argmax(dim=-1).tolist()  # the step's one host sync
         self.extra: dict[int, torch.Tensor] = {}
 
@@ -75,8 +90,14 @@ class LazyHead:
         if node in self.row_of:
             return self.logits[self.row_of[node]]
         if node not in self.extra:
-            self.extra[node] = self.head(self.hidden[node : node + 1])[0]
+            self.extra[node] = self._logits(self.hidden[node : node + 1])[0]
         return self.extra[node]
+
+    def _logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        logits = self.head(hidden)
+        if self.softcap:
+            logits = torch.tanh(logits / self.softcap) * self.softcap
+        return logits
 
     def argmax(self, node: int) -> int:
         if node in self.row_of:

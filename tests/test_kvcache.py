@@ -5,7 +5,7 @@ import pytest
 import torch
 from transformers import DynamicCache, LlamaConfig, MistralConfig
 
-from logitspec.kvcache import ROUND, BufferedLayer, new_cache
+from logitspec.kvcache import ROUND, BufferedLayer, WindowedLayer, new_cache
 from logitspec.verify import crop_cache
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -25,11 +25,13 @@ def positions(layer, layer_idx: int = 0) -> list[int]:
     return [int(x) for x in layer.keys[0, 0, :, 0]]
 
 
-def test_every_full_attention_layer_is_buffered_and_sliding_ones_are_not():
+def test_full_layers_are_buffered_and_sliding_ones_windowed():
     assert [type(layer) for layer in new_cache(CFG, 10).layers] == [BufferedLayer, BufferedLayer]
     sliding = MistralConfig(sliding_window=16, num_hidden_layers=2, hidden_size=32,
                             num_attention_heads=4, num_key_value_heads=2)
-    assert all(type(layer) is not BufferedLayer for layer in new_cache(sliding, 10).layers)
+    layers = new_cache(sliding, 10).layers
+    assert [type(layer) for layer in layers] == [WindowedLayer, WindowedLayer]
+    assert all(layer.sliding_window == 16 and layer.reserve == 10 for layer in layers)
 
 
 def test_rows_are_written_in_place_within_the_reserve():

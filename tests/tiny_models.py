@@ -67,3 +67,25 @@ def repetitive_prompt(rng: random.Random, length: int, vocab: int = VOCAB, motif
         else:
             out.append(rng.randrange(vocab))
     return out[:length]
+
+
+SMALL = dict(  # sizes every family's config takes; each family adds or renames its own
+    vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+    num_key_value_heads=2, max_position_embeddings=256, initializer_range=INIT_RANGE,
+    bos_token_id=None, eos_token_id=None, pad_token_id=None,
+)
+
+
+def tiny_config(config_class: str, **overrides):
+    """A small config of a transformers config class (by name), wide init, no special tokens."""
+    import transformers
+
+    return getattr(transformers, config_class)(**{**SMALL, **overrides})
+
+
+def tiny_from_config(config_class: str, model_class: str, seed: int = 0, **overrides) -> torch.nn.Module:
+    """A tiny random model of any family, float32, eval mode; nothing is downloaded."""
+    import transformers
+
+    torch.manual_seed(seed)
+    return getattr(transformers, model_class)(tiny_config(config_class, **overrides)).float().eval()

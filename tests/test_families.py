@@ -1,0 +1,175 @@
+"""The model-family matrix: every family either decodes losslessly with drafts accepted, or
+is refused at load with its reason, before any weight is read.
+
+Tiny random models built from transformers' config classes (nothing is downloaded), made
+ready by the product's own `prepare_model`. Sliding-window families use windows far
+shorter than prompt + answer, so the window slides while decoding.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from functools import cache
+
+import pytest
+import torch
+
+from logitspec.decoders import DecodeSettings, decode
+from logitspec.errors import ModelLoadError
+from logitspec.families import attention_layout, unsupported_reason
+from logitspec.models import load_model, prepare_model
+from tiny_models import greedy_reference, repetitive_prompt, tiny_from_config
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+PROMPT_LEN, MAX_NEW = 48, 40
+VARIANTS = [("pld", "static"), ("logitspec", "static"), ("logitspec", "cost")]
+
+
+@dataclass(frozen=True)
+class Family:
+    """One row of the matrix: a config class, its causal LM class and small settings."""
+
+    name: str
+    config: str
+    model: str
+    overrides: dict = field(default_factory=dict)
+
+    def build(self, seed: int = 0) -> torch.nn.Module:
+        return tiny_from_config(self.config, self.model, seed, **self.overrides)
+
+
+FULL_LAYERS = {"layer_types": ["full_attention"] * 2, "sliding_window": None}
+WORKS = [
+    Family("llama", "LlamaConfig", "LlamaForCausalLM"),
+    Family("qwen2", "Qwen2Config", "Qwen2ForCausalLM"),
+    Family("qwen2-window8", "Qwen2Config", "Qwen2ForCausalLM",
+           {"use_sliding_window": True, "sliding_window": 8, "max_window_layers": 1}),
+    Family("qwen3", "Qwen3Config", "Qwen3ForCausalLM", {"head_dim": 8}),
+    Family("mistral", "MistralConfig", "MistralForCausalLM", {"sliding_window": None}),
+    Family("mistral-window8", "MistralConfig", "MistralForCausalLM", {"sliding_window": 8}),
+    Family("mistral-window16", "MistralConfig", "MistralForCausalLM", {"sliding_window": 16}),
+    Family("mistral-window4096", "MistralConfig", "MistralForCausalLM", {"sliding_window": 4096}),
+    Family("gemma2-window8", "Gemma2Config", "Gemma2ForCausalLM", {"head_dim": 8, "sliding_window": 8}),
+    Family("gemma2-full", "Gemma2Config", "Gemma2ForCausalLM", {"head_dim": 8, **FULL_LAYERS}),
+    Family("gemma3-window16", "Gemma3TextConfig", "Gemma3ForCausalLM",
+           {"head_dim": 8, "sliding_window": 16, "layer_types": ["sliding_attention", "full_attention"]}),
+    Family("gemma3-full", "Gemma3TextConfig", "Gemma3ForCausalLM", {"head_dim": 8, **FULL_LAYERS}),
+    Family("gpt2", "GPT2Config", "GPT2LMHeadModel", {"n_positions": 256}),
+    Family("phi", "PhiConfig", "PhiForCausalLM"),
+    Family("stablelm", "StableLmConfig", "StableLmForCausalLM"),
+    Family("gpt-neox", "GPTNeoXConfig", "GPTNeoXForCausalLM"),
+    Family("falcon-rotary", "FalconConfig", "FalconForCausalLM", {"alibi": False}),
+    Family("olmo", "OlmoConfig", "OlmoForCausalLM"),
+    Family("olmo2", "Olmo2Config", "Olmo2ForCausalLM"),
+    Family("mixtral", "MixtralConfig", "MixtralForCausalLM", {"num_local_experts": 4, "num_experts_per_tok": 2}),
+    Family("qwen2-moe", "Qwen2MoeConfig", "Qwen2MoeForCausalLM",
+           {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+            "shared_expert_intermediate_size": 32}),
+]
+WINDOWED = {f.name: f for f in WORKS if "window" in f.name}
+
+ALIBI, RECURRENT = "ALiBi", "recurrent state"
+# (name, config class, overrides, words the refusal must hold). Default sizes: no model is built.
+REFUSED = [
+    ("bloom", "BloomConfig", {}, ALIBI),
+    ("mpt", "MptConfig", {}, ALIBI),
+    ("falcon-alibi", "FalconConfig", {"alibi": True}, ALIBI),
+    ("qwen3-next", "Qwen3NextConfig", {}, RECURRENT),
+    ("mamba", "MambaConfig", {}, RECURRENT),
+    ("mamba2", "Mamba2Config", {}, RECURRENT),
+    ("falcon-mamba", "FalconMambaConfig", {}, RECURRENT),
+    ("rwkv", "RwkvConfig", {}, RECURRENT),
+    ("xlstm", "xLSTMConfig", {}, RECURRENT),
+    ("jamba", "JambaConfig", {}, RECURRENT),
+    ("recurrent-gemma", "RecurrentGemmaConfig", {}, RECURRENT),
+    ("lfm2", "Lfm2Config", {"full_attn_idxs": [1, 3]}, RECURRENT),
+    ("zamba", "ZambaConfig", {}, RECURRENT),
+    ("zamba2", "Zamba2Config", {}, RECURRENT),
+    ("bamba", "BambaConfig", {}, RECURRENT),
+    ("falcon-h1", "FalconH1Config", {}, RECURRENT),
+    ("granite-moe-hybrid", "GraniteMoeHybridConfig", {}, RECURRENT),
+    ("minimax", "MiniMaxConfig", {}, RECURRENT),
+    ("llama4-chunked", "Llama4TextConfig", {}, "chunked_attention"),
+]
+
+
+@cache
+def prompts(n: int) -> tuple[tuple[int, ...], ...]:
+    return tuple(tuple(repetitive_prompt(random.Random(500 + i), PROMPT_LEN)) for i in range(n))
+
+
+@cache
+def prepared(name: str):
+    """The family's tiny model, made ready the way load_model makes a model ready."""
+    fam = next(f for f in WORKS if f.name == name)
+    model = fam.build()
+    prepare_model(model, name)
+    return model
+
+
+def run(model, prompt, method: str, tree: str) -> tuple[list[int], int]:
+    """The decoder's tokens and how many of its steps committed more than one token."""
+    steps = list(decode(model, list(prompt), method, DecodeSettings(max_new_tokens=MAX_NEW, tree=tree)))
+    return [t for s in steps for t in s.tokens], sum(len(s.tokens) > 1 for s in steps)
+
+
+def check_lossless(model, cases) -> dict[str, int]:
+    """Assert every decoder equals plain greedy on `cases`; return multi-token steps per method."""
+    multi = {f"{m}-{t}": 0 for m, t in VARIANTS}
+    for prompt in cases:
+        want = greedy_reference(model, prompt, MAX_NEW)
+        for method, tree in VARIANTS:
+            got, n = run(model, prompt, method, tree)
+            assert got == want, (method, tree, prompt)
+            multi[f"{method}-{tree}"] += n
+    return multi
+
+
+@pytest.mark.parametrize("fam", WORKS, ids=lambda f: f.name)
+def test_family_decodes_losslessly_with_drafts_accepted(fam):
+    model = prepared(fam.name)
+    multi = check_lossless(model, prompts(4))
+    assert all(n > 0 for n in multi.values()), multi  # drafts were accepted: not vacuous
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fam", WORKS, ids=lambda f: f.name)
+def test_family_lossless_over_more_prompts(fam):
+    check_lossless(prepared(fam.name), prompts(12)[4:])
+
+
+@pytest.mark.parametrize("name", sorted(WINDOWED))
+def test_windowed_family_equals_transformers_generate(name):
+    model = prepared(name)
+    layout = attention_layout(model)
+    assert layout.sliding and layout.window is not None
+    for prompt in prompts(2):
+        ids = torch.tensor([prompt])
+        with torch.inference_mode():
+            out = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=MAX_NEW)
+        want = out[0, len(prompt):].tolist()
+        assert greedy_reference(model, prompt, MAX_NEW) == want
+        assert run(model, prompt, "logitspec", "static")[0] == want
+
+
+@pytest.mark.parametrize("name, config, overrides, words", REFUSED, ids=[r[0] for r in REFUSED])
+def test_family_is_refused_from_its_config_before_any_weight(tmp_path, name, config, overrides, words):
+    import transformers
+
+    cfg = getattr(transformers, config)(**overrides)
+    assert words in (unsupported_reason(cfg) or "")
+    cfg.save_pretrained(tmp_path)  # a folder with a config and no weights at all
+    with pytest.raises(ModelLoadError) as e:
+        load_model(str(tmp_path))
+    message = str(e.value)
+    assert words in message and "\n" not in message and "could not load" not in message
+
+
+def test_a_mixed_model_is_refused_when_it_cannot_take_one_mask_per_layer_type(monkeypatch):
+    import logitspec.families as families
+
+    model = WINDOWED["gemma2-window8"].build()
+    monkeypatch.setattr(families, "takes_mask_dict", lambda m: False)
+    with pytest.raises(ModelLoadError, match="one attention mask per layer type"):
+        prepare_model(model, "gemma2")

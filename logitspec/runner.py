@@ -5,6 +5,7 @@ from collections.abc import Iterator
 
 from .decoders import DecodeSettings, decode
 from .models import LoadedModel
+from .tokens import token_bytes_hex
 from .trace import RunTrace, StepRecord
 
 
@@ -33,7 +34,7 @@ class Run:
         self.finish()
 
     def finish(self) -> RunTrace:
-        """Attach the token texts the pictures need (prompt and every drafted token)."""
+        """Attach the token texts and bytes the pictures need (prompt and every drafted token)."""
         t = self.trace
         ids = set(t.prompt_tokens)
         for s in t.steps:
@@ -43,6 +44,7 @@ class Run:
             if s.bonus is not None:
                 ids.add(s.bonus)
         t.token_texts = self.lm.token_texts(ids)
+        t.token_bytes = token_bytes_hex(self.lm.tokenizer, ids)
         return t
 
 

@@ -131,6 +131,9 @@ class RunTrace:
     prefill_seconds: float = 0.0
     eos_token_ids: list[int] = field(default_factory=list)
     token_texts: dict[str, str] = field(default_factory=dict)  # id -> decoded piece
+    # id -> hex of the token's raw bytes: a byte-level token may hold part of a character,
+    # which its decoded piece shows as "\ufffd". Absent from traces written before it existed.
+    token_bytes: dict[str, str] = field(default_factory=dict)
     device: str = "cpu"
     dtype: str = "float32"
     format: str = TRACE_FORMAT
@@ -160,6 +163,11 @@ class RunTrace:
 
     def text_of(self, token: int) -> str:
         return self.token_texts.get(str(token), f"<{token}>")
+
+    def bytes_of(self, token: int) -> bytes:
+        """The token's raw bytes; the UTF-8 of its text where the trace holds no bytes (older files)."""
+        h = self.token_bytes.get(str(token))
+        return bytes.fromhex(h) if h is not None else self.text_of(token).encode("utf-8")
 
     def to_dict(self) -> dict[str, Any]:
         """The trace as plain JSON values, in the current file format (columns per step)."""

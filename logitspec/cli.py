@@ -76,7 +76,15 @@ def generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def one_line(e: BaseException) -> str:
+    """An error as one line: its first line of text, or its type where it has none."""
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run the command; every failure reaches the user as one line on stderr and a non-zero
+    exit status (2: refused input or model, 1: anything that went wrong while running)."""
     from .errors import DecodeError, ModelLoadError
     from .limits import InputError
 
@@ -84,8 +92,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return generate(args)
     except (InputError, ModelLoadError, DecodeError) as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {one_line(e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except Exception as e:  # a bug or a model the checks let through: still no traceback
+        print(f"error: {type(e).__name__}: {one_line(e)}", file=sys.stderr)
+        return 1

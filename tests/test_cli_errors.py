@@ -1,0 +1,60 @@
+"""No traceback, ever, in the CLI: a refused model and any failure while decoding reach the
+user as one line on stderr with a non-zero exit status."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from transformers import BloomConfig
+
+import logitspec.decoders
+import logitspec.models
+from gguf_files import write_gguf
+from logitspec.cli import main
+from test_cli import assert_refused, cli
+
+
+def run_main(capsys, *argv: str) -> tuple[int, list[str]]:
+    code = main(["generate", *argv])
+    out = capsys.readouterr()
+    assert out.out == "" and "Traceback" not in out.err
+    return code, [line for line in out.err.splitlines() if line.strip()]
+
+
+def test_an_unexpected_error_while_loading_is_one_line(capsys, monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("the loader broke\nwith a second line")
+
+    monkeypatch.setattr(logitspec.models, "load_model", broken)
+    code, lines = run_main(capsys, "Hello")
+    assert code == 1 and lines == ["error: RuntimeError: the loader broke"]
+
+
+def test_a_failure_inside_decoding_is_one_line(capsys, monkeypatch, tmp_path):
+    path = write_gguf(tmp_path / "tiny.gguf")
+
+    def broken(*args, **kwargs):
+        raise IndexError("index 7 is out of bounds")
+
+    monkeypatch.setattr(logitspec.decoders, "verify_tree", broken)
+    code, lines = run_main(capsys, "t1 t2 t3", "--model", str(path), "--no-chat", "--max-new-tokens", "4")
+    assert code == 1 and lines[-1] == "error: IndexError: index 7 is out of bounds"
+
+
+def test_a_refused_family_exits_with_its_reason_and_no_traceback(tmp_path):
+    BloomConfig().save_pretrained(tmp_path)  # a config and no weights
+    assert_refused(cli("Hello", "--model", str(tmp_path)), "error:", "ALiBi")
+
+
+def test_an_unreadable_gguf_architecture_exits_with_its_reason(tmp_path):
+    path = write_gguf(tmp_path / "odd.gguf", arch="made-up-arch", weights=False)
+    assert_refused(cli("Hello", "--model", str(path)), "error:", "cannot read GGUF files of architecture")
+
+
+@pytest.mark.slow
+def test_a_tiny_gguf_generates_through_the_cli(tmp_path):
+    path = write_gguf(tmp_path / "tiny.gguf")
+    proc = cli("t1 t2 t3 t1 t2 t3 t1 t2", "--model", str(path), "--no-chat", "--max-new-tokens", "12", "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["model"] == "tiny" and len(out["tokens"]) == 12

@@ -8,7 +8,10 @@ import plotly.graph_objects as go
 
 from logitspec.trace import RunTrace
 
-from .data import branch_nodes, g2_query_of_rank, get_step, match_text, ngram_text, step_position, tok, true_next_next
+from .data import (
+    branch_nodes, context_before, g2_query_of_rank, get_step, match_text, ngram_text, query_tail, step_position, tok,
+    true_next_next,
+)
 from .style import MIN_FONT, PALETTE, base_layout, pretty, theme_colors, top_legend, truncate
 
 NGRAM_SHADES = ["#0072B2", "#56B4E9", "#A8D5F2", "#D6ECFA"]  # longest n first
@@ -36,7 +39,10 @@ def candidates_figure(trace: RunTrace, step: int, theme: str = "light", width: i
     c = theme_colors(theme)
     s = get_step(trace, step)
     i = step_position(trace, step)
-    title = f"Step {i}: candidates for the token after x_{{i+1}} = {html.escape(ngram_text(trace, [s.root]), quote=False)}"
+    ctx = context_before(trace, step)
+    after = ctx + [s.root]  # a candidate follows x_{i+1}: joined after it, a character it completes shows whole
+    root_text = html.escape(ngram_text(trace, [s.root], ctx), quote=False)
+    title = f"Step {i}: candidates for the token after x_{{i+1}} = {root_text}"
     if not s.candidates:
         why = ("this decoder takes no next-next candidates" if trace.method != "logitspec"
                else "no forward pass was needed: nothing was drafted" if not s.forward
@@ -58,10 +64,10 @@ def candidates_figure(trace: RunTrace, step: int, theme: str = "light", width: i
         g["x"].append(cd.rank)
         g["y"].append(cd.prob)
         g["text"].append(str(n) if n else "–")
-        hv = [f"<b>{html.escape(tok(trace, cd.token), quote=False)}</b>   token id {cd.token}",
+        hv = [f"<b>{html.escape(tok(trace, cd.token, after), quote=False)}</b>   token id {cd.token}",
               f"rank {cd.rank} · probability {cd.prob:.5f} · logit {cd.logit:.2f}"]
         if q is not None:
-            hv.append("g2 lookup: " + html.escape(match_text(trace, q), quote=False))
+            hv.append("g2 lookup: " + html.escape(match_text(trace, q, query_tail(s, q, ctx)), quote=False))
             qi = s.queries.index(q)
             bn = branch_nodes(s, qi)
             ver = sum(1 for _, nd in bn if nd is not None and not nd.pruned)
@@ -85,7 +91,7 @@ def candidates_figure(trace: RunTrace, step: int, theme: str = "light", width: i
                         pattern=dict(shape="/" if nomatch else "", fgcolor=c["muted"], size=8)),
         ))
 
-    ticktext = [html.escape(truncate(tok(trace, cd.token), 8), quote=False) for cd in s.candidates]
+    ticktext = [html.escape(truncate(tok(trace, cd.token, after), 8), quote=False) for cd in s.candidates]
     ymin = min(cd.prob for cd in s.candidates)
     ymax = max(cd.prob for cd in s.candidates)
     truth_rank = next((cd.rank for cd in s.candidates if cd.token == truth), None)
@@ -93,9 +99,9 @@ def candidates_figure(trace: RunTrace, step: int, theme: str = "light", width: i
     if truth is None:
         sub += " · true x_{i+2} not known yet"
     elif truth_rank is None:
-        sub += f" · true x_{{i+2}} = {html.escape(ngram_text(trace, [truth]), quote=False)} is not among them"
+        sub += f" · true x_{{i+2}} = {html.escape(ngram_text(trace, [truth], after), quote=False)} is not among them"
     else:
-        sub += f" · true x_{{i+2}} = {html.escape(ngram_text(trace, [truth]), quote=False)} at rank {truth_rank}"
+        sub += f" · true x_{{i+2}} = {html.escape(ngram_text(trace, [truth], after), quote=False)} at rank {truth_rank}"
     layout = base_layout(theme, title, height=580, barmode="overlay", bargap=0.15,
                          margin=dict(l=90, r=30, t=140, b=150), hovermode="closest")
     if width:
@@ -112,7 +118,7 @@ def candidates_figure(trace: RunTrace, step: int, theme: str = "light", width: i
     # x_{i+1}: the argmax itself, not a candidate; its probability is not in the trace.
     fig.add_vrect(x0=-0.4, x1=0.4, fillcolor=PALETTE["root"], opacity=0.85, line_width=0, layer="below")
     fig.add_annotation(x=1, y=1, xref="paper", yref="paper", showarrow=False, xanchor="right", yanchor="top",
-                       text=(f"x_{{i+1}} = {html.escape(ngram_text(trace, [s.root]), quote=False)} is the argmax and is committed;"
+                       text=(f"x_{{i+1}} = {root_text} is the argmax and is committed;"
                              "<br>the candidates are the next-best entries of the same logits"),
                        font=dict(size=MIN_FONT, color=c["text"]), bgcolor=c["bg"], bordercolor=PALETTE["root"],
                        borderwidth=2, align="left")

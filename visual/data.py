@@ -5,6 +5,7 @@ from collections.abc import Sequence
 
 from logitspec.trace import QueryRecord, RunTrace, StepRecord, TreeNode
 
+from .pieces import TokenPiece, join_pieces
 from .style import visible
 
 # Retrieval outcome of one forward step.
@@ -29,14 +30,43 @@ def step_position(trace: RunTrace, step: int) -> int:
     return step % len(trace.steps) if trace.steps else 0
 
 
-def tok(trace: RunTrace, token: int) -> str:
-    """A token as visible text: spaces ·, newlines ⏎."""
-    return visible(trace.text_of(token))
+def _tail_bytes(trace: RunTrace, before: Sequence[int]) -> bytes:
+    """The last few bytes of `before`: enough to hold any character still unfinished there."""
+    out = b""
+    for t in reversed(before):
+        if len(out) >= 4:
+            break
+        out = trace.bytes_of(t) + out
+    return out
 
 
-def ngram_text(trace: RunTrace, tokens: Sequence[int]) -> str:
+def token_pieces(trace: RunTrace, tokens: Sequence[int], before: Sequence[int] = (),
+                 final: bool = True) -> list[TokenPiece]:
+    """One display piece per token: the tokens' bytes joined after `before` and decoded in order,
+    so a character split across tokens shows whole at the token that completes it."""
+    return join_pieces([trace.bytes_of(t) for t in tokens], _tail_bytes(trace, before), final)
+
+
+def token_labels(trace: RunTrace, tokens: Sequence[int], before: Sequence[int] = (),
+                 final: bool = True) -> list[str]:
+    """`token_pieces` as visible labels: whitespace shown, ⋯ where a later token ends the character."""
+    return [visible(p.label()) for p in token_pieces(trace, tokens, before, final)]
+
+
+def tok(trace: RunTrace, token: int, before: Sequence[int] = ()) -> str:
+    """A token as visible text (spaces ·, newlines ⏎); a part of a character alone shows as ‹hex›."""
+    return token_labels(trace, [token], before)[0]
+
+
+def ngram_text(trace: RunTrace, tokens: Sequence[int], before: Sequence[int] = ()) -> str:
     """An n-gram as «tok|tok|tok», whitespace visible, token boundaries marked."""
-    return "«" + "|".join(tok(trace, t) for t in tokens) + "»"
+    return "«" + "|".join(token_labels(trace, tokens, before)) + "»"
+
+
+def ngram_before(seq: Sequence[int], ngram: Sequence[int]) -> list[int]:
+    """What precedes an n-gram that is the tail of `seq` (nothing when it is not its tail)."""
+    n = len(ngram)
+    return list(seq[:-n]) if n and list(seq[-n:]) == list(ngram) else []
 
 
 def context_before(trace: RunTrace, step: int) -> list[int]:
@@ -97,7 +127,16 @@ def g2_query_of_rank(step: StepRecord) -> dict[int, QueryRecord]:
     return {q.candidate_rank: q for q in step.queries if q.kind == "g2" and q.candidate_rank is not None}
 
 
-def query_name(trace: RunTrace, step: StepRecord, qi: int | None) -> str:
+def query_tail(step: StepRecord, q: QueryRecord, ctx: Sequence[int]) -> list[int]:
+    """The tokens whose tail the query's n-grams are: context + x_{i+1} (+ the candidate, for g2)."""
+    seq = list(ctx) + [step.root]
+    if q.kind == "g2":
+        c = candidate_by_rank(step).get(q.candidate_rank)
+        seq += [c.token] if c is not None else []
+    return seq
+
+
+def query_name(trace: RunTrace, step: StepRecord, qi: int | None, ctx: Sequence[int] = ()) -> str:
     if qi is None or not 0 <= qi < len(step.queries):
         return "none (the root is the previous pass's argmax)"
     q = step.queries[qi]
@@ -106,16 +145,17 @@ def query_name(trace: RunTrace, step: StepRecord, qi: int | None) -> str:
     if q.kind == "pld":
         return "prompt lookup: what followed the last tokens before"
     c = candidate_by_rank(step).get(q.candidate_rank)
-    ctext = f" {ngram_text(trace, [c.token])}" if c is not None else ""
+    ctext = f" {ngram_text(trace, [c.token], list(ctx) + [step.root])}" if c is not None else ""
     return f"g2 for candidate rank {q.candidate_rank}{ctext}"
 
 
-def match_text(trace: RunTrace, q: QueryRecord) -> str:
+def match_text(trace: RunTrace, q: QueryRecord, seq: Sequence[int] = ()) -> str:
+    """The query's verdict in words; `seq` (see query_tail) lets the n-gram join the text before it."""
     a = matched_attempt(q)
     if a is None:
         tried = ", ".join(f"{x.n}-gram" for x in q.attempts) or "nothing to try"
         return f"no match (tried {tried})"
-    return f"matched the {a.n}-gram {ngram_text(trace, a.ngram)} at context position {q.match_pos}"
+    return f"matched the {a.n}-gram {ngram_text(trace, a.ngram, ngram_before(seq, a.ngram))} at context position {q.match_pos}"
 
 
 def node_status(step: StepRecord, node: TreeNode) -> str:

@@ -22,9 +22,13 @@ from .data import (
     context_before,
     get_step,
     ngram_text,
+    ngram_before,
     outcome,
+    query_tail,
     step_position,
     tok,
+    token_labels,
+    token_pieces,
 )
 
 SNIPPET_BEFORE = 12  # context tokens shown before a match
@@ -69,8 +73,8 @@ def _chip(text: str, kind: str, title: str = "") -> str:
             f'background:{bg};border:1.5px {dash} {border};{_TEXT};white-space:pre;{extra}">{_e(text)}</span>')
 
 
-def _snippet_text(trace: RunTrace, t: int) -> str:
-    return trace.text_of(t).replace("\n", "⏎").replace("\t", "⇥")
+def _snippet_text(text: str) -> str:
+    return text.replace("\n", "⏎").replace("\t", "⇥")
 
 
 def _snippet(trace: RunTrace, ctx: list[int], q: QueryRecord) -> str:
@@ -80,9 +84,11 @@ def _snippet(trace: RunTrace, ctx: list[int], q: QueryRecord) -> str:
     a, b = q.match_pos, q.match_pos + q.matched_n
     c_end = min(len(ctx), b + len(q.continuation))
     lo, hi = max(0, a - SNIPPET_BEFORE), min(len(ctx), c_end + SNIPPET_AFTER)
+    # Decoded as one text, so a character split across tokens shows whole where it ends.
+    pieces = [p.text for p in token_pieces(trace, ctx[lo:hi], ctx[:lo], final=False)]
 
     def run(lo_: int, hi_: int, kind: str | None) -> str:
-        text = "".join(_snippet_text(trace, t) for t in ctx[lo_:hi_])
+        text = _snippet_text("".join(pieces[lo_ - lo:hi_ - lo]))
         if not text:
             return ""
         if kind is None:
@@ -97,11 +103,12 @@ def _snippet(trace: RunTrace, ctx: list[int], q: QueryRecord) -> str:
             + run(c_end, hi, None) + ("…" if hi < len(ctx) else "") + "</div>")
 
 
-def _attempts(trace: RunTrace, q: QueryRecord) -> str:
+def _attempts(trace: RunTrace, q: QueryRecord, seq: list[int]) -> str:
     parts = []
     for at in q.attempts:
         mark = "✓ matched" if at.matched else "✗"
-        parts.append(_chip(f"{at.n}-gram {ngram_text(trace, at.ngram)} {mark}", "hit" if at.matched else "miss"))
+        text = ngram_text(trace, at.ngram, ngram_before(seq, at.ngram))
+        parts.append(_chip(f"{at.n}-gram {text} {mark}", "hit" if at.matched else "miss"))
     if not parts:
         return f'<span style="{_MUTED}">nothing to try (too few tokens)</span>'
     verdict = (f"<b>matched at length {q.matched_n}</b>" if q.matched
@@ -109,16 +116,18 @@ def _attempts(trace: RunTrace, q: QueryRecord) -> str:
     return " ".join(parts) + f" → {verdict}"
 
 
-def _continuation(trace: RunTrace, s: StepRecord, qi: int) -> str:
+def _continuation(trace: RunTrace, s: StepRecord, qi: int, ctx: list[int]) -> str:
     q = s.queries[qi]
     if not q.continuation:
         return ""
     on_path = set(s.accepted_path)
     chips = []
     pairs = branch_nodes(s, qi)
+    # The branch follows x_{i+1}: decoded after it, a character it completes shows whole.
+    labels = token_labels(trace, [t for t, _ in pairs], ctx + [s.root])
     if q.kind == "g2":
-        pairs = pairs[1:]  # the candidate itself is shown in the header
-    for t, node in pairs:
+        pairs, labels = pairs[1:], labels[1:]  # the candidate itself is shown in the header
+    for (t, node), label in zip(pairs, labels):
         if node is None:
             kind, why = "unused", "not put in the tree"
         elif node.pruned:
@@ -127,19 +136,19 @@ def _continuation(trace: RunTrace, s: StepRecord, qi: int) -> str:
             kind, why = "accepted", "verified and accepted"
         else:
             kind, why = "verified", "verified, rejected"
-        chips.append(_chip(tok(trace, t), kind, why))
+        chips.append(_chip(label, kind, why))
     return (f'<div style="margin-top:3px">continuation taken: {"".join(chips)}</div>')
 
 
 def _query_block(trace: RunTrace, s: StepRecord, qi: int, ctx: list[int]) -> str:
     q = s.queries[qi]
     if q.kind == "g1":
-        head = f"g1 · what followed x<sub>i+1</sub> = {_e(ngram_text(trace, [s.root]))} before?"
+        head = f"g1 · what followed x<sub>i+1</sub> = {_e(ngram_text(trace, [s.root], ctx))} before?"
     elif q.kind == "pld":
         head = "prompt lookup · what followed the last tokens before?"
     else:
         cd = candidate_by_rank(s).get(q.candidate_rank)
-        ctext = _e(ngram_text(trace, [cd.token])) if cd else "?"
+        ctext = _e(ngram_text(trace, [cd.token], ctx + [s.root])) if cd else "?"
         p = f", p = {cd.prob:.4f}" if cd else ""
         head = f"g2 · candidate rank {q.candidate_rank}: {ctext}{p}"
     color = _SOLID["hit"] if q.matched else _SOLID["miss"]
@@ -147,7 +156,8 @@ def _query_block(trace: RunTrace, s: StepRecord, qi: int, ctx: list[int]) -> str
         f'<div style="margin:8px 0;padding:8px 10px;border:1px solid {_BORDER};border-left:6px solid {color};'
         f'border-radius:6px;{_TEXT}">'
         f'<div style="font-weight:600;margin-bottom:4px">{head}</div>'
-        f"<div>{_attempts(trace, q)}</div>{_snippet(trace, ctx, q)}{_continuation(trace, s, qi)}</div>"
+        f"<div>{_attempts(trace, q, query_tail(s, q, ctx))}</div>{_snippet(trace, ctx, q)}"
+        f"{_continuation(trace, s, qi, ctx)}</div>"
     )
 
 
@@ -161,7 +171,7 @@ def retrieval_html(trace: RunTrace, step: int) -> str:
     head = (
         f'<div style="{_TEXT};font-size:16px;line-height:1.45">'
         f'<div style="font-size:20px;font-weight:700;margin-bottom:4px">Retrieval at step {i} of 0–'
-        f"{len(trace.steps) - 1}: x<sub>i+1</sub> = {_e(ngram_text(trace, [s.root]))}</div>"
+        f"{len(trace.steps) - 1}: x<sub>i+1</sub> = {_e(ngram_text(trace, [s.root], ctx))}</div>"
         f'<div style="{_MUTED};margin-bottom:6px">searched {len(ctx)} context tokens '
         f"(prompt {len(trace.prompt_tokens)} + generated {gen}) · {_e(OUTCOME_WORDS.get(out, out))}</div>"
         f'<div style="margin-bottom:6px">{_legend()}</div>'
@@ -193,17 +203,20 @@ def _legend() -> str:
 def failure_rows(trace: RunTrace) -> list[dict[str, Any]]:
     """One row per forward step for the retrieval debugger (filter on "outcome")."""
     rows = []
+    out = list(trace.prompt_tokens)
     for i, s in enumerate(trace.steps):
+        ctx, out = out[-4:], out + list(s.tokens)  # the few tokens before the step: enough to join a character
         if not s.forward:
             continue
         first = next((q for q in s.queries if q.kind in ("g1", "pld")), None)
-        tried = " · ".join(f"{a.n}-gram {ngram_text(trace, a.ngram)} {'✓' if a.matched else '✗'}"
-                           for a in first.attempts) if first else ""
+        seq = query_tail(s, first, ctx) if first else []
+        tried = " · ".join(f"{a.n}-gram {ngram_text(trace, a.ngram, ngram_before(seq, a.ngram))} "
+                           f"{'✓' if a.matched else '✗'}" for a in first.attempts) if first else ""
         g2 = [q for q in s.queries if q.kind == "g2"]
         rows.append({
             "step": i,
             "outcome": outcome(s),
-            "root": tok(trace, s.root),
+            "root": tok(trace, s.root, ctx),
             "g1 n-grams tried": tried,
             "g1 matched n": first.matched_n if first else None,
             "g2 matches": sum(q.matched for q in g2),

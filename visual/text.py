@@ -6,7 +6,10 @@ import re
 from logitspec.drafts import best_drafted_match, truth_after
 from logitspec.trace import RunTrace
 
-from .data import NO_RETRIEVAL, get_step, match_text, ngram_text, outcome, step_position
+from .data import (
+    NO_RETRIEVAL, context_before, get_step, is_finished, match_text, ngram_text, outcome, query_tail,
+    step_position, token_pieces,
+)
 from .style import ACCEPT_COLORS
 
 
@@ -15,9 +18,27 @@ def accept_label(n: int) -> str:
     return str(n) if n < 4 else "4+"
 
 
+END_MARK = " ⏹ end"  # shown for an end-of-sequence token instead of its literal tag
+
+
+def output_pieces(trace: RunTrace) -> list[str]:
+    """The text each generated token adds to the output, decoded across the whole output after
+    the prompt: a character split across tokens (or steps) shows at the token that completes it."""
+    toks = trace.tokens
+    # While a run streams, its last character may still be unfinished: wait rather than show bytes.
+    pieces = token_pieces(trace, toks, trace.prompt_tokens, final=is_finished(trace))
+    eos = set(trace.eos_token_ids)
+    return [END_MARK if t in eos else p.text for t, p in zip(toks, pieces)]
+
+
 def text_spans(trace: RunTrace) -> list[tuple[str, str | None]]:
     """(text, label) per step, in order; the label is how many tokens that step accepted."""
-    return [("".join(trace.text_of(t) for t in s.tokens), accept_label(len(s.tokens))) for s in trace.steps]
+    pieces = output_pieces(trace)
+    spans, k = [], 0
+    for s in trace.steps:
+        spans.append(("".join(pieces[k:k + len(s.tokens)]), accept_label(len(s.tokens))))
+        k += len(s.tokens)
+    return spans
 
 
 def span_steps(trace: RunTrace) -> list[int]:
@@ -61,14 +82,16 @@ def step_summary_md(trace: RunTrace, step: int) -> str:
     """The step's numbers in a few lines of markdown."""
     s = get_step(trace, step)
     i = step_position(trace, step)
+    ctx = context_before(trace, step)
     verified = sum(not n.pruned for n in s.tree)
     pruned = len(s.tree) - verified
-    lines = [f"**Step {i} of 0–{len(trace.steps) - 1}** · {trace.method} · x<sub>i+1</sub> = {_code(ngram_text(trace, [s.root]))}", ""]
+    lines = [f"**Step {i} of 0–{len(trace.steps) - 1}** · {trace.method} · x<sub>i+1</sub> = "
+             f"{_code(ngram_text(trace, [s.root], ctx))}", ""]
     drafts = max(0, len(s.tokens) - 1)
     lines.append(f"- **Tokens committed:** {len(s.tokens)} (x<sub>i+1</sub> + {drafts} accepted draft "
-                 f"token{'s' if drafts != 1 else ''}): {_code(ngram_text(trace, s.tokens))}")
+                 f"token{'s' if drafts != 1 else ''}): {_code(ngram_text(trace, s.tokens, ctx))}")
     if s.bonus is not None:
-        lines.append(f"- **Bonus token** (the model's next choice, next step's root): {_code(ngram_text(trace, [s.bonus]))}")
+        lines.append(f"- **Bonus token** (the model's next choice, next step's root): {_code(ngram_text(trace, [s.bonus], ctx + s.tokens))}")
     if not s.forward:
         lines.append("- **No forward pass:** the root was the last token wanted.")
     else:
@@ -78,7 +101,7 @@ def step_summary_md(trace: RunTrace, step: int) -> str:
         if out != NO_RETRIEVAL:
             first = next((q for q in s.queries if q.kind in ("g1", "pld")), None)
             g2 = [q for q in s.queries if q.kind == "g2"]
-            detail = f"{first.kind}: {match_text(trace, first)}" if first else ""
+            detail = f"{first.kind}: {match_text(trace, first, query_tail(s, first, ctx))}" if first else ""
             if g2:
                 detail += f"; g2: {sum(q.matched for q in g2)} of {len(g2)} candidates matched"
             lines.append(f"- **Retrieval:** {out} ({detail})")
@@ -104,4 +127,4 @@ def step_summary_md(trace: RunTrace, step: int) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["ACCEPT_COLORS", "accept_label", "span_steps", "step_summary_md", "text_spans"]
+__all__ = ["ACCEPT_COLORS", "END_MARK", "accept_label", "output_pieces", "span_steps", "step_summary_md", "text_spans"]

@@ -18,13 +18,17 @@ from logitspec.trace import RunTrace, StepRecord, TreeNode
 
 from .data import (
     candidate_by_rank,
+    context_before,
     get_step,
     match_text,
     ngram_text,
     query_name,
+    query_tail,
     step_position,
     tok,
+    token_pieces,
 )
+from .pieces import TokenPiece, hex_bytes
 from .style import (
     MIN_FONT,
     MONO_CHAR_EM,
@@ -34,6 +38,7 @@ from .style import (
     blend,
     node_color_key,
     pretty,
+    visible,
     text_on,
     theme_colors,
     truncate,
@@ -165,13 +170,39 @@ def label_chars(col_px: float) -> int:
     return max(0, math.floor((col_px * BOX_W - LABEL_PAD_PX) / (LABEL_FONT * MONO_CHAR_EM)))
 
 
+def path_pieces(trace: RunTrace, s: StepRecord, ctx: list[int]) -> dict[int, TokenPiece]:
+    """Each node's piece decoded along its path from the context (root first), so a node that
+    completes a character split across tokens shows the whole character."""
+    by_id = {n.id: n for n in s.tree}
+    out: dict[int, TokenPiece] = {}
+    for node in s.tree:
+        path, cur = [], node
+        while cur is not None:
+            path.append(cur.token)
+            cur = by_id.get(cur.parent)
+        # Not final: a token whose character a child would complete shows "⋯", not bytes.
+        out[node.id] = token_pieces(trace, path[::-1], ctx, final=False)[-1]
+    return out
+
+
+def _head(trace: RunTrace, token: int, label: str) -> str:
+    """The hover's first line: the token as shown, its id, and its bytes when they are not whole characters."""
+    raw = trace.bytes_of(token)
+    try:
+        raw.decode("utf-8")
+        extra = ""
+    except UnicodeDecodeError:
+        extra = f" · bytes {hex_bytes(raw)}"
+    return f"<b>{html.escape(label, quote=False)}</b>   token id {token}{html.escape(extra, quote=False)}"
+
+
 def _hover(trace: RunTrace, s: StepRecord, node: TreeNode | None, status: str, depth: int,
-           token: int, color_key: str, extra: str = "") -> str:
+           token: int, color_key: str, extra: str = "", label: str | None = None, ctx: list[int] = ()) -> str:
     def e(text: str) -> str:
         return html.escape(text, quote=False)
 
     cands = candidate_by_rank(s)
-    lines = [f"<b>{e(tok(trace, token))}</b>   token id {token}"]
+    lines = [_head(trace, token, label if label is not None else tok(trace, token))]
     words = {
         "accepted": "accepted: on the path the model confirmed",
         "rejected": "verified, rejected: not on the path the model confirmed",
@@ -191,15 +222,15 @@ def _hover(trace: RunTrace, s: StepRecord, node: TreeNode | None, status: str, d
             c = cands.get(node.rank)
             pr = f", probability {c.prob:.4f}" if c is not None else ""
             what = "this candidate" if node.depth == 1 else "branch of candidate"
-            cand_txt = f" {e(tok(trace, c.token))}" if (c is not None and node.depth != 1) else ""
+            cand_txt = f" {e(tok(trace, c.token, list(ctx) + [s.root]))}" if (c is not None and node.depth != 1) else ""
             lines.append(f"rank {node.rank}{pr} ({what}{cand_txt})")
         if node.accept_prob is not None:
             lines.append(f"estimated chance of acceptance: {node.accept_prob:.3f}")
     lines.append(f"depth {depth} · position id {s.context_len + depth} (context {s.context_len} + depth)")
     if node is not None and node.query is not None and 0 <= node.query < len(s.queries):
         q = s.queries[node.query]
-        lines.append("query: " + e(query_name(trace, s, node.query)))
-        lines.append("n-gram: " + e(match_text(trace, q)))
+        lines.append("query: " + e(query_name(trace, s, node.query, ctx)))
+        lines.append("n-gram: " + e(match_text(trace, q, query_tail(s, q, ctx))))
     elif node is not None and node.origin == "root":
         lines.append("query: none (the previous forward pass's argmax)")
     if extra:
@@ -223,6 +254,8 @@ def tree_layout(trace: RunTrace, step: int, width: int | None = None) -> TreeLay
 
     path = list(s.accepted_path)
     on_path = set(path)
+    ctx = context_before(trace, step)
+    pieces = path_pieces(trace, s, ctx)
     views: dict[int, NodeView] = {}
     for node in s.tree:
         status = "pruned" if node.pruned else ("accepted" if node.id in on_path else "rejected")
@@ -232,11 +265,11 @@ def tree_layout(trace: RunTrace, step: int, width: int | None = None) -> TreeLay
                       and node.token == s.bonus)
         if wanted:
             extra = "<b>pruning cut the very token the model wanted next</b>"
-        text = tok(trace, node.token)
+        text = visible(pieces[node.id].label())
         views[node.id] = NodeView(
             id=node.id, token=node.token, lane=_lane(node), depth=node.depth, status=status,
             color_key=key, label=truncate(text, chars) if chars >= 2 else "",
-            hover=_hover(trace, s, node, status, node.depth, node.token, key, extra),
+            hover=_hover(trace, s, node, status, node.depth, node.token, key, extra, text, ctx),
             parent=node.parent if node.parent >= 0 else None, wanted=wanted,
         )
     nodes = list(views.values())
@@ -250,10 +283,11 @@ def tree_layout(trace: RunTrace, step: int, width: int | None = None) -> TreeLay
     if s.bonus is not None and path:
         last = views[path[-1]]
         depth = last.depth + 1
+        text = tok(trace, s.bonus, ctx + list(s.tokens))
         b = NodeView(
             id=-1, token=s.bonus, lane=0, depth=depth, status="bonus", color_key="bonus",
-            label=truncate(tok(trace, s.bonus), chars) if chars >= 2 else "",
-            hover=_hover(trace, s, None, "bonus", depth, s.bonus, "bonus"), parent=last.id,
+            label=truncate(text, chars) if chars >= 2 else "",
+            hover=_hover(trace, s, None, "bonus", depth, s.bonus, "bonus", label=text, ctx=ctx), parent=last.id,
         )
         nodes.append(b)
         edges["bonus"].append((last, b))
@@ -375,11 +409,12 @@ def tree_figure(trace: RunTrace, step: int, theme: str = "light", width: int | N
     drafts_ok = max(0, len(s.tokens) - 1)
     title = (f"Draft tree, step {i} of 0–{len(trace.steps) - 1}: {verified} token{'s' if verified != 1 else ''} "
              f"verified in one pass, {drafts_ok} draft token{'s' if drafts_ok != 1 else ''} accepted")
-    sub = f"root x_{{i+1}} = {html.escape(ngram_text(trace, [s.root]), quote=False)}"
+    ctx = context_before(trace, step)
+    sub = f"root x_{{i+1}} = {html.escape(ngram_text(trace, [s.root], ctx), quote=False)}"
     if pruned:
         sub += f" · {pruned} pruned token{'s' if pruned != 1 else ''} shown dashed"
     if s.bonus is not None:
-        sub += f" · bonus (next root) = {html.escape(ngram_text(trace, [s.bonus]), quote=False)}"
+        sub += f" · bonus (next root) = {html.escape(ngram_text(trace, [s.bonus], ctx + list(s.tokens)), quote=False)}"
     if not s.forward:
         sub += " · no forward pass needed: the root was the last token"
     layout = base_layout(theme, title, width=lay.width, height=lay.height, margin=lay.margin,

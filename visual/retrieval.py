@@ -205,7 +205,7 @@ def failure_rows(trace: RunTrace) -> list[dict[str, Any]]:
     rows = []
     out = list(trace.prompt_tokens)
     for i, s in enumerate(trace.steps):
-        ctx, out = out[-4:], out + list(s.tokens)  # the few tokens before the step: enough to join a character
+        ctx, out = out[-8:], out + list(s.tokens)  # the few tokens before the step: enough to join a character
         if not s.forward:
             continue
         first = next((q for q in s.queries if q.kind in ("g1", "pld")), None)

@@ -34,6 +34,7 @@ T0=$(date +%s)
 RESULT=""
 WORK=""
 SERVER_PID=""
+CHILD=""        # the long step running now, in its own process group
 CREATED_USER=""
 CREATED_HOME=""
 
@@ -43,14 +44,19 @@ fail() {
     exit 1
 }
 
+stop_group() {  # a process group this script started: TERM, then KILL after 10 s
+    [ -n "$1" ] && kill -0 "$1" 2>/dev/null || return 0
+    kill -TERM -- "-$1" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$1" 2>/dev/null || break; sleep 0.2; done
+    kill -KILL -- "-$1" 2>/dev/null || true
+}
+
 cleanup() {
     local rc=$?
     trap - EXIT INT TERM
-    if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
-        kill -TERM -- "-$SERVER_PID" 2>/dev/null || true
-        for _ in $(seq 50); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.2; done
-        kill -KILL -- "-$SERVER_PID" 2>/dev/null || true
-    fi
+    exec 1>&3 2>&4  # a signal may come while a step's output goes to a log
+    stop_group "$CHILD"
+    stop_group "$SERVER_PID"
     # anything else still running as the check's user from inside the work folders
     if [ -n "$WORK" ]; then
         for p in $(pgrep -u "${CHECK_UID:-1000}" 2>/dev/null || true); do
@@ -77,6 +83,7 @@ cleanup() {
         *) echo "space-check: $RESULT (after ${secs} s)"; exit 1 ;;
     esac
 }
+exec 3>&1 4>&2
 trap cleanup EXIT
 trap 'RESULT="FAIL: interrupted"; exit 130' INT TERM
 
@@ -459,9 +466,16 @@ if "$HOST_PY" -c "import socket,sys; s=socket.socket(); sys.exit(s.connect_ex(('
     PORT=$NEW
     USER_ENV+=("GRADIO_SERVER_PORT=$PORT")
 fi
+# Runs "$@" as that user in RUN_IN (default HOME) and waits. Each command gets its own
+# process group and the script waits with `wait`, so a signal's cleanup stops it at once.
 as_user() {
-    (cd "${RUN_IN:-$HOME_DIR}" && setpriv --reuid="$DF_UID" --regid="$CHECK_GID" --init-groups -- \
-        env -i "${USER_ENV[@]}" "$@")
+    (cd "${RUN_IN:-$HOME_DIR}" && exec setsid setpriv --reuid="$DF_UID" --regid="$CHECK_GID" \
+        --init-groups -- env -i "${USER_ENV[@]}" "$@") &
+    CHILD=$!
+    local rc=0
+    wait "$CHILD" || rc=$?
+    CHILD=""
+    return $rc
 }
 
 # ---- the Dockerfile's steps

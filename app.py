@@ -193,12 +193,6 @@ def arm_run(request: gr.Request):
     return "**Starting the race…**"
 
 
-def answer_text(trace: RunTrace) -> str:
-    """The generated answer as plain text, the end-of-text token left out."""
-    eos = set(trace.eos_token_ids)
-    return "".join(trace.text_of(t) for t in trace.tokens if t not in eos)
-
-
 def on_leave(request: gr.Request) -> None:
     """A closed tab stops its run, so no run is left going."""
     if request is not None:
@@ -294,7 +288,7 @@ class ExplorerUI:
             self.obs_accepted: visual.accepted_hist_figure(t),
             self.obs_time: visual.time_breakdown_figure(t),
             self.race_plot: visual.race_figure(view.traces, stopped=view.stop_reason is not None),
-            self.answer: answer_text(t),
+            self.answer: visual.answer_text(t),
         })
         return out
 
@@ -381,7 +375,7 @@ class ExplorerUI:
                     explored.finish()  # token texts so far, for the live text and tree
                 out.update(self.step_outputs(view, len(traces["logitspec"].steps) - 1))
                 out[self.text_view] = visual.text_spans(traces["logitspec"])
-                out[self.answer] = answer_text(traces["logitspec"])
+                out[self.answer] = visual.answer_text(traces["logitspec"])
                 out[self.race_plot] = visual.race_figure(traces)
                 cost = time.monotonic() - t0
                 next_draw = t0 + cost + max(LIVE_REDRAW_SECONDS, 4 * cost)

@@ -11,7 +11,7 @@ from visual_helpers import FIXTURE_NAMES, load, trace_named
 
 from logitspec.tokens import unicode_to_bytes
 from logitspec.trace import Candidate, NgramAttempt, QueryRecord, RunTrace, StepRecord, TreeNode
-from visual import candidates_figure, retrieval_html, text_spans, tree_figure
+from visual import answer_text, candidates_figure, retrieval_html, text_spans, tree_figure
 from visual.data import ngram_text, tok, token_labels, token_pieces
 from visual.pieces import PENDING_MARK, hex_bytes, join_pieces
 from visual.style import truncate, visible
@@ -124,8 +124,11 @@ def test_text_spans_join_characters_across_steps_one_span_per_step():
     assert len(spans) == len(tr.steps)
     body = "".join(t for t, _ in spans)
     assert "\ufffd" not in body
-    assert body == TEXT[1:] + END_MARK  # "こ" began in the prompt: its second token is the output's first
-    assert spans[0][0] == ""  # 10391 alone only begins "ん"
+    # "こ" began in the prompt: its second token is the output's first; 10391 alone only begins
+    # "ん", so its step shows the placeholder that keeps its span visible and clickable.
+    assert body == PENDING_MARK + TEXT[1:] + END_MARK
+    assert spans[0][0] == PENDING_MARK
+    assert answer_text(tr) == TEXT[1:]  # the plain answer: the characters alone, no marks
     assert spans[1][0] == "んに"  # 237 completes "ん", then "に", and 7365 begins "ち"
     assert spans[2][0] == "ち"
 
@@ -214,7 +217,9 @@ def test_a_real_run_with_emoji_and_japanese_draws_without_replacement_characters
     assert b"".join(tr.bytes_of(t) for t in tr.tokens) == out.encode("utf-8")
     eos = bundled.tokenizer.eos_token
     shown = "".join(t for t, _ in text_spans(tr))
-    assert shown == out.replace(eos, END_MARK)
+    # Steps that only begin a character show the placeholder; the plain answer has none.
+    assert shown.replace(PENDING_MARK, "") == out.replace(eos, END_MARK)
+    assert answer_text(tr) == out.replace(eos, "")
     whole = 0  # tree boxes that show a kana or an emoji joined along their path
     for i in range(len(tr.steps)):
         for drawn in (tree_figure(tr, i).to_json(), retrieval_html(tr, i), candidates_figure(tr, i).to_json(),

@@ -15,7 +15,7 @@ from .observations import (
 from .race import race_figure
 from .retrieval import failure_rows, retrieval_html
 from .style import ACCEPT_COLORS, PALETTE, PLOT_CONFIG
-from .text import span_steps, step_summary_md, text_spans
+from .text import answer_text, span_steps, step_summary_md, text_spans
 from .tree import tree_figure
 
 __all__ = [
@@ -23,6 +23,7 @@ __all__ = [
     "PALETTE",
     "PLOT_CONFIG",
     "accepted_hist_figure",
+    "answer_text",
     "candidates_figure",
     "failure_rows",
     "race_figure",

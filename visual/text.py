@@ -10,6 +10,7 @@ from .data import (
     NO_RETRIEVAL, context_before, get_step, is_finished, match_text, ngram_text, outcome, query_tail,
     step_position, token_pieces,
 )
+from .pieces import PENDING_MARK
 from .style import ACCEPT_COLORS
 
 
@@ -31,12 +32,23 @@ def output_pieces(trace: RunTrace) -> list[str]:
     return [END_MARK if t in eos else p.text for t, p in zip(toks, pieces)]
 
 
+def answer_text(trace: RunTrace) -> str:
+    """The generated answer as plain text, the end-of-sequence token left out."""
+    eos = set(trace.eos_token_ids)
+    return "".join(p for t, p in zip(trace.tokens, output_pieces(trace)) if t not in eos and p != END_MARK)
+
+
 def text_spans(trace: RunTrace) -> list[tuple[str, str | None]]:
-    """(text, label) per step, in order; the label is how many tokens that step accepted."""
+    """(text, label) per step, in order; the label is how many tokens that step accepted.
+
+    A step whose tokens only begin a character (the rest comes in a later step) shows ⋯, so
+    every step keeps a span that can be seen and clicked.
+    """
     pieces = output_pieces(trace)
     spans, k = [], 0
     for s in trace.steps:
-        spans.append(("".join(pieces[k:k + len(s.tokens)]), accept_label(len(s.tokens))))
+        text = "".join(pieces[k:k + len(s.tokens)])
+        spans.append((text or PENDING_MARK, accept_label(len(s.tokens))))
         k += len(s.tokens)
     return spans
 

@@ -12,10 +12,14 @@ Every decoder uses it, vanilla's one-token steps too, so the race compares decod
 kernels. Each output is summed in one fixed order whatever the number of rows, so a token's
 linear outputs are the same bits whether it is multiplied alone or inside a tree.
 
-The kernel is compiled from source on first use with torch's extension builder
-(`-march=native`, AVX-512), about 10 s, and cached under LOGITSPEC_KERNEL_DIR (default
-~/.cache/logitspec). Where it cannot be built (no C++ compiler, no AVX-512, not x86-64
-Linux) the layers keep MKL's kernels; LOGITSPEC_FEW_ROWS=0 turns it off.
+It comes in two variants, chosen from the CPU's flags: "avx512" where the CPU has AVX-512F,
+else "avx2" where it has AVX2 and FMA (x86-64 CPUs since 2013).
+LOGITSPEC_FEW_ROWS_ISA=avx2 forces the AVX2 one on an AVX-512 CPU, to test and time it;
+`kernel_variant` names the one in use. The variant is compiled from source on first use
+with torch's extension builder (`-march=native`, AVX-512 left out of the AVX2 variant),
+about 10 s, and cached under LOGITSPEC_KERNEL_DIR (default ~/.cache/logitspec), one folder
+per variant. Where neither can be built (no C++ compiler, neither instruction set, not
+x86-64 Linux) the layers keep MKL's kernels; LOGITSPEC_FEW_ROWS=0 turns it off.
 """
 from __future__ import annotations
 
@@ -37,12 +41,24 @@ log = logging.getLogger(__name__)
 # The kernel serves every product from one row up to this: even vanilla's single-token
 # steps cost 3% less with it than with torch's GEMV (8 bench questions, 96 tokens, 3
 # interleaved repetitions, same tokens).
-FEW_MAX_ROWS = 16  # the kernel's limit (csrc/few_linear.cpp, kMaxRows)
-FEATURE_MULTIPLE = 16  # input features must be a multiple of the 16-float vector width
+FEW_MAX_ROWS = 16  # the kernel's limit, compiled in as FEW_MAX_ROWS
+# Input features must be a multiple of this, in every variant: the kernel steps through the
+# weights one 64-byte line (16 floats) at a time. Compiled in as FEW_FEATURE_MULTIPLE.
+FEATURE_MULTIPLE = 16
 SOURCE = Path(__file__).with_name("csrc") / "few_linear.cpp"
+ISA_VARIABLE = "LOGITSPEC_FEW_ROWS_ISA"
+
+# Variants, best first: the CPU flags each needs, their name in words, the compiler flags.
+ISAS = {
+    "avx512": ({"avx512f"}, "AVX-512", ["-march=native"]),
+    # -mno-avx512f also drops AVX-512's 16 extra registers, so a forced build on an AVX-512
+    # CPU is the code an AVX2-only CPU runs.
+    "avx2": ({"avx2", "fma"}, "AVX2 with FMA", ["-march=native", "-mno-avx512f"]),
+}
 
 _lock = threading.Lock()
-_state: dict[str, object] = {}  # "op" once built, or "error" with the reason it was not
+_ops: dict[str, Callable] = {}  # variant -> its built op
+_errors: dict[str, str] = {}  # variant -> why it could not be built (not retried)
 
 
 def cpu_flags() -> set[str]:
@@ -57,12 +73,43 @@ def cpu_flags() -> set[str]:
     return set()
 
 
-def unsupported_reason() -> str | None:
-    """Why the kernel cannot be built here, or None if it can be tried."""
+def _platform_reason() -> str | None:
     if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
         return f"built only on x86-64 Linux, not {platform.system()} {platform.machine()}"
-    if "avx512f" not in cpu_flags():
-        return "this CPU has no AVX-512"
+    return None
+
+
+def isa_choice() -> tuple[str | None, str]:
+    """The variant to use here ("avx512", "avx2") and why, or None and why none applies."""
+    if (reason := _platform_reason()) is not None:
+        return None, reason
+    flags, forced = cpu_flags(), os.environ.get(ISA_VARIABLE, "")
+    if forced:
+        if forced not in ISAS:
+            return None, f"{ISA_VARIABLE}={forced} is not one of {', '.join(ISAS)}"
+        if not ISAS[forced][0] <= flags:
+            return None, f"{ISA_VARIABLE}={forced} asks for {ISAS[forced][1]}, which this CPU lacks"
+        return forced, f"forced by {ISA_VARIABLE}={forced}"
+    if ISAS["avx512"][0] <= flags:
+        return "avx512", "the CPU has AVX-512"
+    if ISAS["avx2"][0] <= flags:
+        return "avx2", "the CPU has AVX2 with FMA but no AVX-512"
+    return None, "this CPU has neither AVX-512 nor AVX2 with FMA"
+
+
+def unsupported_reason(isa: str | None = None) -> str | None:
+    """Why the kernel (this variant, or the one `isa_choice` picks) cannot be built here, or
+    None if it can be tried."""
+    if isa is None:
+        isa, why = isa_choice()
+        if isa is None:
+            return why
+    if (reason := _platform_reason()) is not None:
+        return reason
+    if isa not in ISAS:
+        return f"no variant {isa!r}: there are {', '.join(ISAS)}"
+    if not ISAS[isa][0] <= cpu_flags():
+        return f"this CPU has no {ISAS[isa][1]}"
     if not (shutil.which(os.environ.get("CXX", "c++")) or shutil.which("g++")):
         return "no C++ compiler found"
     if _ninja() is None:
@@ -82,67 +129,91 @@ def _ninja() -> str | None:
     return found
 
 
-def build_directory() -> Path:
-    """Where the built kernel is cached: one folder per source, torch version and CPU."""
+def _cflags(isa: str) -> list[str]:
+    return ["-O3", *ISAS[isa][2], "-fopenmp",
+            f"-DFEW_MAX_ROWS={FEW_MAX_ROWS}", f"-DFEW_FEATURE_MULTIPLE={FEATURE_MULTIPLE}"]
+
+
+def build_directory(isa: str) -> Path:
+    """Where a variant's build is cached: one folder per variant, source, torch version and CPU."""
     import torch
 
     root = Path(os.environ.get("LOGITSPEC_KERNEL_DIR") or Path.home() / ".cache" / "logitspec")
     key = hashlib.sha256()
     key.update(SOURCE.read_bytes())
+    key.update(" ".join(_cflags(isa)).encode())
     key.update(torch.__version__.encode())
     key.update(" ".join(sorted(cpu_flags())).encode())  # -march=native code fits one CPU
-    return root / f"few_linear-{key.hexdigest()[:16]}"
+    return root / f"few_linear_{isa}-{key.hexdigest()[:16]}"
 
 
-def _build() -> Callable:
+def _build(isa: str) -> Callable:
     import torch
     from torch.utils.cpp_extension import load
 
-    folder = build_directory()
+    folder = build_directory(isa)
     folder.mkdir(parents=True, exist_ok=True)
     ninja_dir = os.path.dirname(_ninja() or "")
     if ninja_dir and shutil.which("ninja") is None:  # a venv's ninja, when the venv is not activated
         os.environ["PATH"] = ninja_dir + os.pathsep + os.environ.get("PATH", "")
     # at::parallel_for only splits work when compiled with OpenMP; the op then shares
     # torch's own thread pool (the same libgomp, already loaded by torch).
-    load(name="logitspec_few_linear", sources=[str(SOURCE)], build_directory=str(folder),
-         extra_cflags=["-O3", "-march=native", "-fopenmp"], extra_ldflags=["-fopenmp"],
-         is_python_module=False, verbose=False)
-    return torch.ops.logitspec.few_linear
+    load(name=f"logitspec_few_linear_{isa}", sources=[str(SOURCE)], build_directory=str(folder),
+         extra_cflags=_cflags(isa), extra_ldflags=["-fopenmp"], is_python_module=False, verbose=False)
+    # The source names its op after the instruction set it was compiled for: a build for
+    # another one than asked has no op of this name and fails here.
+    return getattr(torch.ops.logitspec, f"few_linear_{isa}")
 
 
-def few_row_kernel() -> Callable | None:
-    """The kernel `op(x, weight, bias) -> x @ weight.T + bias`, building it on first call;
-    None where it is unavailable or turned off (`kernel_status` says why)."""
+def few_row_kernel(isa: str | None = None) -> Callable | None:
+    """The kernel `op(x, weight, bias) -> x @ weight.T + bias` in the variant `isa_choice`
+    picks (or `isa`, to test or time another), building it on first call; None where it is
+    unavailable or turned off (`kernel_status`, or `unsupported_reason(isa)`, says why)."""
     if turned_off():
         return None
-    with _lock:
-        if "op" in _state or "error" in _state:
-            return _state.get("op")  # type: ignore[return-value]
-        reason = unsupported_reason()
-        if reason is None:
-            try:
-                _state["op"] = _build()
-                return _state["op"]  # type: ignore[return-value]
-            except Exception as e:  # a failed build only costs the speed-up
-                lines = [ln for ln in str(e).splitlines() if ln.strip()]
-                reason = f"the build failed: {lines[-1] if lines else type(e).__name__}"
-        _state["error"] = reason
-        log.info("few-row kernel not used: %s", reason)
+    isa = isa or isa_choice()[0]
+    if isa is None:
         return None
+    with _lock:
+        if isa not in _ops and isa not in _errors:
+            _load(isa)
+        return _ops.get(isa)
+
+
+def _load(isa: str) -> None:
+    reason = unsupported_reason(isa)
+    if reason is None:
+        try:
+            _ops[isa] = _build(isa)
+            return
+        except Exception as e:  # a failed build only costs the speed-up
+            lines = [ln for ln in str(e).splitlines() if ln.strip()]
+            reason = f"the build failed: {lines[-1] if lines else type(e).__name__}"
+    _errors[isa] = reason
+    log.info("few-row kernel (%s) not used: %s", isa, reason)
 
 
 def turned_off() -> bool:
     return os.environ.get("LOGITSPEC_FEW_ROWS", "1") == "0"
 
 
+def kernel_variant() -> tuple[str | None, str]:
+    """The variant in use ("avx512" or "avx2"), or None, with `kernel_status`'s words."""
+    isa = isa_choice()[0]
+    return (isa if not turned_off() and isa in _ops else None), kernel_status()
+
+
 def kernel_status() -> str:
-    """'built', or why the kernel is not in use (after `few_row_kernel` was asked)."""
+    """'built (variant: why it was chosen)', or why the kernel is not in use (after
+    `few_row_kernel` was asked)."""
     if turned_off():
         return "turned off by LOGITSPEC_FEW_ROWS=0"
-    if "op" in _state:
-        return "built"
-    return str(_state.get("error", "not requested"))
+    isa, why = isa_choice()
+    if isa is None:
+        return why
+    if isa in _ops:
+        return f"built ({isa}: {why})"
+    return _errors.get(isa, "not requested")
 
 
 def kernel_fits(layer: torch.nn.Linear) -> bool:

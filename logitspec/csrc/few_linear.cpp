@@ -1,32 +1,105 @@
-// y = x @ w.T (+ b) for a few rows of x (1 to 16), streaming w from memory once.
+// y = x @ w.T (+ b) for a few rows of x (1 to FEW_MAX_ROWS), streaming w from memory once.
 //
 // Tree verification multiplies every weight matrix by a handful of rows. The product is
 // bound by reading the weights, but MKL's fp32 GEMM (packed or not) slows down past a few
 // rows: the weights no longer stream at the memory's speed. This kernel walks the output
-// features in pairs or fours, prefetches the weight rows a few features ahead and keeps
-// every row's partial sums in registers, so each weight is read once for all rows.
-// Built at run time for the machine it runs on (AVX-512 only); the caller falls back to
-// MKL where it cannot be built.
+// features in ones, pairs or fours, prefetches the weight rows a few features ahead and
+// keeps every row's partial sums in registers, so each weight is read once for all rows.
+//
+// Built at run time for the machine it runs on, in one of two variants chosen by the
+// compiler flags (logitspec/fewrows.py picks them from the CPU's flags): AVX-512 (16-float
+// vectors, 32 registers) or AVX2 + FMA (8-float vectors, 16 registers). Each registers its
+// own op, logitspec::few_linear_avx512 or logitspec::few_linear_avx2, so both can be loaded
+// in one process. The caller falls back to MKL where neither can be built.
+//
+// Every output is summed in one fixed order whatever the number of rows: vector lane l
+// adds the products at features l, l + lanes, ... in order, then the lanes are added in a
+// fixed tree. A row's outputs are the same bits alone or beside other rows (per variant).
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 #include <immintrin.h>
 
+#include <algorithm>
 #include <array>
 #include <optional>
 #include <utility>
 #include <vector>
 
-#if !defined(__AVX512F__)
-#error "the few-row kernel needs AVX-512"
+#if !defined(FEW_MAX_ROWS) || !defined(FEW_FEATURE_MULTIPLE)
+#error "build through logitspec.fewrows, which defines FEW_MAX_ROWS and FEW_FEATURE_MULTIPLE"
 #endif
 
 namespace {
 
+constexpr int kMaxRows = FEW_MAX_ROWS;
+constexpr int64_t kStep = FEW_FEATURE_MULTIPLE;  // features per step: one 64-byte line of weights
 constexpr int64_t kPrefetchRows = 4;  // weight rows fetched ahead of the ones in use
-constexpr int kMaxRows = 16;
+static_assert(kMaxRows >= 1 && kMaxRows <= 16, "the register layouts below are sized for 1 to 16 rows");
 
-// Outputs [n0, n1) of y[M, N] = x[M, K] @ w[N, K].T + b, J outputs at a time. K % 16 == 0.
+#if defined(__AVX512F__)
+#define FEW_ISA "avx512"
+struct Isa {
+  using V = __m512;
+  static constexpr int kLanes = 16;
+  static constexpr int kRowsAtOnce = 16;  // 16 sums + 1 weight + 1 input fit 32 registers
+  static V zero() { return _mm512_setzero_ps(); }
+  static V load(const float* p) { return _mm512_loadu_ps(p); }
+  static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static float sum(V v) { return _mm512_reduce_add_ps(v); }
+  // Four outputs at a time while the sums fit the 32 vector registers, then fewer.
+  static constexpr int outputs_at_once(int m) { return m <= 4 ? 4 : m <= 12 ? 2 : 1; }
+};
+#elif defined(__AVX2__) && defined(__FMA__)
+#define FEW_ISA "avx2"
+struct Isa {
+  using V = __m256;
+  static constexpr int kLanes = 8;
+  // 14 sums + 1 weight + 1 input fill the 16 registers; more rows go in two passes over
+  // the same weight rows, the second read from the L1 cache.
+  static constexpr int kRowsAtOnce = 14;
+  static V zero() { return _mm256_setzero_ps(); }
+  static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static float sum(V v) {  // always the same tree: halves, then quarters, then the last pair
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+  }
+  // m * J sums + J weights + 1 input within 16 registers.
+  static constexpr int outputs_at_once(int m) { return m <= 2 ? 4 : m <= 6 ? 2 : 1; }
+};
+#else
+#error "the few-row kernel needs AVX-512, or AVX2 with FMA"
+#endif
+
+static_assert(kStep % Isa::kLanes == 0, "a step must hold whole vectors");
+
+// y[r, o + j] = x[r] . row[j] + b[o + j] for rows r < M and outputs j < count, over all K.
+template <int M, int J, bool Prefetch>
+inline void dot_rows(const float* x, int64_t K, const float* const* row, int count, const float* b,
+                     float* y, int64_t N, int64_t o) {
+  typename Isa::V acc[J][M];
+  for (int j = 0; j < J; j++)
+    for (int r = 0; r < M; r++) acc[j][r] = Isa::zero();
+  for (int64_t k = 0; k < K; k += kStep) {
+    if constexpr (Prefetch)
+      for (int j = 0; j < J; j++) _mm_prefetch((const char*)(row[j] + kPrefetchRows * K + k), _MM_HINT_T0);
+    for (int64_t h = k; h < k + kStep; h += Isa::kLanes) {
+      typename Isa::V wv[J];
+      for (int j = 0; j < J; j++) wv[j] = Isa::load(row[j] + h);
+      for (int r = 0; r < M; r++) {
+        const typename Isa::V xv = Isa::load(x + r * K + h);
+        for (int j = 0; j < J; j++) acc[j][r] = Isa::fma(wv[j], xv, acc[j][r]);
+      }
+    }
+  }
+  for (int r = 0; r < M; r++)
+    for (int j = 0; j < count; j++) y[r * N + o + j] = Isa::sum(acc[j][r]) + (b ? b[o + j] : 0.0f);
+}
+
+// Outputs [n0, n1) of y[M, N] = x[M, K] @ w[N, K].T + b, J outputs at a time.
 template <int M, int J>
 void block(const float* x, int64_t K, const float* w, int64_t N, const float* b, float* y,
            int64_t n0, int64_t n1) {
@@ -34,32 +107,21 @@ void block(const float* x, int64_t K, const float* w, int64_t N, const float* b,
     const int count = (n1 - o) < J ? int(n1 - o) : J;
     const float* row[J];
     for (int j = 0; j < J; j++) row[j] = w + (o + (j < count ? j : 0)) * K;
-    __m512 acc[J][M];
-    for (int j = 0; j < J; j++)
-      for (int r = 0; r < M; r++) acc[j][r] = _mm512_setzero_ps();
-    for (int64_t k = 0; k < K; k += 16) {
-      for (int j = 0; j < J; j++) _mm_prefetch((const char*)(row[j] + kPrefetchRows * K + k), _MM_HINT_T0);
-      __m512 wv[J];
-      for (int j = 0; j < J; j++) wv[j] = _mm512_loadu_ps(row[j] + k);
-      for (int r = 0; r < M; r++) {
-        const __m512 xv = _mm512_loadu_ps(x + r * K + k);
-        for (int j = 0; j < J; j++) acc[j][r] = _mm512_fmadd_ps(wv[j], xv, acc[j][r]);
-      }
+    if constexpr (M <= Isa::kRowsAtOnce) {
+      dot_rows<M, J, true>(x, K, row, count, b, y, N, o);
+    } else {  // two passes of about half the rows each; the split leaves every sum's order alone
+      constexpr int kFirst = (M + 1) / 2;
+      dot_rows<kFirst, J, true>(x, K, row, count, b, y, N, o);
+      dot_rows<M - kFirst, J, false>(x + kFirst * K, K, row, count, b, y + kFirst * N, N, o);
     }
-    for (int r = 0; r < M; r++)
-      for (int j = 0; j < count; j++)
-        y[r * N + o + j] = _mm512_reduce_add_ps(acc[j][r]) + (b ? b[o + j] : 0.0f);
   }
 }
-
-// Four outputs at a time while the accumulators fit the 32 vector registers, then fewer.
-constexpr int outputs_at_once(int m) { return m <= 4 ? 4 : m <= 12 ? 2 : 1; }
 
 using Block = void (*)(const float*, int64_t, const float*, int64_t, const float*, float*, int64_t, int64_t);
 
 template <int... Ms>
 constexpr auto make_table(std::integer_sequence<int, Ms...>) {
-  return std::array<Block, sizeof...(Ms)>{block<Ms + 1, outputs_at_once(Ms + 1)>...};
+  return std::array<Block, sizeof...(Ms)>{block<Ms + 1, Isa::outputs_at_once(Ms + 1)>...};
 }
 constexpr auto kBlocks = make_table(std::make_integer_sequence<int, kMaxRows>{});
 
@@ -69,10 +131,10 @@ at::Tensor few_linear(const at::Tensor& x, const at::Tensor& w, const std::optio
   TORCH_CHECK(w.dim() == 2 && w.is_contiguous(), "few_linear: the weight must be a contiguous [out, in] matrix");
   const int64_t N = w.size(0), K = w.size(1);
   TORCH_CHECK(x.dim() >= 1 && x.size(-1) == K, "few_linear: input features do not match the weight");
-  TORCH_CHECK(K % 16 == 0, "few_linear: input features must be a multiple of 16");
+  TORCH_CHECK(K % kStep == 0, "few_linear: input features must be a multiple of ", kStep);
   const at::Tensor x2 = x.reshape({-1, K}).contiguous();
   const int64_t M = x2.size(0);
-  TORCH_CHECK(M >= 1 && M <= kMaxRows, "few_linear: 1 to 16 rows");
+  TORCH_CHECK(M >= 1 && M <= kMaxRows, "few_linear: 1 to ", kMaxRows, " rows");
   const float* b = nullptr;
   if (bias.has_value() && bias->defined()) {
     TORCH_CHECK(bias->scalar_type() == at::kFloat && bias->is_contiguous() && bias->numel() == N,
@@ -95,5 +157,6 @@ at::Tensor few_linear(const at::Tensor& x, const at::Tensor& w, const std::optio
 
 }  // namespace
 
-TORCH_LIBRARY(logitspec, m) { m.def("few_linear(Tensor x, Tensor w, Tensor? bias) -> Tensor"); }
-TORCH_LIBRARY_IMPL(logitspec, CPU, m) { m.impl("few_linear", few_linear); }
+// A fragment, not TORCH_LIBRARY: the two variants may both be loaded into one process.
+TORCH_LIBRARY_FRAGMENT(logitspec, m) { m.def("few_linear_" FEW_ISA "(Tensor x, Tensor w, Tensor? bias) -> Tensor"); }
+TORCH_LIBRARY_IMPL(logitspec, CPU, m) { m.impl("few_linear_" FEW_ISA, few_linear); }

@@ -1,0 +1,322 @@
+"""The race in a real browser: Stop ends it in its final state within one step, the stopped
+verdict claims nothing false, the statuses sit above the fold, and a second visitor who
+presses Run while a race runs is told to wait and keeps a filled page.
+
+Screenshots go to artifacts/browser/ (stopped.png, phone-top.png, second-tab.png).
+"""
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from test_app_browser import ARGS, CHROMIUM, SHOTS, tree_data
+from test_app_client import start_app, stop_app
+
+LONG_RACE = 400  # new tokens: far more than the race gets through before it is stopped
+STOP_WITHIN_S = 20.0  # a step takes well under 1 s on an idle machine; 2 busy cores are slower
+MODEL_WAIT_MS = 300_000  # the model loads in the background at start: minutes on a busy machine
+DESKTOP = {"width": 1440, "height": 900}
+PHONE = {"width": 390, "height": 844}
+ACCORDION = "Decoder parameters (paper defaults)"
+
+
+# ---------------------------------------------------------------- fixtures
+
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory):
+    proc, url = start_app(tmp_path_factory.mktemp("race-browser-app") / "app.log")
+    yield url
+    stop_app(proc)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (make browser does)")
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+def fresh_page(browser, app_url, viewport=DESKTOP):
+    """A page in its own browser context: a new visitor, a new Gradio session."""
+    ctx = browser.new_context(viewport=viewport, accept_downloads=True)
+    pg = ctx.new_page()
+    pg.goto(app_url, wait_until="domcontentloaded")
+    return pg
+
+
+# ---------------------------------------------------------------- reading the page
+
+def text_of(page, selector: str) -> str:
+    return page.evaluate("(s) => (document.querySelector(s)?.innerText || '').trim()", selector)
+
+
+def counters(page) -> dict[str, dict[str, str]]:
+    """The counters table: lane -> {column header: cell text}."""
+    rows = page.evaluate("""() => Array.from(document.querySelectorAll('#counters table.counters tr'))
+        .map(tr => Array.from(tr.querySelectorAll('th,td')).map(c => c.innerText.trim()))""")
+    if not rows:
+        return {}
+    head = rows[0]
+    return {r[0].strip(" ■\u00a0"): dict(zip(head, r)) for r in rows[1:] if r}
+
+
+def lane_tokens(page) -> dict[str, int]:
+    return {lane: int(cells["tokens"]) for lane, cells in counters(page).items()}
+
+
+def race_plot_text(page) -> str:
+    """Every label the race plot drew (legend, end labels), as the SVG's text."""
+    return page.evaluate("() => document.querySelector('#race-plot')?.textContent || ''")
+
+
+def has_plot(page, selector: str) -> bool:
+    return page.evaluate("(s) => { const el = document.querySelector(s + ' .js-plotly-plot');"
+                         " return !!(el && el.data && el.data.length); }", selector)
+
+
+def set_max_new(page, n: int) -> None:
+    """Max new tokens through the slider's number box (the range input confirms the value)."""
+    from playwright.sync_api import expect
+
+    page.get_by_text(ACCORDION).click()
+    box = page.locator("#max-new input[type=number]")
+    box.fill(str(n))
+    box.press("Enter")
+    box.blur()
+    expect(page.locator("#max-new input[type=range]")).to_have_value(str(n), timeout=10_000)
+    page.get_by_text(ACCORDION).click()  # fold it again
+
+
+def pick_example(page, kind: str = "Code", expect_text: str = "Fibonacci") -> None:
+    """Fill the prompt from one of the example questions (a fresh page's prompt is empty)."""
+    from playwright.sync_api import expect
+
+    page.get_by_role("button", name=kind).first.click()
+    expect(page.locator("#prompt textarea")).to_have_value(re.compile(expect_text), timeout=10_000)
+
+
+def start_long_race(page, min_tokens: int = 8, min_passes: int = 3) -> None:
+    """Run a long race and wait until both lanes are under way (the model may still be loading)."""
+    page.wait_for_selector("#tree-plot .js-plotly-plot", timeout=60_000)
+    pick_example(page)
+    set_max_new(page, LONG_RACE)
+    page.locator("#run").click()
+    try:
+        page.wait_for_function(
+            """([n, p]) => {
+                const c = document.querySelector('#counters');
+                if (!c || !c.innerText.includes('racing')) return false;
+                const rows = Array.from(c.querySelectorAll('table.counters tr')).slice(1)
+                    .map(tr => Array.from(tr.querySelectorAll('td')).map(td => td.innerText.trim()));
+                const lanes = Object.fromEntries(rows.map(r => [r[0].replace(/[■\\s]/g, ''), r]));
+                return lanes.vanilla && lanes.logitspec && +lanes.vanilla[1] >= n && +lanes.logitspec[1] >= n
+                    && +lanes.logitspec[2] >= p;
+            }""", arg=[min_tokens, min_passes], timeout=MODEL_WAIT_MS)
+    except Exception as e:  # noqa: BLE001 - say what the page showed instead
+        png = shot(page, "race-did-not-start")
+        pytest.fail(f"the race did not get under way ({type(e).__name__}): #model-status "
+                    f"{text_of(page, '#model-status')!r}; #status {text_of(page, '#status')!r}; "
+                    f"#counters {text_of(page, '#counters')!r}; screenshot {png}")
+
+
+def final_state_js() -> str:
+    """True once the page shows a stopped race's final state (status, verdict, no racing)."""
+    return """() => {
+        const st = (document.querySelector('#status')?.innerText || '').trim();
+        const c = document.querySelector('#counters');
+        return st.startsWith('Stopped') && !!c && !!c.querySelector('.verdict')
+            && !c.innerText.includes('racing');
+    }"""
+
+
+def shot(page, name: str) -> Path:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    path = SHOTS / f"{name}.png"
+    page.evaluate("window.scrollTo(0, 0)")
+    page.wait_for_timeout(300)
+    page.screenshot(path=str(path))
+    return path
+
+
+# ---------------------------------------------------------------- a stopped race, shared
+
+@pytest.fixture(scope="module")
+def stopped(browser, app_url):
+    """A long race stopped a few steps in: the page, and how long the final state took."""
+    page = fresh_page(browser, app_url)
+    start_long_race(page)
+    before = lane_tokens(page)
+    t0 = time.monotonic()
+    page.locator("#stop").click()
+    # Wait well past the bound, so a slow stop is measured rather than merely timed out.
+    try:
+        page.wait_for_function(final_state_js(), timeout=180_000, polling=100)
+        took = time.monotonic() - t0
+    except Exception:  # noqa: BLE001 - the test reports what the page showed
+        took = float("inf")
+    page.wait_for_timeout(500)
+    png = shot(page, "stopped")
+    (SHOTS / "stop.json").write_text(json.dumps({"seconds_to_final_state": took, "tokens_at_stop": before,
+                                                 "status": text_of(page, "#status")}), encoding="utf-8")
+    yield {"page": page, "took": took, "before": before, "png": png}
+    page.context.close()
+
+
+# ---------------------------------------------------------------- the tests
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_model_status_above_the_fold(browser, app_url):
+    """The model's load state and the run's status are on the first screen, desktop and phone."""
+    page = fresh_page(browser, app_url, DESKTOP)
+    page.wait_for_function("() => /Model (loading|ready|not loaded|failed)/.test("
+                           "document.querySelector('#model-status')?.innerText || '')", timeout=60_000)
+    page.wait_for_selector("#tree-plot .js-plotly-plot", timeout=60_000)
+    boxes = {s: page.locator(s).bounding_box() for s in ("#model-status", "#status")}
+    for sel, box in boxes.items():
+        assert box is not None and box["height"] > 0, f"{sel} is not shown: {box}"
+        assert box["y"] >= 0 and box["y"] + box["height"] <= DESKTOP["height"], (
+            f"{sel} is not above the fold at 1440×900: top {box['y']:.0f}, bottom {box['y'] + box['height']:.0f} px")
+    assert text_of(page, "#status"), "the run's status is empty on the first screen"
+    page.context.close()
+
+    phone = fresh_page(browser, app_url, PHONE)
+    phone.wait_for_function("() => /Model /.test(document.querySelector('#model-status')?.innerText || '')",
+                            timeout=60_000)
+    phone.wait_for_selector("#tree-plot .js-plotly-plot", timeout=60_000)
+    phone.wait_for_timeout(500)
+    shot(phone, "phone-top")
+    where = {s: phone.locator(s).bounding_box() for s in ("#model-status", "#run")}
+    report = ", ".join(f"{s}: top {b['y']:.0f}, bottom {b['y'] + b['height']:.0f} px" for s, b in where.items() if b)
+    for sel, box in where.items():
+        assert box is not None and box["height"] > 0, f"{sel} is not shown on a phone ({report})"
+        assert box["y"] + box["height"] <= 2 * PHONE["height"], (
+            f"{sel} is below the first screen and one scroll at 390×844 ({report})")
+    phone.context.close()
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_stop_reaches_the_final_state_within_one_step(stopped):
+    from playwright.sync_api import expect
+
+    page = stopped["page"]
+    status, verdict = text_of(page, "#status"), text_of(page, "#counters .verdict")
+    assert stopped["took"] <= STOP_WITHIN_S, (
+        f"after Stop the page took {stopped['took']:.1f} s (bound {STOP_WITHIN_S:.0f} s) to its final state; "
+        f"#status: {status!r}; #counters: {text_of(page, '#counters')!r}; screenshot {stopped['png']}")
+    assert status.startswith("Stopped"), status
+    assert "Stopped after" in verdict, verdict
+    assert "DIFFERENT" not in verdict and "DIFFERENT" not in status, verdict
+    assert "racing" not in text_of(page, "#counters")
+    plot_text = race_plot_text(page)
+    assert plot_text and "(running)" not in plot_text, plot_text
+    assert "(stopped)" in plot_text, plot_text
+
+    tokens = lane_tokens(page)
+    assert set(tokens) == {"vanilla", "logitspec"}, tokens
+    assert all(tokens[lane] >= stopped["before"][lane] for lane in tokens), (stopped["before"], tokens)
+    assert max(tokens.values()) < LONG_RACE, tokens
+
+    # The explorer holds the steps decoded so far, from step 0; Next moves on and redraws.
+    label = text_of(page, "#step-label")
+    m = re.search(r"Step 0 \(steps 0–(\d+)\)", label)
+    assert m and int(m.group(1)) >= 1, label
+    before = tree_data(page)
+    assert before
+    page.locator("#next").click()
+    page.wait_for_function(
+        "() => (document.querySelector('#step-label')?.innerText || '').includes('Step 1 (steps 0–')",
+        timeout=30_000)
+    page.wait_for_function("(b) => { const el = document.querySelector('#tree-plot .js-plotly-plot');"
+                           " return el && el.data && JSON.stringify(el.data.map(t => [t.x, t.y, t.text, "
+                           "t.hovertext])) !== b; }", arg=before, timeout=30_000)
+
+    # The trace of the steps decoded before the stop downloads from the Traces tab.
+    page.get_by_role("tab", name="Traces").click()
+    button = page.locator("#download")
+    expect(button).to_be_visible(timeout=10_000)
+    with page.expect_download(timeout=30_000) as info:
+        button.click()
+    from logitspec.trace import RunTrace
+
+    text = Path(info.value.path()).read_text(encoding="utf-8")
+    data = json.loads(text)
+    assert data["format"] == "logitspec-trace/2", data.get("format")
+    assert data["method"] == "logitspec", data.get("method")
+    trace = RunTrace.from_json(text)  # a trace's tokens are its steps' accepted tokens
+    assert 0 < len(trace.tokens) < LONG_RACE, len(trace.tokens)
+    assert len(trace.tokens) == tokens["logitspec"], (len(trace.tokens), tokens)
+    assert len(trace.steps) == int(m.group(1)) + 1, (len(trace.steps), label)
+    page.get_by_role("tab", name="Step explorer").click()
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_the_stopped_verdict_claims_nothing_false(stopped):
+    page = stopped["page"]
+    tokens = lane_tokens(page)
+    verdict = text_of(page, "#counters .verdict")
+    m = re.search(r"Stopped after (\d+) tokens \(([^)]*)\)", verdict)
+    assert m, verdict
+    assert int(m.group(1)) == tokens["logitspec"], (verdict, tokens)
+    stated = {name: int(n) for name, n in re.findall(r"(\w+) (\d+)", m.group(2))}
+    assert stated == tokens, f"the verdict states {stated}, the table {tokens}: {verdict!r}"
+    n = re.search(r"Over the first (\d+) tokens", verdict)
+    assert n, verdict
+    assert int(n.group(1)) == min(tokens.values()), (verdict, tokens)
+    assert "identical to vanilla" in verdict and "DIFFERENT" not in verdict, verdict
+    # The status line gives the same verdict.
+    status = text_of(page, "#status")
+    assert f"Over the first {n.group(1)} tokens" in status and "DIFFERENT" not in status, status
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_a_second_tab_waits_on_a_filled_page(browser, app_url):
+    first = fresh_page(browser, app_url)
+    second = None
+    try:
+        start_long_race(first, min_tokens=3, min_passes=1)
+
+        second = fresh_page(browser, app_url)
+        # The first screen is filled although a race holds the model.
+        second.wait_for_selector("#tree-plot .js-plotly-plot", timeout=60_000)
+        second.wait_for_selector("#counters table", timeout=60_000)
+        assert has_plot(second, "#tree-plot")
+        assert lane_tokens(second), text_of(second, "#counters")
+
+        pick_example(second)
+        set_max_new(second, 20)
+        assert "racing" in text_of(first, "#counters"), "the first race ended before the second tab ran"
+        second.locator("#run").click()
+        try:
+            second.wait_for_function(
+                "() => (document.querySelector('#status')?.innerText || '').includes('Waiting for your turn')",
+                timeout=5_000)
+        finally:
+            second.wait_for_timeout(500)
+            shot(second, "second-tab")
+        assert has_plot(second, "#tree-plot"), "the waiting tab's tree plot was emptied"
+        assert lane_tokens(second), f"the waiting tab's counters were emptied: {text_of(second, '#counters')!r}"
+    finally:
+        # Leave nothing running: stop the queued race, then the running one.
+        if second is not None:
+            second.locator("#stop").click()
+        first.locator("#stop").click()
+        first.wait_for_function(final_state_js(), timeout=60_000)
+        if second is not None:
+            second.wait_for_function(
+                "() => (document.querySelector('#status')?.innerText || '').trim().startsWith('Stopped')",
+                timeout=60_000)
+            second.context.close()
+        first.context.close()

@@ -315,6 +315,7 @@ class ExplorerUI:
             name = check_model_choice(model)
             settings = settings_from(k, capacity, ngram, continuation, max_new, tree)
         except InputError as e:
+            yield {self.status_md: f"**Not started:** {e}"}  # the status must not keep "Starting…"
             raise gr.Error(str(e)) from None
         lm = yield from self._wait_for_model(name, stop)
         if lm is None:
@@ -325,6 +326,7 @@ class ExplorerUI:
             lanes = model_lanes(lm, prompt, methods, settings)
             check_context(len(lanes[0].trace.prompt_tokens), settings.max_new_tokens, lm.max_context)
         except InputError as e:
+            yield {self.status_md: f"**Not started:** {e}"}
             raise gr.Error(str(e)) from None
         traces = {ln.name: ln.trace for ln in lanes}
         view = View(traces=traces, lane="logitspec", source=f"run on {lm.name}")
@@ -334,6 +336,7 @@ class ExplorerUI:
         try:
             yield from self._stream(lanes, view, stop)
         except DecodeError as e:
+            yield {self.status_md: f"**Failed:** {e}"}
             raise gr.Error(str(e)) from None
         except RaceStopped as e:
             view.stop_reason = e.reason
@@ -353,6 +356,7 @@ class ExplorerUI:
             if stop.is_set():
                 return None
             if st.state == "failed":
+                yield {self.status_md: f"**Not started:** {st.message}"}
                 raise gr.Error(st.message)
             lm = MODELS.loaded(name)
             if lm is not None:

@@ -86,11 +86,11 @@ inline void dot_rows(const float* x, int64_t K, const float* const* row, int cou
   for (int64_t k = 0; k < K; k += kStep) {
     if constexpr (Prefetch)
       for (int j = 0; j < J; j++) _mm_prefetch((const char*)(row[j] + kPrefetchRows * K + k), _MM_HINT_T0);
-    for (int64_t h = k; h < k + kStep; h += Isa::kLanes) {
+    for (int h = 0; h < kStep; h += Isa::kLanes) {  // a constant count: unrolled
       typename Isa::V wv[J];
-      for (int j = 0; j < J; j++) wv[j] = Isa::load(row[j] + h);
+      for (int j = 0; j < J; j++) wv[j] = Isa::load(row[j] + k + h);
       for (int r = 0; r < M; r++) {
-        const typename Isa::V xv = Isa::load(x + r * K + h);
+        const typename Isa::V xv = Isa::load(x + r * K + k + h);
         for (int j = 0; j < J; j++) acc[j][r] = Isa::fma(wv[j], xv, acc[j][r]);
       }
     }

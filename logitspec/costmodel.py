@@ -2,7 +2,9 @@
 
 Two measured inputs drive it:
 - c(n), the forward cost of n tree tokens for this model, device and dtype at the current
-  context length (`CostCurve`, measured once and cached, refreshed when the context grows);
+  context length: a measured shape c(n)/c(1), corrected by real passes, times the load
+  level c(1) that every step re-estimates (`LiveCost`), so it stays right when other work
+  comes and goes on the machine;
 - each node's chance of acceptance, from its retrieval evidence and rank, calibrated
   online by what this process has seen (`AcceptanceStats`). Every step reveals the true
   next tokens, so all drafted nodes (verified or not) whose parent was right teach the
@@ -15,6 +17,7 @@ import heapq
 import threading
 import time
 import weakref
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -57,9 +60,9 @@ class CostCurve:
                 "device": self.device, "dtype": self.dtype, "measurements": self.measurements}
 
 
-@torch.inference_mode()
-def measure_cost_curve(model, context_len: int = 256, max_n: int = 64, rounds: int = 4) -> CostCurve:
-    """Time tree forward passes of n = 1..max_n tokens over a cache of `context_len` tokens.
+class CurveMeasurement:
+    """Times tree forward passes of n = 1..max_n tokens over a cache of `context_len` tokens,
+    one pass per `step()`, so the work can be cut into chunks that fit between other work.
 
     Uses the same call path as verification (a 4D mask and position ids, or the plain
     causal call for a single token) so c(n) is what a step really costs. Sizes are timed
@@ -67,45 +70,188 @@ def measure_cost_curve(model, context_len: int = 256, max_n: int = 64, rounds: i
     machine only ever adds time, and a median still bent the curve when a burst of it
     lasted several rounds.
     """
-    from .kvcache import new_cache
-    from .verify import crop_cache, free_head_rows, prepare_inputs, verify_tree
 
-    device = model.device
-    vocab = int(model.config.vocab_size)
-    g = torch.Generator().manual_seed(0)
-    ctx = torch.randint(0, vocab, (1, context_len), generator=g).to(device)
-    cache = new_cache(model.config, context_len + max_n)
-    model(input_ids=ctx, cache=cache, use_cache=True)
-    sizes = sorted({n for n in SIZES if n <= max_n} | {max_n})
-    toks = torch.randint(0, vocab, (max_n,), generator=g).tolist()
-    trees = {}
-    for n in sizes:
-        # A bushy tree with the shape of a real one: a chain plus siblings under the root.
-        nodes = [TreeNode(id=0, token=toks[0], parent=-1, depth=0, origin="root")]
-        for i in range(1, n):
-            parent = i - 1 if i % 2 else 0
-            nodes.append(TreeNode(id=i, token=toks[i], parent=parent, depth=nodes[parent].depth + 1, origin="g2"))
-        trees[n] = nodes
-    runs: dict[int, list[float]] = {n: [] for n in sizes}
-    head_rows = free_head_rows(model)
-    for r in range(rounds + 1):  # round 0 warms up kernels and allocators
-        for n in sizes:
-            inputs = prepare_inputs(model, trees[n], context_len)
-            if device.type == "cuda":
-                torch.cuda.synchronize()
-            t = time.perf_counter()
-            verify_tree(model, cache, trees[n], inputs, head_rows)
-            if r:
-                runs[n].append(time.perf_counter() - t)
-            crop_cache(cache, context_len)
-    secs = [min(runs[n]) for n in sizes]
-    # A forward pass never gets cheaper with more tokens; noise can say otherwise.
-    secs = list(np.maximum.accumulate(secs))
-    return CostCurve(sizes, [float(s) for s in secs], context_len, str(device), str(model.dtype).replace("torch.", ""))
+    def __init__(self, model, context_len: int = 256, max_n: int = 64, rounds: int = 4) -> None:
+        self.model, self.context_len, self.max_n, self.rounds = model, context_len, max_n, rounds
+        self.sizes = sorted({n for n in SIZES if n <= max_n} | {max_n})
+        self.runs: dict[int, list[float]] = {n: [] for n in self.sizes}
+        self._todo = [(r, n) for r in range(rounds + 1) for n in self.sizes]  # round 0 warms up
+        self._cache = None
+
+    @property
+    def done(self) -> bool:
+        return not self._todo
+
+    @torch.inference_mode()
+    def _prepare(self) -> None:
+        from .kvcache import new_cache
+        from .verify import free_head_rows
+
+        model, vocab = self.model, int(self.model.config.vocab_size)
+        g = torch.Generator().manual_seed(0)
+        ctx = torch.randint(0, vocab, (1, self.context_len), generator=g).to(model.device)
+        self._cache = new_cache(model.config, self.context_len + self.max_n)
+        model(input_ids=ctx, cache=self._cache, use_cache=True)
+        toks = torch.randint(0, vocab, (self.max_n,), generator=g).tolist()
+        self._trees = {}
+        for n in self.sizes:
+            # A bushy tree with the shape of a real one: a chain plus siblings under the root.
+            nodes = [TreeNode(id=0, token=toks[0], parent=-1, depth=0, origin="root")]
+            for i in range(1, n):
+                parent = i - 1 if i % 2 else 0
+                nodes.append(TreeNode(id=i, token=toks[i], parent=parent, depth=nodes[parent].depth + 1, origin="g2"))
+            self._trees[n] = nodes
+        self._head_rows = free_head_rows(model)
+
+    @torch.inference_mode()
+    def step(self) -> bool:
+        """Do the next chunk (the prefill, or one timed pass); True once every pass is timed."""
+        from .verify import crop_cache, prepare_inputs, verify_tree
+
+        if self._cache is None:
+            self._prepare()
+            return self.done
+        r, n = self._todo.pop(0)
+        inputs = prepare_inputs(self.model, self._trees[n], self.context_len)
+        if self.model.device.type == "cuda":
+            torch.cuda.synchronize()
+        t = time.perf_counter()
+        verify_tree(self.model, self._cache, self._trees[n], inputs, self._head_rows)
+        if r:
+            self.runs[n].append(time.perf_counter() - t)
+        crop_cache(self._cache, self.context_len)
+        if self.done:
+            self._cache = self._trees = None  # free the cache as soon as the curve is known
+        return self.done
+
+    def result(self) -> CostCurve:
+        secs = [min(self.runs[n]) for n in self.sizes]
+        # A forward pass never gets cheaper with more tokens; noise can say otherwise.
+        secs = list(np.maximum.accumulate(secs))
+        return CostCurve(self.sizes, [float(s) for s in secs], self.context_len, str(self.model.device),
+                         str(self.model.dtype).replace("torch.", ""))
 
 
-_CURVES: "weakref.WeakKeyDictionary[torch.nn.Module, dict[int, CostCurve]]" = weakref.WeakKeyDictionary()
-_LOCK = threading.Lock()
+def measure_cost_curve(model, context_len: int = 256, max_n: int = 64, rounds: int = 4) -> CostCurve:
+    """The whole curve at once (see `CurveMeasurement`)."""
+    m = CurveMeasurement(model, context_len, max_n, rounds)
+    while not m.step():
+        pass
+    return m.result()
+
+
+# ---------------------------------------------------------------- c(n) under a changing load
+# Load from other work scales c(1) and c(n) roughly alike, so the curve is held as a shape
+# relative to c(1) times a load level that every step re-estimates. A curve measured while
+# the load came and went can still have a wrong shape; real passes of different sizes close
+# in time share the load, so their ratio corrects it. Trees that stay at one token never
+# show a tree pass, so now and then a step verifies a larger tree to ask.
+PAIR_WINDOW = 3.0  # seconds within which two passes are taken to share the machine's load
+PAIR_RECENT = 6  # passes remembered for pairing
+OBSERVED_KEPT = 12  # ratios kept per size: a recent window
+SHAPE_PRIOR = 2.0  # weight of the measured shape against real ratios, in observations
+LEVEL_RATE = 0.2  # weight of each step in the load level's moving average
+PROBE_EVERY = 8  # steps of trees of one or two tokens before a probe
+PROBE_SIZES = (4, 8, 6)  # tree sizes probed in turn, so the shape is learnt at a few points
+PROBE_BACKOFF = 3  # each probe that did not grow the trees doubles the interval, up to 2**this
+SMALL_TREE = 2  # trees this small or smaller count towards a probe
+
+
+@dataclass
+class Pass:
+    """One verification pass as decoding saw it."""
+
+    at: float  # time.monotonic() when it was observed
+    n: int
+    seconds: float
+
+
+@dataclass
+class LiveCost:
+    """c(n) for one model and context bucket: the measured shape c(n)/c(1), corrected by
+    time-local ratios of real passes, times the load level (c(1) now)."""
+
+    base: CostCurve
+    level: float
+    observed: dict[int, list[float]] = field(default_factory=dict)  # n -> real c(n)/c(1)
+    recent: deque = field(default_factory=lambda: deque(maxlen=PAIR_RECENT))
+    passes: dict[int, int] = field(default_factory=dict)  # passes seen per size
+    small_steps: int = 0  # consecutive chosen trees of at most SMALL_TREE tokens
+    vain_probes: int = 0  # probes since the trees last grew on their own
+    probes: int = 0
+    _curve: CostCurve | None = field(default=None, repr=False)
+
+    def base_ratio(self, n: int) -> float:
+        return self.base(n) / self.base(1)
+
+    def ratio(self, n: int) -> float:
+        """The corrected shape c(n)/c(1)."""
+        return self.curve()(n) / self.curve()(1)
+
+    def _corrected(self, n: int) -> float:
+        seen = self.observed.get(n)
+        if not seen:
+            return self.base_ratio(n)
+        k = len(seen)
+        return (SHAPE_PRIOR * self.base_ratio(n) + k * float(np.median(seen))) / (SHAPE_PRIOR + k)
+
+    def curve(self) -> CostCurve:
+        """The curve the tree search uses now (rebuilt after each observation)."""
+        if self._curve is not None:
+            return self._curve
+        b = self.base
+        points = sorted(n for n in self.observed if 1 < n <= b.sizes[-1])
+        # The correction factor at observed sizes, 1 at n = 1, held flat past the last one.
+        fx = [1, *points]
+        fy = [1.0, *(self._corrected(n) / self.base_ratio(n) for n in points)]
+        sizes = sorted(set(b.sizes) | set(points))
+        secs = [self.level * self.base_ratio(n) * float(np.interp(n, fx, fy)) for n in sizes]
+        secs = [float(s) for s in np.maximum.accumulate(secs)]
+        self._curve = CostCurve(sizes, secs, b.context_len, b.device, b.dtype, b.measurements)
+        return self._curve
+
+    def observe(self, n: int, seconds: float, at: float) -> None:
+        """Learn from one real pass: its time-local ratio to a pass of another size, and
+        the load level it implies."""
+        if seconds <= 0:
+            return
+        other = next((p for p in reversed(self.recent) if p.n != n and at - p.at <= PAIR_WINDOW), None)
+        if other is not None:
+            small, big = sorted((other, Pass(at, n, seconds)), key=lambda p: p.n)
+            if big.n <= self.base.sizes[-1]:
+                r_small = 1.0 if small.n == 1 else self.ratio(small.n)
+                seen = self.observed.setdefault(big.n, [])
+                seen.append(big.seconds / small.seconds * r_small)
+                del seen[:-OBSERVED_KEPT]
+                self._curve = None
+        est = seconds / self.ratio(min(n, self.base.sizes[-1]))
+        first = not self.passes
+        self.level = est if first else (1 - LEVEL_RATE) * self.level + LEVEL_RATE * est
+        self.recent.append(Pass(at, n, seconds))
+        self.passes[n] = self.passes.get(n, 0) + 1
+        self._curve = None
+
+    def probe_size(self) -> int | None:
+        """The size to verify this step instead of the chosen one, or None: only after
+        PROBE_EVERY small trees in a row, less often after probes that changed nothing."""
+        if self.small_steps < PROBE_EVERY * 2 ** min(self.vain_probes, PROBE_BACKOFF):
+            return None
+        return PROBE_SIZES[self.probes % len(PROBE_SIZES)]
+
+    def chose(self, size: int, probed: bool) -> None:
+        """Hear the size a step verified."""
+        if probed:
+            self.probes += 1
+            self.vain_probes += 1
+            self.small_steps = 0
+        elif size > SMALL_TREE:
+            self.small_steps = self.vain_probes = 0
+        else:
+            self.small_steps += 1
+
+
+_LIVE: "weakref.WeakKeyDictionary[torch.nn.Module, dict[int, LiveCost]]" = weakref.WeakKeyDictionary()
+_LOCK = threading.RLock()
 
 
 # Context lengths at which c(n) is measured. Attention over the cache is a small share of
@@ -118,70 +264,62 @@ def _bucket(context_len: int) -> int:
     return next(at for below, at in CONTEXT_BUCKETS if context_len < below)
 
 
+def measure_context(model, bucket: int, max_n: int) -> int:
+    """The context length a bucket's curve is measured at, within the model's positions."""
+    limit = getattr(model.config, "max_position_embeddings", None) or bucket + max_n
+    return min(bucket, limit - max_n - 1)
+
+
+def install_curve(model, bucket: int, base: CostCurve) -> LiveCost:
+    """Make `base` the measured shape of this model's bucket; what decoding has learnt
+    (the load level and the real ratios) is kept."""
+    with _LOCK:
+        lives = _LIVE.setdefault(model, {})
+        live = lives.get(bucket)
+        if live is None:
+            live = lives[bucket] = LiveCost(base, base(1))
+        else:
+            live.base, live._curve = base, None
+        return live
+
+
+def live_cost(model, bucket: int) -> LiveCost | None:
+    with _LOCK:
+        return _LIVE.get(model, {}).get(bucket)
+
+
+def _live_for(model, context_len: int, max_n: int, on_measure: Callable[[float], None] | None) -> LiveCost:
+    """This bucket's LiveCost, measuring its shape here only when none was installed."""
+    bucket = _bucket(context_len)
+    with _LOCK:
+        live = _LIVE.get(model, {}).get(bucket)
+        if live is None or live.base.sizes[-1] < max_n:
+            t = time.perf_counter()
+            fresh = measure_cost_curve(model, context_len=measure_context(model, bucket, max_n),
+                                       max_n=max(max_n, 8))
+            live = install_curve(model, bucket, fresh)
+            if on_measure:
+                on_measure(time.perf_counter() - t)
+        return live
+
+
 def cost_curve_for(model, context_len: int, max_n: int,
                    on_measure: Callable[[float], None] | None = None) -> CostCurve:
-    """The cached curve for this model at this context length, measured on first need, and
-    again when decoding has shown it wrong (see `observe_forward`).
+    """The curve for this model at this context length now: the installed shape (measured
+    here on first need when the app installed none) corrected by decoding, at the load level.
 
     `on_measure` hears how many seconds a measurement took, so callers can keep that
     one-off calibration apart from the time of decoding.
     """
-    bucket = _bucket(context_len)
+    return _live_for(model, context_len, max_n, on_measure).curve()
+
+
+def observe_forward(model, context_len: int, n: int, seconds: float, at: float | None = None) -> None:
+    """Set one decoding step's measured forward time (n tokens) against the curve."""
     with _LOCK:
-        curves = _CURVES.setdefault(model, {})
-        curve = curves.get(bucket)
-        stale = bucket in _STALE.get(model, set())
-        if curve is None or curve.sizes[-1] < max_n or stale:
-            t = time.perf_counter()
-            limit = getattr(model.config, "max_position_embeddings", None) or bucket + max_n
-            fresh = measure_cost_curve(model, context_len=min(bucket, limit - max_n - 1), max_n=max(max_n, 8))
-            if curve is not None and curve.sizes == fresh.sizes:
-                # Load on a shared machine only ever adds time: keep each size's fastest.
-                fresh.seconds = list(np.maximum.accumulate(np.minimum(curve.seconds, fresh.seconds)))
-                fresh.measurements = curve.measurements + 1
-            curves[bucket] = curve = fresh
-            _STALE.get(model, set()).discard(bucket)
-            _CHECKS.setdefault(model, {}).pop(bucket, None)
-            if on_measure:
-                on_measure(time.perf_counter() - t)
-        return curve
-
-
-# Decoding checks the curve: every step's forward time is set against c(n). A curve measured
-# while other work held the cores can be wrong for some sizes only (load comes and goes
-# within a measurement), and a wrong curve sizes every tree of the process.
-CHECK_MIN = 12  # steps of a size before its times are compared
-CHECK_TOLERANCE = 0.10  # relative gap between sizes that makes a curve stale
-CHECK_MAX_MEASUREMENTS = 3  # a noisy machine must not re-measure forever
-_STALE: "weakref.WeakKeyDictionary[torch.nn.Module, set[int]]" = weakref.WeakKeyDictionary()
-_CHECKS: "weakref.WeakKeyDictionary[torch.nn.Module, dict[int, dict[int, list[float]]]]" = weakref.WeakKeyDictionary()
-
-
-def observe_forward(model, context_len: int, n: int, seconds: float) -> bool:
-    """Set one decoding step's measured forward time against the curve; True if the curve
-    is now marked stale (re-measured on its next use).
-
-    What matters for sizing is the curve's shape, so the test is relative: the median of
-    observed / modelled time for n-token steps against the same for 1-token steps. Past
-    CHECK_TOLERANCE apart, the curve no longer says what a tree costs here.
-    """
-    bucket = _bucket(context_len)
-    with _LOCK:
-        curve = _CURVES.get(model, {}).get(bucket)
-        if curve is None or curve.measurements >= CHECK_MAX_MEASUREMENTS or n > curve.sizes[-1]:
-            return False
-        ratios = _CHECKS.setdefault(model, {}).setdefault(bucket, {})
-        seen = ratios.setdefault(n, [])
-        seen.append(seconds / curve(n))
-        del seen[:-4 * CHECK_MIN]  # a recent window
-        one = ratios.get(1, [])
-        if n == 1 or len(seen) < CHECK_MIN or len(one) < CHECK_MIN:
-            return False
-        gap = float(np.median(seen)) / float(np.median(one)) - 1.0
-        if abs(gap) <= CHECK_TOLERANCE:
-            return False
-        _STALE.setdefault(model, set()).add(bucket)
-        return True
+        live = _LIVE.get(model, {}).get(_bucket(context_len))
+        if live is not None:
+            live.observe(n, seconds, time.monotonic() if at is None else at)
 
 
 def warm_up(model, max_context: int, capacity: int = 64) -> float:
@@ -198,9 +336,9 @@ def warm_up(model, max_context: int, capacity: int = 64) -> float:
 
 
 def measured_curves(model) -> list[CostCurve]:
-    """Every curve measured so far for this model, by context length."""
+    """Every curve in use for this model, by context length (as decoding has corrected it)."""
     with _LOCK:
-        return sorted(_CURVES.get(model, {}).values(), key=lambda c: c.context_len)
+        return sorted((live.curve() for live in _LIVE.get(model, {}).values()), key=lambda c: c.context_len)
 
 
 # ---------------------------------------------------------------- acceptance estimates
@@ -252,13 +390,22 @@ class AcceptanceStats:
         c[1] += 1.0
 
 
-_STATS: "weakref.WeakKeyDictionary[torch.nn.Module, AcceptanceStats]" = weakref.WeakKeyDictionary()
+_STATS: "weakref.WeakKeyDictionary[torch.nn.Module, dict[float, AcceptanceStats]]" = weakref.WeakKeyDictionary()
+TEMPERATURE_STEP = 0.25  # temperatures this close share their acceptance statistics
 
 
-def stats_for(model) -> AcceptanceStats:
-    """Per-model statistics shared by the runs of this process."""
+def temperature_bucket(temperature: float) -> float:
+    """The bucket a temperature learns in: 0 (greedy) alone, then steps of TEMPERATURE_STEP."""
+    if temperature <= 0:
+        return 0.0
+    return max(TEMPERATURE_STEP, round(temperature / TEMPERATURE_STEP) * TEMPERATURE_STEP)
+
+
+def stats_for(model, temperature: float = 0.0) -> AcceptanceStats:
+    """Per-model statistics shared by the runs of this process, one set per temperature
+    bucket: drafts are accepted less often as the temperature rises, so trees must shrink."""
     with _LOCK:
-        return _STATS.setdefault(model, AcceptanceStats())
+        return _STATS.setdefault(model, {}).setdefault(temperature_bucket(temperature), AcceptanceStats())
 
 
 # ---------------------------------------------------------------- the tree
@@ -332,10 +479,12 @@ class CostAwareDrafter:
     def _calibrated(self, seconds: float) -> None:
         self.calibration_seconds += seconds
 
-    def _curve(self, context_len: int, capacity: int) -> CostCurve:
+    def _curve(self, context_len: int, capacity: int) -> tuple[CostCurve, LiveCost | None]:
+        """The curve for this step and, unless a fixed curve was given, the live model behind it."""
         if self.curve is not None:
-            return self.curve
-        return cost_curve_for(self.model, context_len, capacity, on_measure=self._calibrated)
+            return self.curve, None
+        live = _live_for(self.model, context_len, capacity, self._calibrated)
+        return live.curve(), live
 
     def build(
         self,
@@ -347,7 +496,7 @@ class CostAwareDrafter:
         context_len: int,
     ) -> tuple[list[TreeNode], TreeSizing]:
         """Insert the drafted branches into one trie, then keep the prefix with the best rate."""
-        curve = self._curve(context_len, capacity)
+        curve, live = self._curve(context_len, capacity)
         cost = curve.table(capacity + 1)
         floor = chance_floor(cost, capacity)
         p_of, trie = self.stats.p, _Trie(root)
@@ -402,17 +551,28 @@ class CostAwareDrafter:
         expected, size = 1.0, 1
         best = (expected / cost[1], 1, expected)
         order: list[int] = []
+        gains = [1.0]  # expected accepted tokens of each prefix size (index = size - 1)
         while heap and size < capacity:
             negp, nid = heapq.heappop(heap)
             order.append(nid)
             size += 1
             expected -= negp
+            gains.append(expected)
             rate = expected / cost[size]
             if rate > best[0]:
                 best = (rate, size, expected)
             for c in trie.kids.get(nid, ()):
                 heapq.heappush(heap, (-p[c], c))
         size = best[1]
+        probe = live.probe_size() if live is not None else None
+        probed = probe is not None and len(order) >= 2 and min(probe, len(gains)) > size
+        chosen = size
+        if probed:  # verify a larger prefix now and then, so real passes re-teach c(n) for trees
+            size = min(probe, len(gains))
+            best = (gains[size - 1] / cost[size], size, gains[size - 1])
+        if live is not None:
+            with _LOCK:
+                live.chose(size, probed)
         self._context_len = context_len  # for the curve check in observe
         keep = {0, *order[: size - 1]}
         nxt = order[size - 1] if size - 1 < len(order) else (heap[0][1] if heap else None)
@@ -420,7 +580,9 @@ class CostAwareDrafter:
         sizing = TreeSizing(
             mode="cost", size=size, expected_accepted=best[2], expected_seconds=cost[size],
             next_gain=nxt_p, next_seconds=None if nxt is None else curve(size + 1),
-            reason=_reason(size, best[2], curve, nxt_p),
+            reason=_reason(size, best[2], curve, None if probed else nxt_p)
+            + (f"; verified as a probe instead of the best size ({chosen}), so a real pass re-teaches "
+               "what a tree costs under the machine's load now" if probed else ""),
         )
         return self._select(keep), sizing
 

@@ -136,7 +136,7 @@ def test_a_free_first_step_does_not_let_every_candidate_into_the_trie():
     flat_d, _, _ = build(FLAT)
     assert not flat_d._skipped
 
-# ----- the curve checked against decoding ----------------------------------------------------
+# ----- the curve under a changing load --------------------------------------------------------
 
 class FakeModel:
     """Stands in for a model as a cache key; cost_curve_for's measuring is replaced."""
@@ -145,76 +145,118 @@ class FakeModel:
         max_position_embeddings = 100_000
 
 
-def curve_of(seconds: list[float]) -> CostCurve:
-    return CostCurve([1, 2, 4], list(seconds), 512, "cpu", "float32")
+SIZES = [1, 2, 4, 8, 16, 32, 64]
+# Measured at start-up while other work held the cores: a 2-token pass looked 2.1x a 1-token
+# one (288.6 against 135.5 ms in the step view of the failed races), so trees stopped at one.
+LOADED = CostCurve(SIZES, [0.1355 * (1 + 1.13 * (n - 1)) for n in SIZES], 512, "cpu", "float32")
+
+
+def cheap_trees(n: int) -> float:
+    """What passes really cost on the idle machine: a tree token is a small share of a pass."""
+    return 0.058 + 0.002 * n
 
 
 @pytest.fixture
-def measured(monkeypatch):
-    """cost_curve_for with measurements taken from a queue instead of the model."""
+def no_measuring(monkeypatch):
+    """cost_curve_for must use the installed curve; measuring here would be a failure."""
     from logitspec import costmodel
 
-    queue: list[list[float]] = []
-    monkeypatch.setattr(costmodel, "measure_cost_curve", lambda model, context_len, max_n: curve_of(queue.pop(0)))
-    return queue
+    def refuse(*a, **k):
+        raise AssertionError("measured c(n) in front of decoding")
+
+    monkeypatch.setattr(costmodel, "measure_cost_curve", refuse)
 
 
-def test_a_curve_that_overstates_trees_is_remeasured_keeping_each_size_fastest(measured):
-    from logitspec.costmodel import CHECK_MIN, cost_curve_for, observe_forward
+def run_steps(model, steps: int, true_cost, start: float = 0.0, load: float = 1.0):
+    """Draft on step_inputs with the model's live curve; each pass 'takes' true_cost(n) * load
+    seconds, 0.1 s apart. Returns (size, probed) per step."""
+    from logitspec.costmodel import observe_forward
 
-    model = FakeModel()
-    measured.append([1.0, 5.0, 9.0])  # measured while other work held the cores: 2 tokens look 5x dearer
-    first = cost_curve_for(model, 100, 4)
-    flags = [observe_forward(model, 100, 1, 1.0) for _ in range(CHECK_MIN)]
-    flags += [observe_forward(model, 100, 2, 1.1) for _ in range(CHECK_MIN)]
-    assert flags[-1] and not any(flags[:-1])  # stale once both sizes have enough steps
-    measured.append([2.0, 1.2, 12.0])  # the second measurement: slower for 1 and 4, right for 2
-    spent = []
-    second = cost_curve_for(model, 100, 4, on_measure=spent.append)
-    assert second is not first and second.measurements == 2 and len(spent) == 1
-    assert second.seconds == [1.0, 1.2, 9.0]
-    assert cost_curve_for(model, 100, 4) is second  # fresh again: no third measurement
+    root, g1, g2 = step_inputs()
+    out = []
+    for i in range(steps):
+        d = CostAwareDrafter(model=model, stats=AcceptanceStats())
+        _, sizing = d.build(root, g1, g2, capacity=64, g1_len=20, context_len=40)
+        observe_forward(model, 40, sizing.size, true_cost(sizing.size) * load, at=start + 0.1 * i)
+        out.append((sizing.size, "probe" in sizing.reason))
+    return out
 
 
-def test_a_curve_that_matches_decoding_is_kept(measured):
-    from logitspec.costmodel import CHECK_MIN, cost_curve_for, observe_forward
-
-    model = FakeModel()
-    measured.append([1.0, 1.5, 2.0])
-    first = cost_curve_for(model, 100, 4)
-    # A busier machine slows every size alike (ratio 1.3), with noise: the shape still holds.
-    for i in range(3 * CHECK_MIN):
-        noise = 1.0 + 0.04 * ((i % 5) - 2) / 2
-        assert not observe_forward(model, 100, 1, 1.3 * noise)
-        assert not observe_forward(model, 100, 2, 1.5 * 1.3 / noise)
-        assert not observe_forward(model, 100, 4, 2.0 * 1.3)
-    assert cost_curve_for(model, 100, 4) is first
-
-
-def test_remeasuring_stops_after_a_few_measurements(measured):
-    from logitspec.costmodel import CHECK_MAX_MEASUREMENTS, CHECK_MIN, cost_curve_for, observe_forward
+def test_trees_of_one_token_from_a_loaded_curve_grow_back_after_probes(no_measuring):
+    from logitspec.costmodel import PROBE_EVERY, install_curve
 
     model = FakeModel()
-    measured.extend([[1.0, 5.0, 9.0]] * CHECK_MAX_MEASUREMENTS)
-    for _ in range(CHECK_MAX_MEASUREMENTS):
-        curve = cost_curve_for(model, 100, 4)
-        for _ in range(CHECK_MIN):
-            observe_forward(model, 100, 1, 1.0)
-            observe_forward(model, 100, 2, 1.1)
-    assert curve.measurements == CHECK_MAX_MEASUREMENTS and not measured
-    assert not observe_forward(model, 100, 2, 1.1)  # no longer checked
-    assert cost_curve_for(model, 100, 4) is curve
+    install_curve(model, 512, LOADED)
+    steps = run_steps(model, 120, cheap_trees)
+    assert steps[0] == (1, False)  # the loaded curve keeps trees at one token
+    probes = [i for i, (_, probed) in enumerate(steps) if probed]
+    assert probes and probes[0] >= PROBE_EVERY
+    # Real passes said trees are cheap next to one token: the model now chooses them itself.
+    tail = steps[-20:]
+    assert all(size > 2 and not probed for size, probed in tail), tail
 
 
-def test_decoding_reports_each_forward_pass_to_the_curve_check(monkeypatch, one_thread):
+def test_the_load_level_tracks_c1_and_a_uniform_slowdown_keeps_the_shape(no_measuring):
+    from logitspec.costmodel import cost_curve_for, install_curve, observe_forward
+
+    model = FakeModel()
+    idle = CostCurve(SIZES, [cheap_trees(n) for n in SIZES], 512, "cpu", "float32")
+    install_curve(model, 512, idle)
+    for i in range(40):  # a second process now makes every pass 2.5x slower
+        n = (1, 4)[i % 2]
+        observe_forward(model, 40, n, 2.5 * cheap_trees(n), at=0.1 * i)
+    c = cost_curve_for(model, 40, 64)
+    assert c(1) == pytest.approx(2.5 * cheap_trees(1), rel=0.02)
+    assert c(4) / c(1) == pytest.approx(idle(4) / idle(1), rel=0.02)
+    for i in range(40):  # the load goes away
+        observe_forward(model, 40, 1, cheap_trees(1), at=100 + 0.1 * i)
+    assert cost_curve_for(model, 40, 64)(1) == pytest.approx(cheap_trees(1), rel=0.02)
+
+
+def test_only_passes_close_in_time_are_paired(no_measuring):
+    from logitspec.costmodel import PAIR_WINDOW, install_curve, live_cost, observe_forward
+
+    model = FakeModel()
+    install_curve(model, 512, LOADED)
+    observe_forward(model, 40, 1, 0.30, at=0.0)  # a burst of load
+    observe_forward(model, 40, 4, 0.066, at=PAIR_WINDOW + 1)  # long after: not comparable
+    assert live_cost(model, 512).observed == {}
+    observe_forward(model, 40, 1, 0.060, at=PAIR_WINDOW + 1.1)
+    assert live_cost(model, 512).observed[4] == [pytest.approx(0.066 / 0.060)]
+
+
+def test_probing_happens_only_now_and_then_and_never_when_trees_grow(no_measuring):
+    from logitspec.costmodel import PROBE_EVERY, install_curve
+
+    linear = CostCurve(SIZES, [0.058 * n for n in SIZES], 512, "cpu", "float32")
+    model = FakeModel()
+    install_curve(model, 512, linear)
+    steps = run_steps(model, 200, linear)  # the curve is right: every token costs a pass
+    probes = [i for i, (_, probed) in enumerate(steps) if probed]
+    assert 2 <= len(probes) <= 200 // PROBE_EVERY // 2
+    gaps = [b - a for a, b in zip(probes, probes[1:])]
+    assert all(g > PROBE_EVERY for g in gaps) and gaps == sorted(gaps)  # backing off
+    flat = CostCurve(SIZES, [0.010] * len(SIZES), 512, "cpu", "float32")
+    model = FakeModel()
+    install_curve(model, 512, flat)
+    assert not any(probed for _, probed in run_steps(model, 60, lambda n: 0.010))
+
+
+def test_a_fixed_curve_never_probes():
+    stats = AcceptanceStats()
+    for _ in range(3 * 8):
+        _, _, sizing = build(LINEAR, stats=stats)
+        assert sizing.size == 1 and "probe" not in sizing.reason
+
+
+def test_decoding_reports_each_forward_pass_to_the_live_curve(one_thread):
     from logitspec import costmodel
     from logitspec.decoders import DecodeSettings, decode
     from tiny_models import tiny_llama
 
-    monkeypatch.setattr(costmodel, "CHECK_TOLERANCE", 1e9)  # never stale: count every report
     model = tiny_llama(seed=3)
     prompt = [5, 17, 99, 3, 5, 17, 42, 8, 1, 64, 5, 17] * 3
     steps = list(decode(model, prompt, "logitspec", DecodeSettings(max_new_tokens=20, tree="cost")))
-    seen = costmodel._CHECKS[model][costmodel._bucket(len(prompt))]
+    live = costmodel.live_cost(model, costmodel._bucket(len(prompt)))
     sizes = [sum(not n.pruned for n in s.tree) for s in steps if s.forward]
-    assert {n: len(v) for n, v in seen.items()} == {n: sizes.count(n) for n in set(sizes)}
+    assert live.passes == {n: sizes.count(n) for n in set(sizes)}

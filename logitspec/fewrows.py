@@ -134,11 +134,29 @@ def _cflags(isa: str) -> list[str]:
             f"-DFEW_MAX_ROWS={FEW_MAX_ROWS}", f"-DFEW_FEATURE_MULTIPLE={FEATURE_MULTIPLE}"]
 
 
+def cache_root() -> Path:
+    """The folder of what this project caches per machine: LOGITSPEC_KERNEL_DIR, else
+    ~/.cache/logitspec (the kernel builds, measured cost curves, converted weights)."""
+    return Path(os.environ.get("LOGITSPEC_KERNEL_DIR") or Path.home() / ".cache" / "logitspec")
+
+
+def cpu_model() -> str:
+    """The CPU's model name as Linux reports it, else the platform's words."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        text = ""
+    for line in text.splitlines():
+        if line.startswith("model name"):
+            return line.partition(":")[2].strip()
+    return platform.processor() or platform.machine()
+
+
 def build_directory(isa: str) -> Path:
     """Where a variant's build is cached: one folder per variant, source, torch version and CPU."""
     import torch
 
-    root = Path(os.environ.get("LOGITSPEC_KERNEL_DIR") or Path.home() / ".cache" / "logitspec")
+    root = cache_root()
     key = hashlib.sha256()
     key.update(SOURCE.read_bytes())
     key.update(" ".join(_cflags(isa)).encode())

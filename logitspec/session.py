@@ -104,7 +104,7 @@ class ModelCache:
                 if self._warm is not None:
                     with self._guard:
                         self._status[name] = ModelStatus(
-                            "loading", f"measuring what a draft-tree token costs on this hardware "
+                            "loading", f"reading what a draft-tree token costs on this hardware "
                                        f"for {model_label(name)}…")
                     run(self._warm, lm)
             except ModelLoadError as e:
@@ -154,15 +154,23 @@ class ModelCache:
         return t
 
 
-def warm_cost_curves(lm, capacity: int = 64) -> None:
-    """Measure the cost-aware tree's forward-cost curve for short contexts at load time.
-
-    A long-context curve, if a run needs one, is measured then and recorded as that step's
-    calibration time, which no lane's clock counts.
+def warm_cost_curves(lm, capacity: int = 64, background: bool = True):
+    """Give the cost-aware tree its forward-cost curves at load time without measuring:
+    the curve stored by an earlier start on this machine, else a default shape, which
+    decoding corrects as it goes. Curves not stored are measured in the background, a pass
+    at a time while the model thread is idle (see logitspec.calibration); returns that
+    thread, or None when nothing is left to measure.
     """
-    from .costmodel import warm_up
+    from .calibration import BackgroundCalibration, start_curves
+    from .verify import free_head_rows
 
-    warm_up(lm.model, max_context=1024, capacity=capacity)
+    free_head_rows(lm.model)  # measured once per model, before any timed step
+    starts = start_curves(lm.model, max_context=1024, capacity=capacity)
+    if not background or all(s.stored for s in starts):
+        return None
+    job = BackgroundCalibration(lm.model, starts)
+    job.start()
+    return job
 
 
 # ---------------------------------------------------------------- cancellation per user

@@ -4,6 +4,7 @@ from __future__ import annotations
 import gc
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
@@ -64,6 +65,9 @@ class ModelThread:
         self._ident: int | None = None
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="model",
                                         initializer=self._remember)
+        self._busy = 0  # foreground calls submitted and not yet finished
+        self._last_done = time.monotonic()
+        self._guard = threading.Lock()
 
     def _remember(self) -> None:
         self._ident = threading.get_ident()
@@ -75,7 +79,26 @@ class ModelThread:
         """
         if threading.get_ident() == self._ident:
             return fn(*args, **kwargs)
-        return self._pool.submit(fn, *args, **kwargs).result()
+        with self._guard:
+            self._busy += 1
+        try:
+            return self._pool.submit(fn, *args, **kwargs).result()
+        finally:
+            with self._guard:
+                self._busy -= 1
+                self._last_done = time.monotonic()
+
+    def background(self, fn: Callable[[], T]) -> T:
+        """fn() run on the model thread as work that does not count as activity, so
+        `idle_seconds` still measures the time since the last foreground call."""
+        if threading.get_ident() == self._ident:
+            return fn()
+        return self._pool.submit(fn).result()
+
+    def idle_seconds(self) -> float:
+        """Seconds since the last foreground call finished; 0 while one is pending."""
+        with self._guard:
+            return 0.0 if self._busy else time.monotonic() - self._last_done
 
     def iterate(self, items: Iterator[T]) -> Iterator[T]:
         """The items of an iterator, each one produced on the model thread."""

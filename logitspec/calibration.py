@@ -1,0 +1,180 @@
+"""c(n) without measuring in front of a visitor: stored curves, a default shape, and a
+measurement done in small chunks on the model thread while it is idle.
+
+Measuring the bundled model's curves takes about 50 s on a busy 2-core machine; the app
+used to do it before the model was ready. Now the app starts from the curve stored by an
+earlier start on the same machine (per model, CPU, thread count, kernel variant, dtype and
+context) or from a default shape, decoding corrects it (costmodel.LiveCost), and a fresh
+measurement runs one forward pass at a time whenever the model thread has been idle a while.
+Those passes fall between steps, so no lane's clock counts them.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+import threading
+import time
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from .costmodel import CONTEXT_BUCKETS, CostCurve, CurveMeasurement, install_curve, measure_context
+
+log = logging.getLogger(__name__)
+
+# The bundled model's c(n) over a 512-token context on the 2-core development machine
+# (README, "Measured figures"), as a shape: only ratios to c(1) are used until decoding
+# has set the level. Past 64 tokens it grows by the last measured slope.
+DEFAULT_SIZES = [1, 2, 3, 4, 6, 8, 16, 32, 64, 128, 256]
+DEFAULT_MS = [32.8, 33.2, 35.3, 35.7, 40.0, 42.8, 53.5, 76.3, 122.1, 213.7, 396.9]
+IDLE_SECONDS = 1.0  # the model thread must have been idle this long before a chunk runs
+FORMAT = "logitspec-cost-curve/1"
+
+
+def default_curve(model, bucket: int, max_n: int) -> CostCurve:
+    """The default shape, cut or extended to max_n tokens."""
+    sizes = [n for n in DEFAULT_SIZES if n < max_n] + [max(max_n, 1)]
+    import numpy as np
+
+    secs = [float(np.interp(n, DEFAULT_SIZES, DEFAULT_MS)) / 1e3 for n in sizes]
+    if max_n > DEFAULT_SIZES[-1]:  # the last slope, for trees beyond the table
+        slope = (DEFAULT_MS[-1] - DEFAULT_MS[-2]) / (DEFAULT_SIZES[-1] - DEFAULT_SIZES[-2]) / 1e3
+        secs[-1] = DEFAULT_MS[-1] / 1e3 + slope * (max_n - DEFAULT_SIZES[-1])
+    return CostCurve(sizes, secs, bucket, str(model.device), _dtype(model), measurements=0)
+
+
+def _dtype(model) -> str:
+    return str(model.dtype).replace("torch.", "")
+
+
+def curve_key(model, bucket: int, max_n: int) -> dict:
+    """What a stored curve must match to be used: the model, the machine and the settings
+    that change what a pass costs. Read on the model thread (threads are per thread)."""
+    from .fewrows import cpu_model, kernel_variant
+
+    cfg = model.config
+    return {
+        "model": str(getattr(cfg, "_name_or_path", "") or type(model).__name__),
+        "params": int(sum(p.numel() for p in model.parameters())),
+        "cpu": cpu_model(), "threads": torch.get_num_threads(), "kernel": kernel_variant()[0],
+        "device": str(model.device), "dtype": _dtype(model), "torch": torch.__version__,
+        "context": bucket, "max_n": max_n,
+    }
+
+
+def curve_path(key: dict) -> Path:
+    import hashlib
+
+    from .fewrows import cache_root
+
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+    return cache_root() / "cost-curves" / f"{digest}.json"
+
+
+def load_curve(key: dict) -> CostCurve | None:
+    """The stored curve for exactly this key, or None (a missing, stale or damaged file)."""
+    path = curve_path(key)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("format") != FORMAT or data.get("key") != key:
+            return None
+        c = data["curve"]
+        sizes, secs = [int(n) for n in c["sizes"]], [float(s) for s in c["seconds"]]
+        ok = (len(sizes) == len(secs) >= 2 and sizes[0] == 1 and sizes[-1] >= key["max_n"]
+              and all(s > 0 for s in secs) and sizes == sorted(set(sizes)))
+        if not ok:
+            return None
+        return CostCurve(sizes, secs, int(c["context_len"]), key["device"], key["dtype"], int(c["measurements"]))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def save_curve(key: dict, curve: CostCurve) -> Path | None:
+    """Store the curve atomically (a temporary file renamed over the old one); None on failure."""
+    path = curve_path(key)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump({"format": FORMAT, "key": key, "curve": curve.to_dict()}, f)
+        os.replace(tmp, path)
+        return path
+    except OSError as e:  # a read-only home only costs measuring again next start
+        log.info("cost curve not stored: %s", e)
+        return None
+
+
+@dataclass
+class StartCurve:
+    """The curve one context bucket starts from, and whether it still needs measuring."""
+
+    bucket: int
+    max_n: int
+    key: dict
+    curve: CostCurve
+    stored: bool
+
+
+def start_curves(model, max_context: int, capacity: int = 64) -> list[StartCurve]:
+    """Install, for every bucket a run up to `max_context` may reach, the stored curve or
+    the default shape; no forward pass is run. Call on the model thread."""
+    out = []
+    for below, at in CONTEXT_BUCKETS:
+        max_n = max(capacity, 8)
+        key = curve_key(model, at, max_n)
+        stored = load_curve(key)
+        curve = stored or default_curve(model, at, max_n)
+        install_curve(model, at, curve)
+        out.append(StartCurve(at, max_n, key, curve, stored is not None))
+        if max_context < below:
+            break
+    return out
+
+
+class BackgroundCalibration(threading.Thread):
+    """Measures the curves that were not stored, one forward pass per chunk on the model
+    thread, each only after the thread has been idle IDLE_SECONDS; installs and stores each."""
+
+    def __init__(self, model, starts: list[StartCurve], runner=None, idle_seconds: float = IDLE_SECONDS) -> None:
+        super().__init__(name="calibration", daemon=True)
+        from .threads import model_thread
+
+        self._model = weakref.ref(model)  # an unloaded model is not kept alive for this
+        self._todo = [s for s in starts if not s.stored]
+        self._runner = runner or model_thread()
+        self._idle = idle_seconds
+        self.stop_event = threading.Event()
+        self.measured: list[CostCurve] = []
+
+    def _chunk(self, fn):
+        """fn run on the model thread once it has been idle long enough; None if stopped."""
+        while not self.stop_event.is_set():
+            if self._runner.idle_seconds() >= self._idle:
+                return self._runner.background(fn)
+            time.sleep(min(0.1, self._idle / 4))
+        return None
+
+    def run(self) -> None:
+        for s in self._todo:
+            model = self._model()
+            if model is None:
+                return
+            m = CurveMeasurement(model, measure_context(model, s.bucket, s.max_n), s.max_n)
+            del model
+            while not self.stop_event.is_set():
+                if self._chunk(m.step):
+                    break
+            if not m.done:
+                return
+            curve = m.result()
+            model = self._model()
+            if model is None:
+                return
+            install_curve(model, s.bucket, curve)
+            save_curve(s.key, curve)
+            self.measured.append(curve)
+            del model

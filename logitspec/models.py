@@ -34,6 +34,7 @@ class LoadedModel:
     device: str
     dtype: str
     packed_layers: int = 0  # nn.Linear layers given MKL-packed weights (logitspec.packed)
+    weights_from: str = "source"  # "gguf" (converted now), "cache" (converted earlier) or "source"
 
     @property
     def eos_ids(self) -> list[int]:
@@ -176,6 +177,32 @@ def _first_line(e: BaseException) -> str:
     return text.splitlines()[0] if text else type(e).__name__
 
 
+def _load_weights(src: str, gguf: str | None, label: str, dtype: str):
+    """(model, tokenizer, where the weights came from). A GGUF file is read from its
+    converted copy in the cache when a valid one exists, else converted and cached."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from . import weightcache
+
+    key = weightcache.cache_key(Path(src) / gguf, dtype) if gguf else None
+    cached = weightcache.cached_folder(key) if key else None
+    where, kw = (str(cached), {}) if cached else (src, {"gguf_file": gguf} if gguf else {})
+    config = _read_config(where, label, kw)
+    try:
+        tok = AutoTokenizer.from_pretrained(where, trust_remote_code=False, **kw)
+        model = AutoModelForCausalLM.from_pretrained(where, config=config, dtype=DTYPES[dtype],
+                                                     trust_remote_code=False, **kw)
+    except (OSError, ValueError, ImportError, KeyError, RuntimeError, NotImplementedError, TypeError) as e:
+        raise ModelLoadError(f"could not load model {label!r}: {_first_line(e)}") from e
+    if cached:
+        model.config._name_or_path = src  # one identity for the model, converted now or earlier
+        return model, tok, "cache"
+    if key:
+        weightcache.store(key, model, tok)  # before prepare_model changes any layer
+        return model, tok, "gguf"
+    return model, tok, "source"
+
+
 def load_model(name: str | None = None, device: str | None = None, dtype: str = "float32") -> LoadedModel:
     """Load a causal LM and its tokenizer; never runs code shipped with the model.
 
@@ -184,25 +211,17 @@ def load_model(name: str | None = None, device: str | None = None, dtype: str = 
     before any weight is read (see logitspec.families). Raises ModelLoadError with a
     readable reason on any failure.
     """
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
     if dtype not in DTYPES:
         raise ModelLoadError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}")
     src, gguf, display = _source(name or "")
     if gguf is None and not Path(src).is_dir():
         _check_hub_id(src)
     dev = pick_device(device)
-    kw = {"gguf_file": gguf} if gguf else {}
     label = name or display
-    config = _read_config(src, label, kw)
-    try:
-        tok = AutoTokenizer.from_pretrained(src, trust_remote_code=False, **kw)
-        model = AutoModelForCausalLM.from_pretrained(src, config=config, dtype=DTYPES[dtype],
-                                                     trust_remote_code=False, **kw)
-    except (OSError, ValueError, ImportError, KeyError, RuntimeError, NotImplementedError, TypeError) as e:
-        raise ModelLoadError(f"could not load model {label!r}: {_first_line(e)}") from e
+    model, tok, origin = _load_weights(src, gguf, label, dtype)
     model.to(dev)
     packed = prepare_model(model, label)
-    lm = LoadedModel(name=display, model=model, tokenizer=tok, device=dev, dtype=dtype, packed_layers=packed)
+    lm = LoadedModel(name=display, model=model, tokenizer=tok, device=dev, dtype=dtype, packed_layers=packed,
+                     weights_from=origin)
     freeze_heap()  # what loading left behind stays out of the collector's full passes
     return lm

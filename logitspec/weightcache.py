@@ -1,0 +1,114 @@
+"""Converted weights of a GGUF model, cached so that later starts skip the dequantisation.
+
+transformers reads a GGUF file by dequantising every tensor to float, about 15 s for the
+bundled model on 2 cores, at every start. The first load writes the converted model
+(safetensors, config, tokenizer) under the kernel cache folder (LOGITSPEC_KERNEL_DIR, else
+~/.cache/logitspec), in a folder named by the GGUF file's name, size and modification time,
+the transformers version and the dtype, so a changed file or library reads afresh. A
+manifest holds each file's size and SHA-256; an entry that does not match it is rebuilt,
+never used. Entries are written to a temporary folder and renamed into place.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+MANIFEST = "logitspec-weights.json"
+FORMAT = "logitspec-weights/1"
+
+
+@dataclass
+class CacheKey:
+    """What the converted weights depend on."""
+
+    gguf: str  # the file's name
+    size: int
+    mtime_ns: int
+    transformers: str
+    dtype: str
+
+    def folder(self) -> Path:
+        from .fewrows import cache_root
+
+        digest = hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:16]
+        return cache_root() / "weights" / f"{Path(self.gguf).stem}-{digest}"
+
+
+def cache_key(gguf_path: Path, dtype: str) -> CacheKey:
+    import transformers
+
+    st = gguf_path.stat()
+    return CacheKey(gguf_path.name, st.st_size, st.st_mtime_ns, transformers.__version__, dtype)
+
+
+def _digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 22), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def cached_folder(key: CacheKey) -> Path | None:
+    """The entry's folder if its manifest matches the key and every file its size and hash."""
+    folder = key.folder()
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+        if manifest.get("format") != FORMAT or manifest.get("key") != asdict(key):
+            return None
+        for name, (size, digest) in manifest["files"].items():
+            f = folder / name
+            if f.stat().st_size != size or _digest(f) != digest:
+                log.info("converted weights at %s are damaged (%s); converting again", folder, name)
+                return None
+        return folder
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def _save_model(model, folder: Path) -> None:
+    """The float state dict as safetensors plus the config, as a plain model folder.
+
+    save_pretrained refuses a model read from GGUF (it counts as quantised), so the
+    tensors are written directly; tied tensors are written once and tied again on load.
+    """
+    from safetensors.torch import save_model
+
+    save_model(model, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    config = model.config.to_dict()
+    config.pop("quantization_config", None)  # the weights are plain floats now
+    (folder / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True))
+    if getattr(model, "generation_config", None) is not None:
+        model.generation_config.save_pretrained(folder)
+
+
+def store(key: CacheKey, model, tokenizer) -> Path | None:
+    """Write the converted model and tokenizer as the key's entry; None when it cannot be
+    written (a read-only disk only costs the conversion next time)."""
+    folder = key.folder()
+    tmp = None
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".tmp-"))
+        _save_model(model, tmp)
+        tokenizer.save_pretrained(tmp)
+        files = {p.name: [p.stat().st_size, _digest(p)] for p in sorted(tmp.iterdir()) if p.is_file()}
+        (tmp / MANIFEST).write_text(json.dumps({"format": FORMAT, "key": asdict(key), "files": files}))
+        if folder.exists():  # a damaged or partial entry: replaced, never merged
+            shutil.rmtree(folder, ignore_errors=True)
+        os.replace(tmp, folder)
+        return folder
+    except Exception as e:  # any fault in writing only costs the conversion next time
+        log.info("converted weights not cached: %s", e)
+        return None
+    finally:
+        if tmp is not None and tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)

@@ -15,11 +15,12 @@ import torch
 from .errors import DecodeError
 from .kvcache import new_cache
 from .retrieval import NgramPool
+from .sampling import SamplingRule, choose
 from .settings import METHODS, DecodeSettings
 from .speculation import speculate
 from .trace import Candidate, QueryRecord, StepRecord, TreeNode, TreeSizing
 from .tree import PRUNED_SHOWN_PER_BRANCH, build_static_tree, chain_tree
-from .verify import compact_cache, crop_cache, free_head_rows, prepare_inputs, verify_tree
+from .verify import WalkLog, compact_cache, crop_cache, free_head_rows, prepare_inputs, verify_tree
 
 G2_COST_LEN = 8  # g2 continuation fetched for the cost-aware tree, which may keep it all
 
@@ -88,9 +89,11 @@ class LogitSpecDrafter(Drafter):
         self.s = s
         self.cost = None
         if s.tree == "cost":
-            from .costmodel import CostAwareDrafter
+            from .costmodel import CostAwareDrafter, stats_for
 
-            self.cost = CostAwareDrafter(model)
+            # Acceptance falls as the temperature rises: each temperature learns its own rates.
+            stats = stats_for(model, s.temperature) if model is not None else None
+            self.cost = CostAwareDrafter(model, stats)
 
     def draft(self, root: int, logits: torch.Tensor, pool: NgramPool, context_len: int) -> Draft:
         s = self.s
@@ -125,7 +128,8 @@ def make_drafter(method: str, s: DecodeSettings, model=None) -> Drafter:
     raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
 
 
-def verify_fitting(model, cache, draft: Draft, verified: list[TreeNode], context_len: int, head_rows: int = 1):
+def verify_fitting(model, cache, draft: Draft, verified: list[TreeNode], context_len: int, head_rows: int = 1,
+                   rule: SamplingRule | None = None, log: WalkLog | None = None):
     """Verify the tree; if the accelerator runs out of memory, verify a smaller tree.
 
     Any prefix of the verified nodes is itself a tree (parents come first), so the tree is
@@ -137,7 +141,8 @@ def verify_fitting(model, cache, draft: Draft, verified: list[TreeNode], context
         inputs = prepare_inputs(model, verified[:n], context_len)
         t_fwd = time.perf_counter()
         try:
-            path, bonus, next_logits = verify_tree(model, cache, verified[:n], inputs, head_rows)
+            path, bonus, next_logits = verify_tree(model, cache, verified[:n], inputs, head_rows, rule,
+                                                   context_len, log)
             break
         except torch.OutOfMemoryError as e:
             # Layers that ran before the failure already appended to the cache.
@@ -176,10 +181,11 @@ def decode(
     eos_ids: Sequence[int] = (),
     on_prefill: Callable[[float], None] | None = None,
 ) -> Iterator[StepRecord]:
-    """Greedy decoding with the given drafter, one StepRecord per forward pass.
+    """Decoding with the given drafter, one StepRecord per forward pass.
 
-    The concatenated `tokens` of the records equal plain greedy decoding's output, cut at
-    the first EOS (included) or at `max_new_tokens`.
+    The concatenated `tokens` of the records equal plain greedy decoding's output (or, at a
+    temperature above 0, plain sampling's with the same seed: see sampling.py), cut at the
+    first EOS (included) or at `max_new_tokens`.
     """
     s = settings or DecodeSettings()
     if not prompt:
@@ -192,8 +198,9 @@ def decode(
     cache = new_cache(model.config, len(prompt) + s.max_new_tokens + s.capacity + 1)
 
     t0 = time.perf_counter()
+    rule = SamplingRule.of(s)
     last_logits = prefill(model, cache, prompt)
-    root = int(torch.argmax(last_logits))
+    root = choose(last_logits, len(prompt), rule)  # the first new token sits at position len(prompt)
     if on_prefill:
         on_prefill(time.perf_counter() - t0)
     pool = NgramPool(s.ngram_sizes, prompt)
@@ -212,8 +219,12 @@ def decode(
         draft = drafter.draft(root, last_logits, pool, context_len)  # speculate, retrieve, build tree
         verified = [n for n in draft.nodes if not n.pruned]
         t_prep = time.perf_counter()
-        path, bonus, next_logits, t_fwd = verify_fitting(model, cache, draft, verified, context_len, head_rows)  # verify, accept
+        log = WalkLog()
+        path, bonus, next_logits, t_fwd = verify_fitting(model, cache, draft, verified, context_len, head_rows,
+                                                         rule, log)  # verify, accept
         t_book = time.perf_counter()
+        for node in verified:
+            node.target_prob = log.child_prob.get(node.id)
         tokens = [verified[i].token for i in path][:remaining]
         done = False
         for j, tok in enumerate(tokens):
@@ -235,6 +246,7 @@ def decode(
             draft_seconds=t_prep - t_draft - draft.calibration_seconds, forward_seconds=t_book - t_fwd,
             bookkeeping_seconds=(t_fwd - t_prep) + (t_end - t_book), sizing=draft.sizing,
             root_prob=draft.root_prob, calibration_seconds=draft.calibration_seconds,
+            sampled=log.sampled[: len(tokens)],
         )
         if done:
             return

@@ -36,6 +36,11 @@ class DecodeSettings:
     pld_tokens: int = 10  # prompt lookup's chain length
     tree: str = "cost"  # "cost" (sized by measured cost) or "static" (the paper's rule)
     rule: PruningRule = field(default_factory=PruningRule)
+    # Sampling (logitspec/sampling.py): temperature 0 is greedy and draws no noise at all.
+    temperature: float = 0.0
+    top_p: float = 1.0  # 1.0 keeps the whole vocabulary
+    top_k: int = 0  # 0 keeps the whole vocabulary
+    seed: int = 0  # the same seed gives the same tokens in every decoder
 
     def to_dict(self) -> dict:
         return asdict(self)

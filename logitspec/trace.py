@@ -68,6 +68,9 @@ class TreeNode:
     pruned: bool = False  # cut before verification; never sent to the model
     prune_reason: str | None = None  # "rank" | "capacity" | "cost"
     accept_prob: float | None = None  # cost-aware tree: estimated chance of acceptance
+    # The probability the target gave this token after its parent (the distribution sampled
+    # from, or the plain softmax when greedy); only for children of nodes the walk visited.
+    target_prob: float | None = None
 
 
 @dataclass
@@ -104,6 +107,9 @@ class StepRecord:
     sizing: TreeSizing | None = None
     root_prob: float | None = None  # softmax probability of the root in its logits
     calibration_seconds: float = 0.0  # one-off measuring of c(n) in this step, outside `seconds`
+    # The token the target took after each node of accepted_path, in order (argmax when
+    # greedy, the draw at that position when sampling); empty in older traces.
+    sampled: list[int] = field(default_factory=list)
 
     @property
     def verified_nodes(self) -> list[TreeNode]:

@@ -6,11 +6,13 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 import torch
 
 from .families import FULL, SLIDING, attention_layout
 from .kvcache import COMPACTABLE
+from .sampling import SamplingRule, choose_processed, probabilities, process
 from .trace import TreeNode
 from .tree import layered_tree_inputs
 
@@ -46,7 +48,9 @@ def accept_walk(nodes: Sequence[TreeNode], preds: Sequence[int] | Callable[[int]
 
     `preds` gives each node's argmax (a list, or a function computing it on demand).
     Returns the accepted node ids (root first) and the bonus token: the argmax after the
-    last accepted node, which is exactly what greedy decoding would emit next.
+    last accepted node, which is exactly what greedy decoding would emit next. With
+    sampling, `preds` gives the token drawn at each node (the argmax over its perturbed
+    logits), and the walk is the same.
     """
     pred = preds if callable(preds) else preds.__getitem__
     children: dict[tuple[int, int], int] = {(n.parent, n.token): n.id for n in nodes if n.parent >= 0}
@@ -69,9 +73,15 @@ class LazyHead:
     The first batch is padded with the likeliest leaves up to `rows` (see `free_head_rows`):
     on a small model the head reads its weights once for a few rows as for one, while a
     leaf the walk reaches later costs a second full read of them.
+
+    With a sampling `rule`, `choose` draws the token after a node at its child's absolute
+    position (context_len + depth + 1), with that position's noise (see sampling.py). The
+    noise and the top-p set are computed only for the nodes the walk visits: one draw per
+    position, as plain sampling makes.
     """
 
-    def __init__(self, model, hidden: torch.Tensor, nodes: Sequence[TreeNode], rows: int = 1) -> None:
+    def __init__(self, model, hidden: torch.Tensor, nodes: Sequence[TreeNode], rows: int = 1,
+                 rule: SamplingRule | None = None, context_len: int = 0) -> None:
         self.head = model.get_output_embeddings()
         self.hidden = hidden
         first = {0} | {n.parent for n in nodes if n.parent >= 0}
@@ -83,8 +93,13 @@ class LazyHead:
         # Gemma's final soft cap: the same logits the model's own forward returns.
         self.softcap = getattr(model.config.get_text_config(decoder=True), "final_logit_softcapping", None)
         self.logits = self._logits(hidden[inner])
-        self.preds = self.logits.argmax(dim=-1).tolist()  # the step's one host sync
+        self.rule, self.context_len = rule, context_len
+        self.depth = {n.id: n.depth for n in nodes}
+        # Greedy: the step's one host sync. Sampling draws per visited node instead.
+        self.preds = self.logits.argmax(dim=-1).tolist() if rule is None else []
         self.extra: dict[int, torch.Tensor] = {}
+        self.chosen: dict[int, int] = {}  # node -> the token the walk took after it
+        self.processed: dict[int, torch.Tensor] = {}  # node -> process(logits) [V], sampling only
 
     def row(self, node: int) -> torch.Tensor:
         if node in self.row_of:
@@ -100,9 +115,47 @@ class LazyHead:
         return logits
 
     def argmax(self, node: int) -> int:
-        if node in self.row_of:
+        if node in self.row_of and self.rule is None:
             return self.preds[self.row_of[node]]
         return int(self.row(node).argmax())
+
+    def position(self, node: int) -> int:
+        """The absolute position of the token drawn after `node`: its child's."""
+        return self.context_len + self.depth[node] + 1
+
+    def choose(self, node: int) -> int:
+        """The token after `node`: the argmax (greedy) or the draw at its child's position."""
+        if node not in self.chosen:
+            if self.rule is None:
+                self.chosen[node] = self.argmax(node)
+            else:
+                z = self.processed[node] = process(self.row(node), self.rule)
+                self.chosen[node] = choose_processed(z, self.position(node), self.rule)
+        return self.chosen[node]
+
+    def child_probs(self, nodes: Sequence[TreeNode]) -> dict[int, float]:
+        """node id -> the probability its parent's distribution gave it, for the children of
+        the nodes the walk visited (the only ones whose distribution was computed)."""
+        kids: dict[int, list[TreeNode]] = {}
+        for n in nodes:
+            if n.parent in self.chosen:
+                kids.setdefault(n.parent, []).append(n)
+        out: dict[int, float] = {}
+        for parent, children in kids.items():
+            z = self.processed.get(parent)
+            probs = torch.softmax(z, dim=-1) if z is not None else probabilities(self.row(parent), None)
+            values = probs[[c.token for c in children]].tolist()
+            out.update((c.id, round(float(v), 6)) for c, v in zip(children, values))
+        return out
+
+
+@dataclass
+class WalkLog:
+    """What the acceptance walk saw: the token taken after each visited node (path order),
+    and the target's probability of each drafted child of a visited node."""
+
+    sampled: list[int] = field(default_factory=list)
+    child_prob: dict[int, float] = field(default_factory=dict)
 
 
 _FREE_ROWS: "weakref.WeakKeyDictionary[torch.nn.Module, int]" = weakref.WeakKeyDictionary()
@@ -146,17 +199,23 @@ def free_head_rows(model) -> int:
 
 
 @torch.inference_mode()
-def verify_tree(model, cache, nodes: Sequence[TreeNode], inputs: dict,
-                head_rows: int = 1) -> tuple[list[int], int, torch.Tensor]:
+def verify_tree(model, cache, nodes: Sequence[TreeNode], inputs: dict, head_rows: int = 1,
+                rule: SamplingRule | None = None, context_len: int = 0,
+                log: WalkLog | None = None) -> tuple[list[int], int, torch.Tensor]:
     """Verify the tree in one forward pass and walk it.
 
     Returns the accepted path, the bonus token and the logits row after the last accepted
     node (where the next step's speculation reads its candidates). `head_rows`: the least
-    number of nodes whose logits are computed in the first batch (see LazyHead).
+    number of nodes whose logits are computed in the first batch (see LazyHead). `rule`
+    samples instead of taking the argmax; `context_len` places the nodes' positions then.
+    `log`, if given, is filled with what the walk saw.
     """
     hidden = model.base_model(**inputs, cache=cache, use_cache=True).last_hidden_state[0]
-    head = LazyHead(model, hidden, nodes, head_rows)
-    path, bonus = accept_walk(nodes, head.argmax)
+    head = LazyHead(model, hidden, nodes, head_rows, rule, context_len)
+    path, bonus = accept_walk(nodes, head.choose)
+    if log is not None:
+        log.sampled = [head.chosen[n] for n in path]
+        log.child_prob = head.child_probs(nodes)
     return path, bonus, head.row(path[-1])
 
 

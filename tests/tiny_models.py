@@ -57,6 +57,25 @@ def greedy_reference(model, prompt: Sequence[int], n: int, eos_ids: Sequence[int
     return out
 
 
+@torch.inference_mode()
+def sampling_reference(model, prompt: Sequence[int], n: int, settings, eos_ids: Sequence[int] = ()) -> list[int]:
+    """Plain sampling, one token per forward with the library's cache, no drafting: the
+    token at absolute position j drawn by logitspec.sampling.sample(logits, j, settings)."""
+    from logitspec.sampling import sample
+
+    cache = DynamicCache(config=model.config)
+    ids = torch.tensor([list(prompt)], dtype=torch.long)
+    out: list[int] = []
+    logits = model(input_ids=ids, cache=cache, use_cache=True).logits[0, -1]
+    while len(out) < n:
+        tok = sample(logits, len(prompt) + len(out), settings)
+        out.append(tok)
+        if tok in eos_ids or len(out) == n:
+            break
+        logits = model(input_ids=torch.tensor([[tok]]), cache=cache, use_cache=True).logits[0, -1]
+    return out
+
+
 def repetitive_prompt(rng: random.Random, length: int, vocab: int = VOCAB, motifs: int = 3) -> list[int]:
     """Random token ids built from a few repeated motifs, so n-gram retrieval finds matches."""
     pieces = [[rng.randrange(vocab) for _ in range(rng.randint(2, 6))] for _ in range(motifs)]

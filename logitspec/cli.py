@@ -19,6 +19,17 @@ def parse_ngrams(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(f"n-gram sizes must look like 1,2,3 or 1-3, got {text!r}") from e
 
 
+def number(text: str) -> int | float | str:
+    """A number as typed (int if whole), or the text itself, which check_settings then refuses
+    in one line: argparse's own refusal prints a usage block as well."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m logitspec", description="LogitSpec speculative decoding")
     sub = p.add_subparsers(dest="command", required=True)
@@ -34,6 +45,11 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--ngram", type=parse_ngrams, default=(1, 2, 3), help="n-gram sizes, e.g. 1-3")
     g.add_argument("--continuation", type=int, default=20, help="g1 continuation length")
     g.add_argument("--tree", choices=["static", "cost"], default="static")
+    d = DecodeSettings()
+    g.add_argument("--temperature", type=number, default=d.temperature, help="0 = greedy; up to 2")
+    g.add_argument("--top-p", type=number, default=d.top_p, help="nucleus sampling mass, in (0, 1]")
+    g.add_argument("--top-k", type=number, default=d.top_k, help="sample among the k likeliest; 0 = off")
+    g.add_argument("--seed", type=number, default=d.seed, help="the same seed gives the same tokens in every method")
     g.add_argument("--no-chat", action="store_true", help="feed the prompt raw, without the chat template")
     g.add_argument("--json", action="store_true", help="print one JSON object")
     g.add_argument("--save-trace", metavar="FILE", help="write the run's trace as JSON")
@@ -44,7 +60,8 @@ def generate(args: argparse.Namespace) -> int:
     from .limits import check_context, check_prompt, check_settings
 
     settings = DecodeSettings(max_new_tokens=args.max_new_tokens, k=args.k, capacity=args.capacity,
-                              ngram_sizes=args.ngram, continuation=args.continuation, tree=args.tree)
+                              ngram_sizes=args.ngram, continuation=args.continuation, tree=args.tree,
+                              temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, seed=args.seed)
     prompt = check_prompt(args.prompt)
     check_settings(settings, args.method)
 

@@ -70,6 +70,25 @@ def _in_range(name: str, value, lo: int, hi: int) -> None:
         raise InputError(f"{name} must be a whole number from {lo} to {hi}, got {value!r}")
 
 
+MAX_TEMPERATURE = 2.0
+MAX_SEED = 2**63 - 1
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
+
+
+def check_sampling(s: DecodeSettings) -> None:
+    """Temperature in [0, 2], top-p in (0, 1], top-k a whole number >= 0, seed a whole number."""
+    if not _is_number(s.temperature) or not 0 <= s.temperature <= MAX_TEMPERATURE:
+        raise InputError(f"temperature must be a number from 0 (greedy) to {MAX_TEMPERATURE:g}, got {s.temperature!r}")
+    if not _is_number(s.top_p) or not 0 < s.top_p <= 1:
+        raise InputError(f"top-p must be a number above 0 and at most 1, got {s.top_p!r}")
+    if isinstance(s.top_k, bool) or not isinstance(s.top_k, int) or s.top_k < 0:
+        raise InputError(f"top-k must be a whole number, 0 (off) or more, got {s.top_k!r}")
+    _in_range("seed", s.seed, 0, MAX_SEED)
+
+
 def check_settings(s: DecodeSettings, method: str = "logitspec", limits: Limits | None = None) -> DecodeSettings:
     """The settings, if every field is inside its allowed range."""
     lim = limits or Limits.from_env()
@@ -86,6 +105,7 @@ def check_settings(s: DecodeSettings, method: str = "logitspec", limits: Limits 
         _in_range("n-gram size", n, 1, lim.ngram)
     if s.tree not in ("static", "cost"):
         raise InputError(f"tree must be 'static' or 'cost', got {s.tree!r}")
+    check_sampling(s)
     return s
 
 

@@ -58,3 +58,18 @@ def test_a_tiny_gguf_generates_through_the_cli(tmp_path):
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["model"] == "tiny" and len(out["tokens"]) == 12
+
+
+@pytest.mark.parametrize("flag, value, words", [
+    ("--temperature", "-0.1", "temperature must be a number from 0"),
+    ("--temperature", "2.5", "temperature must be a number from 0"),
+    ("--top-p", "0", "top-p must be a number above 0"),
+    ("--top-p", "1.5", "top-p must be a number above 0"),
+    ("--top-k", "-3", "top-k must be a whole number"),
+    ("--top-k", "2.5", "top-k must be a whole number"),
+    ("--seed", "1.5", "seed must be a whole number"),
+    ("--seed", "twelve", "seed must be a whole number"),
+])
+def test_bad_sampling_flags_are_one_line(capsys, flag, value, words):
+    code, lines = run_main(capsys, "Hello", flag, value)
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("error: ") and words in lines[0]

@@ -102,3 +102,28 @@ def test_cli_refuses_a_prompt_longer_than_the_context_cap():
     assert r.returncode == 2
     assert "exceeds the context cap of 4,096 tokens" in r.stderr or "exceeds the model's context" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("temperature", -0.01, "temperature must be a number from 0 \\(greedy\\) to 2"),
+    ("temperature", 2.01, "temperature must be a number"),
+    ("temperature", float("nan"), "temperature must be a number"),
+    ("temperature", "hot", "temperature must be a number"),
+    ("top_p", 0.0, "top-p must be a number above 0 and at most 1"),
+    ("top_p", 1.01, "top-p"),
+    ("top_k", -1, "top-k must be a whole number, 0 \\(off\\) or more"),
+    ("top_k", 3.5, "top-k"),
+    ("seed", 1.5, "seed must be a whole number"),
+    ("seed", "7", "seed must be a whole number"),
+    ("seed", -1, "seed must be a whole number"),
+    ("seed", True, "seed"),
+])
+def test_sampling_settings_out_of_range_are_refused(field, value, message):
+    with pytest.raises(InputError, match=message):
+        check_settings(DecodeSettings(**{field: value}), "logitspec", Limits())
+
+
+def test_sampling_settings_at_the_edges_pass():
+    for s in (DecodeSettings(temperature=0, top_p=1.0, top_k=0, seed=0),
+              DecodeSettings(temperature=2, top_p=1e-6, top_k=10**6, seed=2**63 - 1)):
+        assert check_settings(s, "logitspec", Limits()) is s

@@ -214,3 +214,17 @@ def test_dark_theme_and_single_node_steps():
         tree_figure(tr, len(tr.steps))
     with pytest.raises(ValueError):
         tree_figure(tr, 0, theme="sepia")
+
+
+def test_hover_shows_the_models_probability_where_the_trace_has_it():
+    import copy
+
+    t = copy.deepcopy(load(FIXTURE_NAMES[0]))  # the cached fixture stays read-only
+    step = next(i for i, s in enumerate(t.steps) if len(s.verified_nodes) > 1)
+    s = t.steps[step]
+    before = {v.id: v.hover for v in tree_layout(t, step).nodes}
+    assert not any("probability for it after its parent" in h for h in before.values())  # an older trace
+    child = s.verified_nodes[1]
+    child.target_prob = 0.4321
+    after = {v.id: v.hover for v in tree_layout(t, step).nodes}
+    assert "the model's probability for it after its parent: 0.4321" in after[child.id]

@@ -226,6 +226,8 @@ def _hover(trace: RunTrace, s: StepRecord, node: TreeNode | None, status: str, d
             lines.append(f"rank {node.rank}{pr} ({what}{cand_txt})")
         if node.accept_prob is not None:
             lines.append(f"estimated chance of acceptance: {node.accept_prob:.3f}")
+        if node.target_prob is not None:
+            lines.append(f"the model's probability for it after its parent: {node.target_prob:.4f}")
     lines.append(f"depth {depth} · position id {s.context_len + depth} (context {s.context_len} + depth)")
     if node is not None and node.query is not None and 0 <= node.query < len(s.queries):
         q = s.queries[node.query]

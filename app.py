@@ -11,7 +11,7 @@ import os
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import gradio as gr
@@ -19,7 +19,7 @@ import gradio as gr
 import visual
 from visual.verdict import counters_html, verdict_text
 from logitspec.errors import DecodeError
-from logitspec.limits import InputError, Limits, check_context, check_prompt, check_settings
+from logitspec.limits import MAX_TEMPERATURE, InputError, Limits, check_context, check_prompt, check_settings
 from logitspec.race import RaceStopped, interleave, load_race, model_lanes, result_of
 from logitspec.session import (BUNDLED, ModelCache, StopSignals, allowed_models, check_model_choice,
                                example_cache_folder, model_label, read_trace_upload, run_deadline,
@@ -91,15 +91,31 @@ def recorded_examples() -> list[tuple[str, str, str]]:
     return out
 
 
-def settings_from(k, capacity, ngram, continuation, max_new, tree):
-    """DecodeSettings from the form, checked against the limits (InputError otherwise)."""
+def _whole(value):
+    """A whole float as an int (Gradio's number boxes send floats); anything else as it came,
+    for check_settings to refuse with its own message."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def settings_from(k, capacity, ngram, continuation, max_new, tree, temperature=None, top_p=None, seed=None):
+    """DecodeSettings from the form, checked against the limits (InputError otherwise).
+    Sampling fields left out (None) keep DecodeSettings' defaults."""
     try:
         sizes = tuple(sorted({int(n) for n in (ngram or [])}))
         s = DecodeSettings(max_new_tokens=int(max_new), k=int(k), capacity=int(capacity),
                            ngram_sizes=sizes, continuation=int(continuation), tree=str(tree))
     except (TypeError, ValueError) as e:
         raise InputError(f"a decoder parameter is not a whole number: {e}") from e
-    return check_settings(s)
+    sampling = {"temperature": temperature, "top_p": top_p, "seed": _whole(seed)}
+    return check_settings(replace(s, **{k: v for k, v in sampling.items() if v is not None}))
+
+
+def sampling_note(settings: dict) -> str:
+    """How a sampled run can be repeated (empty for greedy runs and traces made before sampling)."""
+    if not settings.get("temperature"):
+        return ""
+    return (f"Sampled at temperature {settings['temperature']:g}, top-p {settings.get('top_p', 1.0):g}, "
+            f"seed {settings.get('seed', 0)}: the same seed repeats this race token for token. ")
 
 
 def write_trace_file(trace: RunTrace) -> str:
@@ -151,6 +167,16 @@ each in turn; each lane's clock counts only its own measured compute. The **text
 how many tokens the step that produced it accepted: click a coloured block to open that step.
 The **retrieval debugger** lists every step by retrieval outcome — g1 matched, g1 failed but g2
 rescued it, or both failed — and opens a step when you select its row.
+
+## Sampling
+At a **temperature** above 0 every lane samples instead of taking the argmax, and LogitSpec
+still equals plain sampling token for token. The trick: the randomness of the token at each
+position j of the text is fixed in advance by the **seed** and j alone (Gumbel noise G_j), and
+the token there is the argmax of the model's logits / temperature plus G_j, after **top-p**
+(and top-k) cut the unlikely tokens. Drafting does not change the logits at j, nor G_j, so the
+tree walk takes exactly the token plain sampling would take, one position at a time. The same
+seed repeats a race exactly; a higher temperature accepts fewer drafts, so the trees shrink.
+The tree's hover shows the probability the model gave each drafted token.
 """
 
 
@@ -245,6 +271,9 @@ class Form:
     continuation: object = None
     max_new: object = None
     tree: object = None
+    temperature: object = None
+    top_p: object = None
+    seed: object = None
     prev_btn: object = None
     next_btn: object = None
     outcome: object = None
@@ -294,8 +323,8 @@ class ExplorerUI:
 
     # ------------------------------------------------------------ the race
 
-    def race(self, prompt, model, with_pld, k, capacity, ngram, continuation, max_new, tree, outcomes,
-             view: View, request: gr.Request):
+    def race(self, prompt, model, with_pld, k, capacity, ngram, continuation, max_new, tree, temperature, top_p,
+             seed, outcomes, view: View, request: gr.Request):
         """Stream the race: one step of each lane in turn, counters live, figures now and then.
 
         Stop ends it within one step, and the page then shows the steps so far, a verdict over
@@ -304,16 +333,17 @@ class ExplorerUI:
         session = request.session_hash if request is not None else "anonymous"
         stop = STOPS.claim(session)  # armed when Run was clicked: a Stop while queued counts
         try:
-            yield from self._race(stop, prompt, model, with_pld, k, capacity, ngram, continuation, max_new,
-                                  tree, outcomes)
+            form = (k, capacity, ngram, continuation, max_new, tree, temperature, top_p, seed)
+            yield from self._race(stop, prompt, model, with_pld, form, outcomes)
         finally:
             STOPS.finish(session, stop)
 
-    def _race(self, stop, prompt, model, with_pld, k, capacity, ngram, continuation, max_new, tree, outcomes):
+    def _race(self, stop, prompt, model, with_pld, form: tuple, outcomes):
+        """The race for settings_from(*form)."""
         try:
             prompt = check_prompt(prompt)
             name = check_model_choice(model)
-            settings = settings_from(k, capacity, ngram, continuation, max_new, tree)
+            settings = settings_from(*form)
         except InputError as e:
             yield {self.status_md: f"**Not started:** {e}"}  # the status must not keep "Starting…"
             raise gr.Error(str(e)) from None
@@ -330,8 +360,9 @@ class ExplorerUI:
             raise gr.Error(str(e)) from None
         traces = {ln.name: ln.trace for ln in lanes}
         view = View(traces=traces, lane="logitspec", source=f"run on {lm.name}")
-        yield {self.state: view, self.status_md: f"**Racing** on {lm.name} ({lm.device})… Stop ends it "
-                                                 "after the current step.",
+        yield {self.state: view, self.status_md: f"**Racing** on {lm.name} ({lm.device})… "
+                                                 f"{sampling_note(settings.to_dict())}Stop ends it after the "
+                                                 "current step.",
                self.counters: counters_html(traces, True), self.download: gr.DownloadButton(visible=False)}
         try:
             yield from self._stream(lanes, view, stop)
@@ -400,8 +431,8 @@ class ExplorerUI:
         head = "**Stopped:**" if reason is not None else "**Done:**"
         out.update({
             self.counters: counters_html(view.traces, False, note, stop_reason=reason),
-            self.status_md: f"{head} {lm.name} on {lm.device}. " + verdict_text(res, reason).replace("<b>", "**")
-                            .replace("</b>", "**"),
+            self.status_md: f"{head} {lm.name} on {lm.device}. " + sampling_note(view.traces["logitspec"].settings)
+                            + verdict_text(res, reason).replace("<b>", "**").replace("</b>", "**"),
             self.download: gr.DownloadButton(value=write_trace_file(view.traces["logitspec"]), visible=True),
         })
         return out
@@ -557,6 +588,13 @@ class ExplorerUI:
                     f.tree = gr.Radio(["cost", "static"], value=s.tree, label="Tree sizing",
                                       info="cost: sized by the measured cost of a tree token on this "
                                            "hardware; static: the paper's fixed capacity")
+                    f.temperature = gr.Slider(0, MAX_TEMPERATURE, value=s.temperature, step=0.05, label="Temperature",
+                                              info="0: greedy; above 0 every lane samples, still token for "
+                                                   "token alike", elem_id="temperature")
+                    f.top_p = gr.Slider(0.01, 1, value=s.top_p, step=0.01, label="Top-p (when sampling)",
+                                        elem_id="top-p")
+                    f.seed = gr.Number(value=s.seed, precision=0, minimum=0, label="Seed (when sampling)",
+                                       info="the same seed repeats a race exactly", elem_id="seed")
             with gr.Column(scale=3, min_width=300):
                 self.counters = gr.HTML(elem_id="counters")
                 self.answer = gr.Textbox(label="LogitSpec's answer, as plain text", lines=4, max_lines=12,
@@ -643,7 +681,7 @@ class ExplorerUI:
         view_kw = dict(concurrency_limit=8, concurrency_id="view", api_visibility="undocumented")
         self._wire_recorded(f, trace_out, view_kw)
         race_in = [f.prompt, f.model, f.with_pld, f.k, f.capacity, f.ngram, f.continuation, f.max_new, f.tree,
-                   f.outcome, self.state]
+                   f.temperature, f.top_p, f.seed, f.outcome, self.state]
         # Arming is instant and unqueued, so Stop works even while the race waits its turn; the
         # race itself keeps the page as it is while queued (no overlay blanking the panels).
         f.run_btn.click(arm_run, None, [self.status_md], queue=False).then(

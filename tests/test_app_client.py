@@ -70,9 +70,14 @@ def client(app_url):
     return Client(app_url, verbose=False)
 
 
-def race_args(prompt: str, model: str = "bundled", max_new: int = MAX_NEW) -> dict:
+def race_args(prompt: str, model: str = "bundled", max_new: int = MAX_NEW, **sampling) -> dict:
+    """The race's inputs in order; sampling (temperature, top_p, seed) defaults to DecodeSettings'."""
+    from logitspec.decoders import DecodeSettings
+
+    d = DecodeSettings()
+    sampling = {"temperature": d.temperature, "top_p": d.top_p, "seed": d.seed, **sampling}
     return dict(prompt=prompt, model=model, with_pld=False, k=64, capacity=64, ngram=[1, 2, 3],
-                continuation=20, max_new=max_new, tree="static",
+                continuation=20, max_new=max_new, tree="static", **sampling,
                 outcomes=["g1 matched", "g2 rescued", "both failed"])
 
 
@@ -100,6 +105,31 @@ def test_race_trace_equals_vanilla(client, bundled):
     # The counters report the measured race and its verdict.
     counters = next(r for r in result if isinstance(r, str) and "forward passes" in r)
     assert "identical to vanilla" in counters
+
+
+@pytest.mark.slow
+def test_a_sampled_race_equals_vanilla_sampling_and_names_its_seed(client, bundled):
+    from logitspec.decoders import DecodeSettings
+    from logitspec.runner import run_trace
+    from logitspec.trace import RunTrace
+
+    result = client.predict(*race_args(PROMPT, temperature=1.0, top_p=0.9, seed=7).values(), api_name="/race")
+    trace = RunTrace.load(trace_file(result))
+    assert trace.settings["temperature"] == 1.0 and trace.settings["seed"] == 7
+    s = DecodeSettings(max_new_tokens=MAX_NEW, tree="static", temperature=1.0, top_p=0.9, seed=7)
+    assert trace.tokens == run_trace(bundled, PROMPT, "vanilla", s).tokens
+    status = next(r for r in result if isinstance(r, str) and r.startswith("**Done:**"))
+    assert "seed 7" in status and "temperature 1" in status
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sampling, message", [({"temperature": 2.5}, "temperature must be|greater than maximum"),
+                                               ({"seed": 1.5}, "seed must be a whole number")])
+def test_bad_sampling_values_are_refused(client, sampling, message):
+    from gradio_client.exceptions import AppError
+
+    with pytest.raises(AppError, match=message):
+        client.predict(*race_args(PROMPT, **sampling).values(), api_name="/race")
 
 
 @pytest.mark.slow

@@ -124,12 +124,14 @@ def measure(lm, prompt_ids: list[int], method: str, settings: DecodeSettings) ->
 
 
 def hardware(device: str) -> str:
-    """The machine in words: the GPU's name on CUDA, else the CPU count."""
+    """The machine in words: the GPU's name on CUDA, else the CPU's model and count."""
     import torch
 
     if device.startswith("cuda") and torch.cuda.is_available():
         return torch.cuda.get_device_name(torch.device(device))
-    return f"CPU, {os.cpu_count()} cores ({platform.machine()})"
+    from .fewrows import cpu_model
+
+    return f"{cpu_model()}, {os.cpu_count()} cores ({platform.machine()})"
 
 
 def torch_version() -> str:
@@ -138,33 +140,17 @@ def torch_version() -> str:
     return torch.__version__
 
 
-def run_bench(args: argparse.Namespace) -> dict:
+def timed_runs(lm, questions: list[dict], prompts: dict, methods: list[str], settings: DecodeSettings,
+               repeats: int) -> tuple[dict, bool, list[dict]]:
+    """Every method on every question, `repeats` times, interleaved; (runs per method and
+    question, lossless, mismatches)."""
     from tqdm import tqdm
-
-    from .costmodel import warm_up
-    from .models import load_model
-    from .threads import configure_threads
-
-    questions = load_questions(args.questions, args.categories, args.limit_per_category)
-    methods = args.methods
-    threads = configure_threads(args.threads)
-    lm = load_model(args.model, args.device, args.dtype)
-    settings = DecodeSettings(max_new_tokens=args.max_new_tokens)
-    prompts = {q["question_id"]: lm.encode_chat(q["turns"][0]) for q in questions}
-
-    # Warm up every method once so first-call costs (allocations, the cost curves) stay out
-    # of the timed runs: every context length the runs will reach is measured beforehand.
-    if any(METHOD_SPECS[m][1] == "cost" for m in methods):
-        warm_up(lm.model, max(len(p) for p in prompts.values()) + args.max_new_tokens, settings.capacity)
-    warm = prompts[questions[0]["question_id"]]
-    for m in methods:
-        measure(lm, warm, m, replace(settings, max_new_tokens=8))
 
     per_q: dict[str, dict[int, list[dict]]] = {m: defaultdict(list) for m in methods}
     lossless, mismatches = True, []
-    total = len(questions) * args.repeats
+    total = len(questions) * repeats
     with tqdm(total=total, desc="bench", unit="question", file=sys.stderr) as bar:
-        for rep in range(args.repeats):
+        for rep in range(repeats):
             for qi, q in enumerate(questions):
                 order = methods[(qi + rep) % len(methods):] + methods[: (qi + rep) % len(methods)]
                 rows = {m: measure(lm, prompts[q["question_id"]], m, settings) for m in order}
@@ -177,25 +163,19 @@ def run_bench(args: argparse.Namespace) -> dict:
                 bar.set_postfix_str(q["category"])
                 bar.update(1)
 
-    def median_row(reps: list[dict]) -> dict:
-        """The repetition with the median wall time stands for the question."""
-        return sorted(reps, key=lambda r: r["seconds"])[len(reps) // 2]
+    return per_q, lossless, mismatches
 
+
+def median_row(reps: list[dict]) -> dict:
+    """The repetition with the median wall time stands for the question."""
+    return sorted(reps, key=lambda r: r["seconds"])[len(reps) // 2]
+
+
+def method_figures(per_q: dict, methods: list[str], questions: list[dict], repeats: int) -> dict:
+    """Each method's figures, overall and per category, from the timed runs."""
     cats = sorted({q["category"] for q in questions})
     by_cat = {c: [q["question_id"] for q in questions if q["category"] == c] for c in cats}
-    report = {
-        "lossless": lossless,
-        "mismatches": mismatches,
-        "settings": {
-            "model": lm.name, "device": lm.device, "dtype": lm.dtype, "threads": threads,
-            "packed_linear_layers": lm.packed_layers, "few_row_kernel": kernel_status(),
-            "max_new_tokens": args.max_new_tokens, "repeats": args.repeats,
-            "questions": len(questions), "categories": cats, "methods": methods,
-            "questions_file": str(args.questions), "decode": settings.to_dict(),
-            "hardware": hardware(lm.device), "torch": torch_version(),
-        },
-        "methods": {},
-    }
+    out = {}
     v_rows = {qid: median_row(r) for qid, r in per_q["vanilla"].items()} if "vanilla" in per_q else None
     for m in methods:
         rows = {qid: median_row(r) for qid, r in per_q[m].items()}
@@ -205,10 +185,10 @@ def run_bench(args: argparse.Namespace) -> dict:
             c: summarise([rows[i] for i in by_cat[c]], [v_rows[i] for i in by_cat[c]] if v_rows else None)
             for c in cats
         }
-        if v_rows and args.repeats > 1:
+        if v_rows and repeats > 1:
             # Noise: the overall speed-up computed within each repetition alone.
             ups = []
-            for rep in range(args.repeats):
+            for rep in range(repeats):
                 tok = sum(per_q[m][i][rep]["tokens"] for i in ids)
                 sec = sum(per_q[m][i][rep]["seconds"] for i in ids)
                 vtok = sum(per_q["vanilla"][i][rep]["tokens"] for i in ids)
@@ -216,12 +196,123 @@ def run_bench(args: argparse.Namespace) -> dict:
                 ups.append((tok / sec) / (vtok / vsec))
             entry["overall"]["speedup_min"] = min(ups)
             entry["overall"]["speedup_max"] = max(ups)
-        report["methods"][m] = entry
-    if any(METHOD_SPECS[m][1] == "cost" for m in methods):
-        from .costmodel import measured_curves
+        out[m] = entry
+    return out
 
-        report["cost_curves"] = [c.to_dict() for c in measured_curves(lm.model)]
+
+def _curves(lm, methods: list[str]) -> list[dict]:
+    """The cost curves in use now (as decoding has corrected them), for the report."""
+    if not any(METHOD_SPECS[m][1] == "cost" for m in methods):
+        return []
+    from .costmodel import measured_curves
+
+    return [c.to_dict() for c in measured_curves(lm.model)]
+
+
+class BusyLoad:
+    """Other work on the machine for the bench: `count` processes each spinning one core
+    (not pinned, so they compete with the decoder's threads as a neighbour's job would)."""
+
+    def __init__(self, count: int = 0) -> None:
+        self.count = count
+        self.procs: list = []
+
+    def start(self) -> "BusyLoad":
+        import subprocess
+
+        for _ in range(self.count):
+            self.procs.append(subprocess.Popen([sys.executable, "-c", "while True: pass"],
+                                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL))
+        return self
+
+    def stop(self) -> None:
+        for p in self.procs:
+            p.kill()
+            p.wait()
+        self.procs = []
+
+
+def prepare(args: argparse.Namespace, lm, prompts: dict, settings: DecodeSettings) -> None:
+    """Warm up every method once so first-call costs (allocations, the cost curves) stay out
+    of the timed runs: every context length the runs will reach is measured beforehand."""
+    from .costmodel import warm_up
+
+    if any(METHOD_SPECS[m][1] == "cost" for m in args.methods):
+        warm_up(lm.model, max(len(p) for p in prompts.values()) + args.max_new_tokens, settings.capacity)
+    warm = next(iter(prompts.values()))
+    for m in args.methods:
+        measure(lm, warm, m, replace(settings, max_new_tokens=8))
+
+
+def run_bench(args: argparse.Namespace) -> dict:
+    """Load, warm up, time. With --background-load the busy processes start before the
+    warm-up (so c(n) is measured under load, as at a busy start-up), a first phase is timed
+    under load, then they stop and the same runs are timed again."""
+    from .models import load_model
+    from .threads import configure_threads
+
+    questions = load_questions(args.questions, args.categories, args.limit_per_category)
+    methods = args.methods
+    threads = configure_threads(args.threads)
+    load = BusyLoad(args.background_load).start()
+    phases = []
+    try:
+        lm = load_model(args.model, args.device, args.dtype)
+        settings = decode_settings(args)
+        prompts = {q["question_id"]: lm.encode_chat(q["turns"][0]) for q in questions}
+        prepare(args, lm, prompts, settings)
+        if load.procs:
+            phases.append(("loaded", timed_runs(lm, questions, prompts, methods, settings, args.repeats),
+                           _curves(lm, methods)))
+    finally:
+        load.stop()
+    runs = timed_runs(lm, questions, prompts, methods, settings, args.repeats)
+    if phases:
+        phases.append(("after", runs, _curves(lm, methods)))
+    report = make_report(args, lm, questions, settings, threads, runs)
+    if phases:
+        report["lossless"] = all(r[1] for _, r, _ in phases)
+        report["mismatches"] = [dict(m, phase=n) for n, r, _ in phases for m in r[2]]
+        report["phases"] = [{"name": n, "background_load": args.background_load if n == "loaded" else 0,
+                             "lossless": r[1], "methods": method_figures(r[0], methods, questions, args.repeats),
+                             "cost_curves": c} for n, r, c in phases]
     return report
+
+
+def make_report(args: argparse.Namespace, lm, questions: list[dict], settings: DecodeSettings, threads: int,
+                runs: tuple[dict, bool, list[dict]]) -> dict:
+    """The report of one phase of timed runs, with the settings and the machine."""
+    from .fewrows import cpu_model, kernel_variant
+
+    per_q, lossless, mismatches = runs
+    report = {
+        "lossless": lossless,
+        "mismatches": mismatches,
+        "settings": {
+            "model": lm.name, "device": lm.device, "dtype": lm.dtype, "threads": threads,
+            "packed_linear_layers": lm.packed_layers, "few_row_kernel": kernel_status(),
+            "max_new_tokens": args.max_new_tokens, "repeats": args.repeats,
+            "questions": len(questions), "categories": sorted({q["category"] for q in questions}),
+            "methods": args.methods, "questions_file": str(args.questions), "decode": settings.to_dict(),
+            "hardware": hardware(lm.device), "torch": torch_version(), "cpu_model": cpu_model(),
+            "instruction_sets": instruction_sets(), "kernel_variant": kernel_variant()[0],
+            "background_load": args.background_load, "weights_from": lm.weights_from,
+            # Every method samples with these; the same seed makes their outputs comparable.
+            "temperature": settings.temperature, "top_p": settings.top_p, "seed": settings.seed,
+        },
+        "methods": method_figures(per_q, args.methods, questions, args.repeats),
+    }
+    if any(METHOD_SPECS[m][1] == "cost" for m in args.methods):
+        report["cost_curves"] = _curves(lm, args.methods)
+    return report
+
+
+def instruction_sets() -> list[str]:
+    """The vector instruction sets the CPU offers of those the kernels can use."""
+    from .fewrows import cpu_flags
+
+    flags = cpu_flags()
+    return [name for name in ("avx512f", "avx512bw", "avx512vl", "avx2", "fma") if name in flags]
 
 
 def print_table(report: dict) -> None:
@@ -237,10 +328,31 @@ def print_table(report: dict) -> None:
             su = e.get("speedup_vs_vanilla")
             cells.append(f"{(su or 0):>8.2f}x {e['mean_accepted_tokens']:>5.2f} tok/step")
         print(f"{c:<16}" + "".join(f"{x:>22}" for x in cells))
+    for phase in report.get("phases", []):
+        load = phase["background_load"]
+        cells = []
+        for m, e in phase["methods"].items():
+            o = e["overall"]
+            cells.append(f"{m} {(o.get('speedup_vs_vanilla') or 0):.2f}x {o['mean_accepted_tokens']:.2f} tok/step"
+                         + (f" tree {o['mean_tree_size']:.2f}" if "mean_tree_size" in o else ""))
+        print(f"phase {phase['name']} ({load} busy process{'es' if load != 1 else ''}): " + "; ".join(cells))
+    st = report["settings"]
+    if "cpu_model" in st:
+        print(f"CPU: {st['cpu_model']} ({', '.join(st['instruction_sets']) or 'no AVX2'}); "
+              f"few-row kernel: {st['few_row_kernel']}")
     print(f"lossless: {report['lossless']}")
 
 
+def decode_settings(args: argparse.Namespace) -> DecodeSettings:
+    """The settings every method decodes with (check_settings refuses bad sampling values)."""
+    return DecodeSettings(max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_p=args.top_p,
+                          seed=args.seed)
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from .cli import number
+
+    d = DecodeSettings()
     p = argparse.ArgumentParser(prog="python -m logitspec.bench", description=__doc__.splitlines()[0])
     p.add_argument("--questions", type=Path, required=True, help="Spec-Bench style .jsonl")
     p.add_argument("--categories", type=lambda s: [c for c in s.split(",") if c], default=None)
@@ -252,6 +364,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default="auto")
     p.add_argument("--dtype", default="float32")
     p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--temperature", type=number, default=d.temperature, help="0 = greedy (every method samples alike)")
+    p.add_argument("--top-p", type=number, default=d.top_p, help="nucleus sampling mass, in (0, 1]")
+    p.add_argument("--seed", type=number, default=d.seed, help="sampling seed, the same for every method")
+    p.add_argument("--background-load", type=int, nargs="?", const=1, default=0, metavar="N",
+                   help="time a first phase while N processes (default 1) each spin a core, started "
+                        "before the warm-up so c(n) is measured under load; then time again without them")
     p.add_argument("--out", type=Path, default=None, help="write the JSON report here")
     p.add_argument("--plot", type=Path, default=None, help="write figures (HTML, PNG) to this folder")
     return p
@@ -268,9 +386,11 @@ def main(argv: list[str] | None = None) -> int:
             raise BenchInputError(f"unknown method(s) {', '.join(unknown)}; choose from {', '.join(METHOD_SPECS)}")
         if "vanilla" not in args.methods:
             args.methods = ["vanilla"] + args.methods  # the reference every method is checked against
+        if args.background_load < 0:
+            raise BenchInputError("--background-load must be 0 or more processes")
         if args.repeats < 1 or (args.limit_per_category is not None and args.limit_per_category < 1):
             raise BenchInputError("--repeats and --limit-per-category must be at least 1")
-        check_settings(DecodeSettings(max_new_tokens=args.max_new_tokens))
+        check_settings(decode_settings(args))
         report = run_bench(args)
     except (BenchInputError, InputError, ModelLoadError) as e:
         print(f"error: {e}", file=sys.stderr)

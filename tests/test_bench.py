@@ -93,3 +93,37 @@ def test_a_calibration_inside_a_run_is_kept_out_of_its_seconds(monkeypatch):
     row = bench.measure(LM(), [1, 2, 3], "logitspec", DecodeSettings(max_new_tokens=3))
     assert row["calibration_seconds"] == 0.3
     assert 0 <= row["seconds"] < 0.1 and row["tokens_list"] == [7, 8, 9]
+
+
+def test_background_load_spins_processes_and_stops_them():
+    from logitspec.bench import BusyLoad
+
+    load = BusyLoad(2).start()
+    procs = list(load.procs)
+    try:
+        assert len(procs) == 2 and all(p.poll() is None for p in procs)
+    finally:
+        load.stop()
+    assert all(p.poll() is not None for p in procs) and load.procs == []
+    assert BusyLoad(0).start().procs == []
+
+
+def test_background_load_must_not_be_negative():
+    r = bench("--questions", str(ROOT / "data" / "spec_bench_subset.jsonl"), "--background-load", "-1")
+    assert r.returncode == 2 and "--background-load" in r.stderr
+
+
+@pytest.mark.slow
+def test_bench_with_background_load_times_a_loaded_phase_then_an_idle_one(tmp_path):
+    out = tmp_path / "report.json"
+    r = bench("--questions", str(ROOT / "data" / "spec_bench_subset.jsonl"), "--categories", "qa",
+              "--limit-per-category", "1", "--max-new-tokens", "8", "--background-load",
+              "--methods", "vanilla,logitspec", "--out", str(out))
+    assert r.returncode == 0, r.stderr[-2000:]
+    report = json.loads(out.read_text())
+    assert [p["name"] for p in report["phases"]] == ["loaded", "after"]
+    assert [p["background_load"] for p in report["phases"]] == [1, 0]
+    assert all(p["lossless"] for p in report["phases"]) and report["lossless"] is True
+    st = report["settings"]
+    assert st["cpu_model"] and isinstance(st["instruction_sets"], list) and st["background_load"] == 1
+    assert "phase loaded (1 busy process)" in r.stdout and "CPU: " in r.stdout

@@ -1,10 +1,13 @@
-"""Time `make demo` to the bundled model's first finished race, as a visitor would see it.
+"""Time `make demo` to the bundled model's first finished race, as a visitor would see it,
+on a first start with an empty cache folder and on later starts that reuse it.
 
-    python scripts/time_first_race.py [--max-new-tokens 128]
+    python scripts/time_first_race.py [--max-new-tokens 128] [--starts 2] [--cache-dir DIR]
 
-Starts `make demo` (set-up included when .venv is fresh), waits for the page, runs the
-first example through the app's own API and prints the seconds from the command to the
-end of the race, and the race's verdict.
+Each start runs `make demo` (set-up included when .venv is fresh) with LOGITSPEC_KERNEL_DIR
+pointing at the cache folder (a fresh temporary one unless given: the kernel build, the
+converted weights and the stored cost curves all go there), waits for the page, notes when
+the app says the model is ready, runs the first example through the app's own API and
+prints the seconds from the command to each of those, and the race's verdict.
 """
 from __future__ import annotations
 
@@ -14,51 +17,94 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--max-new-tokens", type=int, default=128)
-    ap.add_argument("--port", type=int, default=7860)
-    a = ap.parse_args()
-    env = {**os.environ, "GRADIO_SERVER_PORT": str(a.port), "GRADIO_ANALYTICS_ENABLED": "False"}
+@dataclass
+class Start:
+    """One start's times, in seconds from the command."""
+
+    page: float
+    ready: float | None
+    race: float
+    ready_line: str
+    verdict: str
+
+
+def _watch_ready(proc: subprocess.Popen, t0: float, seen: dict) -> None:
+    """Note when the app prints that the model is ready (or failed)."""
+    for line in proc.stdout:
+        if line.startswith("LogitSpec Explorer:") and "ready" not in seen:
+            seen["ready"], seen["line"] = time.monotonic() - t0, line.strip()
+
+
+def _wait_page(proc: subprocess.Popen, url: str) -> None:
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"make demo exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except OSError:
+            time.sleep(0.25)
+
+
+def one_start(port: int, cache: Path, max_new_tokens: int, linger: float) -> Start:
+    env = {**os.environ, "GRADIO_SERVER_PORT": str(port), "GRADIO_ANALYTICS_ENABLED": "False",
+           "LOGITSPEC_KERNEL_DIR": str(cache), "PYTHONUNBUFFERED": "1"}
     t0 = time.monotonic()
-    proc = subprocess.Popen(["make", "demo"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
-    url = f"http://127.0.0.1:{a.port}/"
+    proc = subprocess.Popen(["make", "demo"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+    seen: dict = {}
+    threading.Thread(target=_watch_ready, args=(proc, t0, seen), daemon=True).start()
+    url = f"http://127.0.0.1:{port}/"
     try:
-        while True:
-            if proc.poll() is not None:
-                print(f"make demo exited with {proc.returncode}", file=sys.stderr)
-                return 1
-            try:
-                with urllib.request.urlopen(url, timeout=2):
-                    break
-            except OSError:
-                time.sleep(0.25)
+        _wait_page(proc, url)
         t_page = time.monotonic() - t0
-        sys.path.insert(0, str(ROOT))
         from gradio_client import Client
 
         import app  # the app's own example list; importing it loads no model
 
         label, prompt = app.load_examples()[0]
         client = Client(url, verbose=False)
-        result = client.predict(prompt, "bundled", False, 64, 64, [1, 2, 3], 20, a.max_new_tokens, "cost",
+        result = client.predict(prompt, "bundled", False, 64, 64, [1, 2, 3], 20, max_new_tokens, "cost",
                                 ["g1 matched", "g2 rescued", "both failed"], api_name="/race")
         t_race = time.monotonic() - t0
         verdict = next((r for r in result if isinstance(r, str) and "identical" in r), "")
-        print(f"page served after {t_page:.1f} s; first race ({label}, {a.max_new_tokens} tokens) "
-              f"finished {t_race:.1f} s after the command")
-        print(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", verdict)).strip()[:600])
-        return 0
+        time.sleep(linger)  # lets the background measurement of c(n) finish and be stored
+        return Start(t_page, seen.get("ready"), t_race, seen.get("line", ""),
+                     re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", verdict)).strip()[:400])
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(30)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--max-new-tokens", type=int, default=128)
+    ap.add_argument("--port", type=int, default=7860)
+    ap.add_argument("--starts", type=int, default=2, help="the first with an empty cache folder, then reusing it")
+    ap.add_argument("--cache-dir", type=Path, default=None, help="the cache folder (default: a fresh temporary one)")
+    ap.add_argument("--linger", type=float, default=0.0, help="seconds to keep each server up after its race")
+    a = ap.parse_args()
+    sys.path.insert(0, str(ROOT))
+    cache = a.cache_dir or Path(tempfile.mkdtemp(prefix="logitspec-cache-"))
+    print(f"cache folder: {cache}")
+    for i in range(a.starts):
+        s = one_start(a.port, cache, a.max_new_tokens, a.linger)
+        ready = f"{s.ready:.1f} s ({s.ready - s.page:+.1f} s after the page)" if s.ready is not None else "not reported"
+        print(f"start {i + 1}: page {s.page:.1f} s; model ready {ready}; first race ({a.max_new_tokens} tokens) "
+              f"finished {s.race:.1f} s after the command")
+        print(f"  {s.ready_line}")
+        print(f"  {s.verdict}")
+    return 0
 
 
 if __name__ == "__main__":

@@ -154,7 +154,7 @@ class ModelCache:
         return t
 
 
-def warm_cost_curves(lm, capacity: int = 64, background: bool = True):
+def warm_cost_curves(lm, capacity: int | None = None, background: bool = True):
     """Give the cost-aware tree its forward-cost curves at load time without measuring:
     the curve stored by an earlier start on this machine, else a default shape, which
     decoding corrects as it goes. Curves not stored are measured in the background, a pass
@@ -165,6 +165,8 @@ def warm_cost_curves(lm, capacity: int = 64, background: bool = True):
     from .verify import free_head_rows
 
     free_head_rows(lm.model)  # measured once per model, before any timed step
+    if capacity is None:  # every tree a visitor may ask for, so no race measures in front
+        capacity = Limits.from_env().capacity
     starts = start_curves(lm.model, max_context=1024, capacity=capacity)
     if not background or all(s.stored for s in starts):
         return None

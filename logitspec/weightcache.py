@@ -98,6 +98,7 @@ def store(key: CacheKey, model, tokenizer) -> Path | None:
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".tmp-"))
+        tmp.chmod(0o755)  # mkdtemp's 0700 would hide the entry from a server run as another user
         _save_model(model, tmp)
         tokenizer.save_pretrained(tmp)
         files = {p.name: [p.stat().st_size, _digest(p)] for p in sorted(tmp.iterdir()) if p.is_file()}

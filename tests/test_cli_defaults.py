@@ -1,0 +1,25 @@
+"""The CLI's decoder defaults are DecodeSettings' own, so `generate` runs what the README says."""
+from __future__ import annotations
+
+from dataclasses import fields
+
+from logitspec.cli import build_parser
+from logitspec.settings import DecodeSettings
+
+# DecodeSettings field -> the `generate` option that sets it.
+OPTION_OF = {"max_new_tokens": "max_new_tokens", "k": "k", "capacity": "capacity", "ngram_sizes": "ngram",
+             "continuation": "continuation", "tree": "tree", "temperature": "temperature", "top_p": "top_p",
+             "top_k": "top_k", "seed": "seed"}
+
+
+def test_cli_defaults_equal_decode_settings():
+    args = build_parser().parse_args(["generate", "hello"])
+    d = DecodeSettings()
+    for name, option in OPTION_OF.items():
+        assert getattr(args, option) == getattr(d, name), name
+    assert args.tree == "cost"  # the cost-aware tree, as the README promises
+
+
+def test_every_settings_field_is_either_an_option_or_internal():
+    internal = {"pld_tokens", "rule"}  # not offered on the command line
+    assert {f.name for f in fields(DecodeSettings)} == set(OPTION_OF) | internal

@@ -103,7 +103,7 @@ def test_race_trace_equals_vanilla(client, bundled):
     assert trace.tokens == vanilla.tokens
     assert trace.prompt_tokens == vanilla.prompt_tokens
     # The counters report the measured race and its verdict.
-    counters = next(r for r in result if isinstance(r, str) and "forward passes" in r)
+    counters = next(r for r in result if isinstance(r, str) and "tokens / pass" in r)
     assert "identical to vanilla" in counters
 
 
@@ -120,11 +120,13 @@ def test_a_sampled_race_equals_vanilla_sampling_and_names_its_seed(client, bundl
     assert trace.tokens == run_trace(bundled, PROMPT, "vanilla", s).tokens
     status = next(r for r in result if isinstance(r, str) and r.startswith("**Done:**"))
     assert "seed 7" in status and "temperature 1" in status
+    counters = next(r for r in result if isinstance(r, str) and "tokens / pass" in r)
+    assert "identical to vanilla" in counters
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("sampling, message", [({"temperature": 2.5}, "temperature must be|greater than maximum"),
-                                               ({"seed": 1.5}, "seed must be a whole number")])
+                                               ({"seed": -1}, "seed must be a whole number|less than minimum")])
 def test_bad_sampling_values_are_refused(client, sampling, message):
     from gradio_client.exceptions import AppError
 

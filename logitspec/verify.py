@@ -62,6 +62,32 @@ def accept_walk(nodes: Sequence[TreeNode], preds: Sequence[int] | Callable[[int]
         path.append(nxt)
 
 
+def head_logits(model, hidden: torch.Tensor, head=None) -> torch.Tensor:
+    """Logits [n, V] from final hidden states [n, d]: the output head and what the model's own
+    forward does after it (Cohere's logit_scale, Granite's logits_scaling, Gemma's soft cap),
+    so a tree step samples from the very distribution a plain step does."""
+    cfg = model.config.get_text_config(decoder=True)
+    logits = (head or model.get_output_embeddings())(hidden)
+    if getattr(cfg, "logit_scale", None) is not None:
+        logits = logits * cfg.logit_scale
+    if getattr(cfg, "logits_scaling", None):
+        logits = logits / cfg.logits_scaling
+    softcap = getattr(cfg, "final_logit_softcapping", None)
+    if softcap:
+        logits = torch.tanh(logits / softcap) * softcap
+    return logits
+
+
+@torch.inference_mode()
+def head_matches_forward(model, tokens: int = 4) -> bool:
+    """Whether `head_logits` over the base model's hidden states gives the model's own logits,
+    on a few tokens: a model that transforms its logits some other way is caught at load."""
+    ids = torch.arange(1, tokens + 1, device=model.device).unsqueeze(0) % int(model.config.get_text_config(decoder=True).vocab_size)
+    want = model(input_ids=ids).logits[0].float()
+    got = head_logits(model, model.base_model(input_ids=ids).last_hidden_state[0]).float()
+    return bool(torch.allclose(got, want, rtol=1e-3, atol=1e-3 * float(want.abs().max()) + 1e-5))
+
+
 class LazyHead:
     """Node logits computed only where the acceptance walk may need them.
 
@@ -90,8 +116,7 @@ class LazyHead:
             first.update(n.id for n in leaves[: rows - len(first)])
         inner = sorted(first)
         self.row_of = {node: i for i, node in enumerate(inner)}
-        # Gemma's final soft cap: the same logits the model's own forward returns.
-        self.softcap = getattr(model.config.get_text_config(decoder=True), "final_logit_softcapping", None)
+        self.model = model
         self.logits = self._logits(hidden[inner])
         self.rule, self.context_len = rule, context_len
         self.depth = {n.id: n.depth for n in nodes}
@@ -109,10 +134,7 @@ class LazyHead:
         return self.extra[node]
 
     def _logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        logits = self.head(hidden)
-        if self.softcap:
-            logits = torch.tanh(logits / self.softcap) * self.softcap
-        return logits
+        return head_logits(self.model, hidden, self.head)
 
     def argmax(self, node: int) -> int:
         if node in self.row_of and self.rule is None:

@@ -64,6 +64,9 @@ WORKS = [
     Family("olmo", "OlmoConfig", "OlmoForCausalLM"),
     Family("olmo2", "Olmo2Config", "Olmo2ForCausalLM"),
     Family("mixtral", "MixtralConfig", "MixtralForCausalLM", {"num_local_experts": 4, "num_experts_per_tok": 2}),
+    # Heads whose forward scales the logits: tree steps must scale them alike (verify.head_logits).
+    Family("cohere", "CohereConfig", "CohereForCausalLM", {"logit_scale": 0.5}),
+    Family("granite", "GraniteConfig", "GraniteForCausalLM", {"logits_scaling": 4.0}),
     Family("qwen2-moe", "Qwen2MoeConfig", "Qwen2MoeForCausalLM",
            {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
             "shared_expert_intermediate_size": 32}),
@@ -175,3 +178,21 @@ def test_a_mixed_model_is_refused_when_it_cannot_take_one_mask_per_layer_type(mo
     monkeypatch.setattr(families, "takes_mask_dict", lambda m: False)
     with pytest.raises(ModelLoadError, match="one attention mask per layer type"):
         prepare_model(model, "gemma2")
+
+
+def test_a_model_whose_forward_transforms_its_logits_otherwise_is_refused():
+    """A head the tree steps would not reproduce is refused at load, not sampled wrongly."""
+    from transformers import LlamaForCausalLM
+
+    class Tempered(LlamaForCausalLM):
+        def forward(self, *args, **kwargs):
+            out = super().forward(*args, **kwargs)
+            out.logits = out.logits * 3.0  # a transform no config field announces
+            return out
+
+    base = WORKS[0].build()
+    model = Tempered(base.config).eval()
+    model.load_state_dict(base.state_dict())
+    with pytest.raises(ModelLoadError, match="transforms the output head's logits"):
+        prepare_model(model, "tempered")
+    prepare_model(base, "llama")  # the same weights with the stock forward are served

@@ -117,8 +117,8 @@ def test_tiny_models_equal_plain_sampling(request, model_name, temperature, top_
     assert check_equal_to_plain_sampling(model, tiny_prompts(3), temperature, top_p, top_k, seed) > 0
 
 
-@pytest.mark.parametrize("family", ["mistral-window8"])
-def test_sliding_window_family_equals_plain_sampling(family):
+@pytest.mark.parametrize("family", ["mistral-window8", "cohere", "granite"])
+def test_sliding_window_and_scaled_head_families_equal_plain_sampling(family):
     from test_families import prepared
 
     assert check_equal_to_plain_sampling(prepared(family), tiny_prompts(2), 1.0, 0.9, 0, 5) > 0

@@ -6,7 +6,6 @@ pruning cut are kept (marked `pruned`) for the explainer but never reach the mod
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import torch

@@ -54,3 +54,14 @@ def fixture_traces() -> list[Path]:
     paths = sorted(FIXTURES.glob("*.json"))
     assert paths, f"no trace fixtures in {FIXTURES}"
     return paths
+
+
+@pytest.fixture(scope="session")
+def app_url(tmp_path_factory):
+    """app.py served on a free loopback port, shared by the client and browser tests (its
+    model loads once); stopped at the end of the session."""
+    from app_server import start_app, stop_app
+
+    proc, url = start_app(tmp_path_factory.mktemp("app") / "app.log")
+    yield url
+    stop_app(proc)

@@ -10,11 +10,10 @@ import json
 import statistics
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
-from test_app_client import ROOT, race_args, start_app, stop_app, trace_file
+from app_server import ROOT, race_args, start_app, stop_app, trace_file
 
 USERS = 8
 MAX_NEW = 12

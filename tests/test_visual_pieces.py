@@ -7,7 +7,7 @@ import html
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from visual_helpers import FIXTURE_NAMES, load, trace_named
+from visual_helpers import FIXTURE_NAMES, load
 
 from logitspec.tokens import unicode_to_bytes
 from logitspec.trace import Candidate, NgramAttempt, QueryRecord, RunTrace, StepRecord, TreeNode

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from test_app_client import start_app, stop_app
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "artifacts" / "browser"
@@ -22,13 +21,6 @@ CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run"]
 MAX_NEW = 40
-
-
-@pytest.fixture(scope="module")
-def app_url(tmp_path_factory):
-    proc, url = start_app(tmp_path_factory.mktemp("browser-app") / "app.log")
-    yield url
-    stop_app(proc)
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from test_app_browser import ARGS, CHROMIUM, SHOTS, tree_data
-from test_app_client import start_app, stop_app
 
 LONG_RACE = 400  # new tokens: far more than the race gets through before it is stopped
 STOP_WITHIN_S = 20.0  # a step takes well under 1 s on an idle machine; 2 busy cores are slower
@@ -25,13 +24,6 @@ ACCORDION = "Decoder parameters (paper defaults)"
 
 
 # ---------------------------------------------------------------- fixtures
-
-@pytest.fixture(scope="module")
-def app_url(tmp_path_factory):
-    proc, url = start_app(tmp_path_factory.mktemp("race-browser-app") / "app.log")
-    yield url
-    stop_app(proc)
-
 
 @pytest.fixture(scope="module")
 def browser():

@@ -1,0 +1,55 @@
+"""Non-Latin output in a real browser: an emoji and Japanese answer reads as text in the text
+view, the plain answer, the draft tree and the retrieval panel, never as "\ufffd".
+
+Screenshot: artifacts/browser/emoji-japanese.png.
+"""
+from __future__ import annotations
+
+import pytest
+
+from test_race_browser import MODEL_WAIT_MS, browser, fresh_page, set_max_new, shot, text_of  # noqa: F401
+
+PROMPT = "Reply only with these characters repeated three times: 🌍こんにちは🎉"
+MAX_NEW = 24
+KANA = "こんにちは"
+
+
+def non_latin(text: str) -> bool:
+    """Whether the text holds a kana or an emoji (what the model was asked to repeat)."""
+    return any(0x3040 <= ord(c) <= 0x30FF or 0x1F300 <= ord(c) <= 0x1FAFF for c in text)
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_an_emoji_and_japanese_answer_reads_as_text_everywhere(browser, app_url):
+    page = fresh_page(browser, app_url)
+    page.wait_for_selector("#tree-plot .js-plotly-plot", timeout=60_000)
+    page.locator("#prompt textarea").fill(PROMPT)
+    set_max_new(page, MAX_NEW)
+    page.locator("#run").click()
+    page.wait_for_selector("#counters .verdict", timeout=MODEL_WAIT_MS)
+
+    answer = page.locator("#answer textarea").input_value()
+    view = text_of(page, "#text-view")
+    assert "\ufffd" not in answer and "\ufffd" not in view, (answer, view)
+    assert KANA[:2] in answer and non_latin(view), (answer, view)
+    assert "<|im_end|>" not in view
+
+    # Every step's tree and retrieval panel: no replacement character, and the characters
+    # the model wrote show whole in some tree (a node's label is decoded along its path).
+    last = int(page.evaluate("() => document.querySelector('#step-slider input[type=range]').max"))
+    whole = 0
+    for i in range(last + 1):
+        if i:
+            page.locator("#next").click()
+            page.wait_for_function(
+                "(n) => (document.querySelector('#step-label')?.innerText || '').includes('Step ' + n + ' (steps')",
+                arg=i, timeout=30_000)
+        tree = page.evaluate("""() => { const el = document.querySelector('#tree-plot .js-plotly-plot');
+            return el && el.data ? JSON.stringify(el.data.map(t => [t.text, t.hovertext])) : ''; }""")
+        retrieval = text_of(page, "#retrieval")
+        assert tree and "\ufffd" not in tree and "\\ufffd" not in tree, i
+        assert "\ufffd" not in retrieval, i
+        whole += non_latin(tree)
+    assert whole > 0
+    shot(page, "emoji-japanese")

@@ -487,9 +487,9 @@ class ExplorerUI:
             traces, machine = load_race(RECORDED_RACE)
             view = View(traces=traces, lane="logitspec", source=RECORDED_RACE.name)
             out = self.trace_outputs(view, outcomes)
-            note = (f"A recorded race on {machine}, not live: press ▶ Run the race to race on this machine.")
-            out[self.counters] = counters_html(traces, False, note)
-            out[self.status_md] = f"**Recorded race** ({machine}): {len(traces['logitspec'].tokens)} tokens. {note}"
+            out[self.counters] = counters_html(traces, False, f"A recorded race on {machine}; not live.")
+            out[self.status_md] = (f"**Recorded race** (not live): {len(traces['logitspec'].tokens)} tokens on "
+                                   f"{machine}. Press ▶ Run the race to race on this machine.")
             return out
         files = shipped_traces()
         if not files:

@@ -1,0 +1,71 @@
+"""Record a race on the bundled model, as the app runs one, for the app's first screen.
+
+    python scripts/record_race.py OUT.json [--question-id 242] [--max-new-tokens 128] [--pld]
+
+The lanes are decoded exactly as the app's race decodes them (logitspec.race.model_lanes,
+one step of each lane in turn, each on its own measured clock) and saved in one file with
+the machine they ran on, so the page can say where the recorded figures came from.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from logitspec.race import interleave, model_lanes, result_of, save_race  # noqa: E402
+from logitspec.session import warm_cost_curves  # noqa: E402
+from logitspec.settings import DecodeSettings  # noqa: E402
+
+
+def cpu_name() -> str:
+    """The CPU's model name and core count (what the recorded seconds depend on)."""
+    import os
+
+    name = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                name = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{name}, {os.cpu_count()} cores"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out", type=Path)
+    ap.add_argument("--question-id", type=int, default=242)
+    ap.add_argument("--max-new-tokens", type=int, default=DecodeSettings().max_new_tokens)
+    ap.add_argument("--pld", action="store_true", help="race prompt lookup too")
+    ap.add_argument("--questions", type=Path, default=ROOT / "data" / "spec_bench_subset.jsonl")
+    a = ap.parse_args()
+    qs = {q["question_id"]: q for q in map(json.loads, a.questions.read_text().splitlines()) if q}
+    prompt = qs[a.question_id]["turns"][0]
+
+    from logitspec.models import load_model
+    from logitspec.threads import configure_threads, model_thread
+
+    model_thread().call(configure_threads)
+    lm = model_thread().call(load_model)
+    model_thread().call(warm_cost_curves, lm)  # as the app does before its first race
+    methods = ["vanilla", "logitspec"] + (["pld"] if a.pld else [])
+    lanes = model_lanes(lm, prompt, methods, DecodeSettings(max_new_tokens=a.max_new_tokens))
+    for _ in interleave(lanes):
+        pass
+    traces = {ln.name: ln.trace for ln in lanes}
+    res = result_of(traces)
+    a.out.parent.mkdir(parents=True, exist_ok=True)
+    save_race(traces, a.out, machine=cpu_name())
+    print(f"{a.out}: " + ", ".join(f"{n} {s.tokens_per_second:.1f} tokens/s" for n, s in res.stats.items())
+          + f"; LogitSpec {res.speedups['logitspec']:.2f}x vanilla, lossless {res.lossless}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from page_helpers import set_max_new
 from test_app_browser import ARGS, CHROMIUM, SHOTS, tree_data
 
 LONG_RACE = 400  # new tokens: far more than the race gets through before it is stopped
@@ -20,7 +21,6 @@ STOP_WITHIN_S = 20.0  # a step takes well under 1 s on an idle machine; 2 busy c
 MODEL_WAIT_MS = 300_000  # the model loads in the background at start: minutes on a busy machine
 DESKTOP = {"width": 1440, "height": 900}
 PHONE = {"width": 390, "height": 844}
-ACCORDION = "Decoder parameters (paper defaults)"
 
 
 # ---------------------------------------------------------------- fixtures
@@ -73,19 +73,6 @@ def race_plot_text(page) -> str:
 def has_plot(page, selector: str) -> bool:
     return page.evaluate("(s) => { const el = document.querySelector(s + ' .js-plotly-plot');"
                          " return !!(el && el.data && el.data.length); }", selector)
-
-
-def set_max_new(page, n: int) -> None:
-    """Max new tokens through the slider's number box (the range input confirms the value)."""
-    from playwright.sync_api import expect
-
-    page.get_by_text(ACCORDION).click()
-    box = page.locator("#max-new input[type=number]")
-    box.fill(str(n))
-    box.press("Enter")
-    box.blur()
-    expect(page.locator("#max-new input[type=range]")).to_have_value(str(n), timeout=10_000)
-    page.get_by_text(ACCORDION).click()  # fold it again
 
 
 def pick_example(page, kind: str = "Code", expect_text: str = "Fibonacci") -> None:

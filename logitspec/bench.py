@@ -358,7 +358,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--categories", type=lambda s: [c for c in s.split(",") if c], default=None)
     p.add_argument("--limit-per-category", type=int, default=None)
     p.add_argument("--methods", type=lambda s: [m for m in s.split(",") if m], default=["vanilla", "pld", "logitspec"])
-    p.add_argument("--max-new-tokens", type=int, default=128)
+    p.add_argument("--max-new-tokens", type=int, default=d.max_new_tokens)
     p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--model", default="bundled")
     p.add_argument("--device", default="auto")

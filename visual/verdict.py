@@ -11,14 +11,10 @@ from statistics import median
 from logitspec.race import RaceResult, lane_stats, result_of
 from logitspec.trace import RunTrace
 
-from .style import PALETTE
+from .style import lane_color
 
 STOP_WORDS = {"stopped": "Stopped", "time limit": "Stopped at the time limit"}
 SLOWER = "LogitSpec ran slower than vanilla here"
-
-
-def _lane_colour(name: str) -> str:
-    return PALETTE.get(name if name != "pld" else "pld-lane", "#888")
 
 
 def shortfall(res: RaceResult, lane: str = "logitspec") -> str:
@@ -88,7 +84,7 @@ def counters_html(traces: dict[str, RunTrace], running: bool, note: str = "",
         if res and name != "vanilla" and not running and res.compared_tokens:
             sp = f"<b>{res.speedups.get(name, 0):.2f}×</b>"
         rows.append(
-            f"<tr><td><span style='color:{_lane_colour(name)}'>■</span> {html.escape(name)}</td><td>{st.tokens}</td>"
+            f"<tr><td><span style='color:{lane_color(name, t.method)}'>■</span> {html.escape(name)}</td><td>{st.tokens}</td>"
             f"<td>{st.forward_steps}</td><td>{st.tokens_per_forward:.2f}</td>"
             f"<td>{st.tokens_per_second:.1f}</td><td>{st.seconds:.2f} s</td><td>{sp}</td></tr>")
     head = ("<tr><th>lane</th><th>tokens</th><th>passes</th><th>tokens / pass</th>"

@@ -16,7 +16,7 @@ ENV PYTHONUNBUFFERED=1 \
     HOME=/home/user \
     PATH=/home/user/.local/bin:$PATH
 
-# g++ builds the few-row linear kernel (logitspec/csrc) at run time for the CPU the Space
+# g++ builds the few-row linear kernel (logitspec/runtime/csrc) at run time for the CPU the Space
 # runs on; without it the engine keeps MKL's kernels.
 RUN apt-get update && apt-get install -y --no-install-recommends g++ && rm -rf /var/lib/apt/lists/*
 

@@ -25,7 +25,7 @@ $(BROWSER_STAMP):
 
 browser: $(BROWSER_STAMP)
 
-# A C++ compiler builds the few-row linear kernel (logitspec/csrc) at first use; without one
+# A C++ compiler builds the few-row linear kernel (logitspec/runtime/csrc) at first use; without one
 # the engine keeps MKL's kernels, so a failed install only costs that speed-up.
 $(TOOLCHAIN_STAMP): | $(STAMP)
 	@if ! command -v c++ >/dev/null 2>&1; then \

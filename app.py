@@ -20,10 +20,11 @@ import visual
 from visual.verdict import counters_html, verdict_text
 from logitspec.errors import DecodeError
 from logitspec.limits import MAX_TEMPERATURE, InputError, Limits, check_context, check_prompt, check_settings
-from logitspec.race import RaceStopped, interleave, load_race, model_lanes, result_of
-from logitspec.session import (BUNDLED, ModelCache, StopSignals, allowed_models, check_model_choice,
-                               example_cache_folder, model_label, read_trace_upload, run_deadline,
-                               warm_cost_curves)
+from logitspec.serve.race import RaceStopped, interleave, load_race, model_lanes, result_of
+from logitspec.serve.examples import example_cache_folder
+from logitspec.serve.model_cache import BUNDLED, ModelCache, allowed_models, check_model_choice, model_label, warm_cost_curves
+from logitspec.serve.stop import StopSignals, run_deadline
+from logitspec.trace import read_trace_file
 from logitspec.settings import DecodeSettings
 from logitspec.trace import RunTrace
 
@@ -445,10 +446,10 @@ class ExplorerUI:
             return gr.skip()
         p = Path(path if isinstance(path, str) else path.name)
         try:
-            trace = read_trace_upload(p)
+            trace = read_trace_file(p, Limits.from_env().trace_bytes)
             lm = MODELS.loaded(BUNDLED)
             if lm is not None and trace.model == lm.name:  # check ids against the real vocabulary
-                trace = read_trace_upload(p, vocab_size=len(lm.tokenizer))
+                trace = read_trace_file(p, Limits.from_env().trace_bytes, len(lm.tokenizer))
         except InputError as e:
             raise gr.Error(str(e)) from None
         new = View.of_trace(trace, p.name)
@@ -476,7 +477,7 @@ class ExplorerUI:
         if not name or name not in {p.name for p in shipped_traces()}:
             return gr.skip()
         try:
-            trace = read_trace_upload(TRACES_DIR / name)
+            trace = read_trace_file(TRACES_DIR / name, Limits.from_env().trace_bytes)
         except InputError as e:
             raise gr.Error(str(e)) from None
         return View.of_trace(trace, name)

@@ -4,7 +4,7 @@ measurement done in small chunks on the model thread while it is idle.
 Measuring the bundled model's curves takes about 50 s on a busy 2-core machine; the app
 used to do it before the model was ready. Now the app starts from the curve stored by an
 earlier start on the same machine (per model, CPU, thread count, kernel variant, dtype and
-context) or from a default shape, decoding corrects it (costmodel.LiveCost), and a fresh
+context) or from a default shape, decoding corrects it (costcurve.LiveCost), and a fresh
 measurement runs one forward pass at a time whenever the model thread has been idle a while.
 Those passes fall between steps, so no lane's clock counts them.
 """
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from .costmodel import CONTEXT_BUCKETS, CostCurve, CurveMeasurement, install_curve, measure_context
+from .costcurve import CONTEXT_BUCKETS, CostCurve, CurveMeasurement, install_curve, measure_context
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ def _dtype(model) -> str:
 def curve_key(model, bucket: int, max_n: int) -> dict:
     """What a stored curve must match to be used: the model, the machine and the settings
     that change what a pass costs. Read on the model thread (threads are per thread)."""
-    from .fewrows import cpu_model, kernel_variant
+    from .runtime.fewrows import cpu_model, kernel_variant
 
     cfg = model.config
     return {
@@ -69,7 +69,7 @@ def curve_key(model, bucket: int, max_n: int) -> dict:
 def curve_path(key: dict) -> Path:
     import hashlib
 
-    from .fewrows import cache_root
+    from .runtime.fewrows import cache_root
 
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
     return cache_root() / "cost-curves" / f"{digest}.json"
@@ -141,7 +141,7 @@ class BackgroundCalibration(threading.Thread):
 
     def __init__(self, model, starts: list[StartCurve], runner=None, idle_seconds: float = IDLE_SECONDS) -> None:
         super().__init__(name="calibration", daemon=True)
-        from .threads import model_thread
+        from .runtime.threads import model_thread
 
         self._model = weakref.ref(model)  # an unloaded model is not kept alive for this
         self._todo = [s for s in starts if not s.stored]

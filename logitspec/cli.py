@@ -69,7 +69,7 @@ def generate(args: argparse.Namespace) -> int:
     # torch and transformers load only once the input has passed its checks.
     from .models import load_model
     from .runner import Run
-    from .threads import configure_threads
+    from .runtime.threads import configure_threads
 
     configure_threads()
     lm = load_model(args.model, args.device, args.dtype)

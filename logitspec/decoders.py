@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import torch
 
 from .errors import DecodeError
-from .kvcache import new_cache
+from .runtime.kvcache import new_cache
 from .retrieval import NgramPool
 from .sampling import SamplingRule, choose
 from .settings import METHODS, DecodeSettings
@@ -89,7 +89,7 @@ class LogitSpecDrafter(Drafter):
         self.s = s
         self.cost = None
         if s.tree == "cost":
-            from .costmodel import CostAwareDrafter, stats_for
+            from .costtree import CostAwareDrafter, stats_for
 
             # Acceptance falls as the temperature rises: each temperature learns its own rates.
             stats = stats_for(model, s.temperature) if model is not None else None

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import torch
 
-from .attention import use_grouped_tree_attention
+from .runtime.attention import use_grouped_tree_attention
 from .errors import ModelLoadError
 from .families import check_config, check_model, fill_unused_window
-from .packed import use_packed_linear
-from .threads import freeze_heap
+from .runtime.linear import use_few_row_linear
+from .runtime.heap import freeze_heap
 from .verify import head_matches_forward
 
 BUNDLED_NAME = "SmolLM2-135M-Instruct"
@@ -34,7 +34,7 @@ class LoadedModel:
     tokenizer: object
     device: str
     dtype: str
-    packed_layers: int = 0  # nn.Linear layers given MKL-packed weights (logitspec.packed)
+    packed_layers: int = 0  # nn.Linear layers given MKL-packed weights (logitspec.runtime.linear)
     weights_from: str = "source"  # "gguf" (converted now), "cache" (converted earlier) or "source"
 
     @property
@@ -141,7 +141,7 @@ def prepare_model(model, name: str = "model") -> int:
     then the tree attention and the packed linear layers every decoder shares.
 
     Also the path the tests take with tiny models built in memory. Returns how many linear
-    layers were packed (see logitspec.packed); raises ModelLoadError for a refused model.
+    layers were packed (see logitspec.runtime.linear); raises ModelLoadError for a refused model.
     """
     check_model(model, name)
     fill_unused_window(model)
@@ -150,7 +150,7 @@ def prepare_model(model, name: str = "model") -> int:
         raise ModelLoadError(f"model {name!r} is refused: its forward transforms the output head's logits "
                              "in a way the tree decoders do not reproduce, so their tokens could differ")
     use_grouped_tree_attention(model)
-    return use_packed_linear(model)
+    return use_few_row_linear(model)
 
 
 def _read_config(src: str, name: str, kw: dict):
@@ -186,7 +186,7 @@ def _load_weights(src: str, gguf: str | None, label: str, dtype: str):
     converted copy in the cache when a valid one exists, else converted and cached."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from . import weightcache
+    from .runtime import weightcache
 
     key = weightcache.cache_key(Path(src) / gguf, dtype) if gguf else None
     cached = weightcache.cached_folder(key) if key else None

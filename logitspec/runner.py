@@ -36,13 +36,7 @@ class Run:
     def finish(self) -> RunTrace:
         """Attach the token texts and bytes the pictures need (prompt and every drafted token)."""
         t = self.trace
-        ids = set(t.prompt_tokens)
-        for s in t.steps:
-            ids.update(n.token for n in s.tree)
-            ids.update(c.token for c in s.candidates)
-            ids.update(s.tokens)
-            if s.bonus is not None:
-                ids.add(s.bonus)
+        ids = set(t.token_ids())
         t.token_texts = self.lm.token_texts(ids)
         t.token_bytes = token_bytes_hex(self.lm.tokenizer, ids)
         return t

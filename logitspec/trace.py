@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .limits import InputError
+
 # Format 2 writes each step's candidates, queries (and their attempts) and tree as columns,
 # one list per field, instead of one object per entry: a LogitSpec step drafts ~64 guesses
 # and queries, and repeating every key name in every entry made format 1 files about three
@@ -167,6 +169,17 @@ class RunTrace:
         n = self.forward_steps
         return len(self.tokens) / n if n else 0.0
 
+    def token_ids(self):
+        """Every token id the trace holds: prompt, roots, output, bonuses, tree nodes, candidates."""
+        yield from self.prompt_tokens
+        for s in self.steps:
+            yield s.root
+            yield from s.tokens
+            if s.bonus is not None:
+                yield s.bonus
+            yield from (n.token for n in s.tree)
+            yield from (c.token for c in s.candidates)
+
     def text_of(self, token: int) -> str:
         return self.token_texts.get(str(token), f"<{token}>")
 
@@ -240,3 +253,83 @@ def _step_from_dict(d: dict[str, Any]) -> StepRecord:
     if d.get("sizing") is not None:
         d["sizing"] = TreeSizing(**d["sizing"])
     return StepRecord(**d)
+
+
+# ---------------------------------------------------------------- checking a trace from outside
+
+# Vocabulary sizes of models whose traces ship or are common, to check files offline.
+KNOWN_VOCAB = {"SmolLM2-135M-Instruct": 49152}
+
+
+class TraceFileError(InputError):
+    """A trace file that cannot be trusted; the message says why, in one line."""
+
+
+def read_trace_file(path: str | Path, max_bytes: int, vocab_size: int | None = None) -> RunTrace:
+    """A RunTrace from a file someone handed us, or TraceFileError saying what is wrong with it.
+
+    Refuses files over `max_bytes`, text that is not (complete) JSON, JSON that is not a
+    trace, and token ids outside the vocabulary: `vocab_size` when given, else the known size
+    for the trace's model, else the token texts the trace carries.
+    """
+    p = Path(path)
+    size = p.stat().st_size
+    if size > max_bytes:
+        raise TraceFileError(f"the trace file is {_mb(size)}; the limit is {_mb(max_bytes)}")
+    raw = p.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise TraceFileError(f"the trace file is not text (bad byte at position {e.start})") from e
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        # An unterminated string runs to the end of the file: it was cut, not mistyped.
+        if e.pos >= len(text.rstrip()) - 1 or e.msg.startswith("Unterminated string"):
+            raise TraceFileError("the trace file is truncated: the JSON ends early") from e
+        raise TraceFileError(f"the trace file is not JSON ({e.msg} at line {e.lineno})") from e
+    return trace_from_data(data, vocab_size)
+
+
+def _mb(n: int) -> str:
+    # MiB, as browsers' upload boxes count them.
+    return f"{n / 2**20:.1f} MB"
+
+
+def trace_from_data(data: object, vocab_size: int | None = None) -> RunTrace:
+    """A RunTrace from parsed JSON, checked for shape and token ids; TraceFileError otherwise."""
+    if not isinstance(data, dict) or not isinstance(data.get("steps"), list):
+        raise TraceFileError("this JSON is not a LogitSpec trace: it has no list of steps")
+    if not str(data.get("format", "")).startswith("logitspec-trace/"):
+        raise TraceFileError("this JSON is not a LogitSpec trace: the format field is missing or unknown")
+    try:
+        trace = RunTrace.from_dict(data)
+    except (TypeError, KeyError, ValueError, AttributeError) as e:
+        raise TraceFileError(f"this trace has the wrong shape: {_shape_problem(e)}") from e
+    if not trace.steps:
+        raise TraceFileError("this trace holds no steps")
+    _check_ids(trace, vocab_size or KNOWN_VOCAB.get(trace.model))
+    return trace
+
+
+def _shape_problem(e: Exception) -> str:
+    """What a failed load says, in the file's terms rather than Python's."""
+    msg = str(e)
+    if isinstance(e, KeyError):
+        return f"a step lacks the field {msg}"
+    for marker, say in (("unexpected keyword argument ", "a field the format does not know: "),
+                        ("missing ", "a field is missing: ")):
+        if marker in msg:
+            return say + msg.split(marker, 1)[1].replace("required positional argument", "").strip(": ")
+    return msg if "__" not in msg and "()" not in msg else "a field holds the wrong kind of value"
+
+
+def _check_ids(trace: RunTrace, vocab_size: int | None) -> None:
+    for t in trace.token_ids():
+        if isinstance(t, bool) or not isinstance(t, int) or t < 0:
+            raise TraceFileError(f"this trace holds a token id that is not a whole number ≥ 0: {t!r}")
+        if vocab_size is not None and t >= vocab_size:
+            raise TraceFileError(f"this trace holds token id {t}, outside the vocabulary of {vocab_size:,} tokens "
+                                 f"of {trace.model}")
+        if vocab_size is None and str(t) not in trace.token_texts:
+            raise TraceFileError(f"this trace holds token id {t}, which its own token table does not know")

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import torch
 
 from .families import FULL, SLIDING, attention_layout
-from .kvcache import COMPACTABLE
+from .runtime.kvcache import COMPACTABLE
 from .sampling import SamplingRule, choose_processed, probabilities, process
 from .trace import TreeNode
 from .tree import layered_tree_inputs

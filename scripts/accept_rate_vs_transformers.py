@@ -61,11 +61,11 @@ def transformers_pld(lm, ids: list[int], settings, lookup: int) -> tuple[int, in
 
 
 def main(argv: list[str] | None = None) -> int:
-    from logitspec.bench import load_questions
+    from logitspec.bench.run import load_questions
     from logitspec.models import load_model
     from logitspec.runner import run_trace
     from logitspec.settings import DecodeSettings
-    from logitspec.threads import configure_threads
+    from logitspec.runtime.threads import configure_threads
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--questions", type=Path, default=ROOT / "data" / "spec_bench_subset.jsonl")

@@ -67,12 +67,13 @@ def best_guess_right(steps: list[tuple[list[dict], int]], kind) -> float:
 def main() -> int:
     import torch
 
-    from logitspec.bench import load_questions
-    from logitspec.costmodel import rank_bucket, warm_up
+    from logitspec.bench.run import load_questions
+    from logitspec.costcurve import warm_up
+    from logitspec.costtree import rank_bucket
     from logitspec.decoders import decode
     from logitspec.models import load_model
     from logitspec.settings import DecodeSettings
-    from logitspec.threads import configure_threads
+    from logitspec.runtime.threads import configure_threads
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--questions", type=Path, default=Path("data/spec_bench_subset.jsonl"))

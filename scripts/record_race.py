@@ -2,7 +2,7 @@
 
     python scripts/record_race.py OUT.json [--question-id 242] [--max-new-tokens 128] [--pld]
 
-The lanes are decoded exactly as the app's race decodes them (logitspec.race.model_lanes,
+The lanes are decoded exactly as the app's race decodes them (logitspec.serve.race.model_lanes,
 one step of each lane in turn, each on its own measured clock) and saved in one file with
 the machine they ran on, so the page can say where the recorded figures came from.
 """
@@ -17,8 +17,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from logitspec.race import interleave, model_lanes, result_of, save_race  # noqa: E402
-from logitspec.session import warm_cost_curves  # noqa: E402
+from logitspec.serve.race import interleave, model_lanes, result_of, save_race  # noqa: E402
+from logitspec.serve.model_cache import warm_cost_curves  # noqa: E402
 from logitspec.settings import DecodeSettings  # noqa: E402
 
 
@@ -49,7 +49,7 @@ def main() -> int:
     prompt = qs[a.question_id]["turns"][0]
 
     from logitspec.models import load_model
-    from logitspec.threads import configure_threads, model_thread
+    from logitspec.runtime.threads import configure_threads, model_thread
 
     model_thread().call(configure_threads)
     lm = model_thread().call(load_model)

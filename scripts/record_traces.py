@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT))
 from logitspec.decoders import DecodeSettings  # noqa: E402
 from logitspec.models import load_model  # noqa: E402
 from logitspec.runner import run_trace  # noqa: E402
-from logitspec.threads import configure_threads  # noqa: E402
+from logitspec.runtime.threads import configure_threads  # noqa: E402
 
 
 def main() -> int:

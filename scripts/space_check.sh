@@ -579,7 +579,7 @@ say "race of $TOKENS tokens finished $(( $(date +%s) - t )) s after the page"
 cache=$(find "$APP/.gradio" -mindepth 1 -print -quit 2>/dev/null || true)
 [ -n "$cache" ] || fail "no example cache under $APP/.gradio"
 say "example cache written beside app.py ($(du -sh "$APP/.gradio" | cut -f1))"
-KERNEL_WHY=$(RUN_IN=$APP as_user python -c "from logitspec.fewrows import unsupported_reason as u; print(u() or '')")
+KERNEL_WHY=$(RUN_IN=$APP as_user python -c "from logitspec.runtime.fewrows import unsupported_reason as u; print(u() or '')")
 if [ -z "$KERNEL_WHY" ]; then
     so=$(find "$HOME_DIR/.cache/logitspec" -name '*.so' -print -quit 2>/dev/null || true)
     [ -n "$so" ] || fail "the few-row kernel can be built here but was not built under ~/.cache/logitspec"

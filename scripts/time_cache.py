@@ -1,5 +1,5 @@
 """Time forward passes of the bundled model over transformers' DynamicCache and the buffered
-cache (logitspec/kvcache.py), side by side in one process.
+cache (logitspec/runtime/kvcache.py), side by side in one process.
 
     python scripts/time_cache.py [--context 512 1500] [--rounds 12]
 
@@ -23,9 +23,9 @@ def main() -> int:
     import torch
     from transformers import DynamicCache
 
-    from logitspec.kvcache import new_cache
+    from logitspec.runtime.kvcache import new_cache
     from logitspec.models import load_model
-    from logitspec.threads import configure_threads
+    from logitspec.runtime.threads import configure_threads
     from logitspec.trace import TreeNode
     from logitspec.verify import crop_cache, prepare_inputs, verify_tree
 

@@ -27,8 +27,8 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from logitspec.fewrows import ISAS, cpu_flags, few_row_kernel, kernel_status, unsupported_reason
-from logitspec.threads import configure_threads
+from logitspec.runtime.fewrows import ISAS, cpu_flags, few_row_kernel, kernel_status, unsupported_reason
+from logitspec.runtime.threads import configure_threads
 
 SHAPES = [(576, 576), (192, 576), (192, 576), (576, 576), (1536, 576), (1536, 576), (576, 1536)]
 
@@ -64,14 +64,14 @@ def model_curves(passes: int, kernels: dict[str, Callable]) -> None:
     """c(n) of the bundled model without the kernel and with each variant, interleaved."""
     import numpy as np
 
-    from logitspec.costmodel import measure_cost_curve
-    from logitspec.fewrows import kernel_fits
+    from logitspec.costcurve import measure_cost_curve
+    from logitspec.runtime.fewrows import kernel_fits
     from logitspec.models import load_model
-    from logitspec.packed import PackedLinear
+    from logitspec.runtime.linear import FewRowLinear
     from logitspec.verify import _FREE_ROWS
 
     model = load_model().model
-    layers = [m for m in model.modules() if isinstance(m, PackedLinear)]
+    layers = [m for m in model.modules() if isinstance(m, FewRowLinear)]
     runs: dict[str, list[list[float]]] = {label: [] for label in ["without", *kernels]}
     sizes: list[int] = []
     for _ in range(passes):

@@ -4,7 +4,7 @@
 
 Each setup runs in a fresh process (OpenMP keeps a thread's helper team for the life of
 the thread): the bundled model loaded and decoded on the main thread; loaded on the main
-thread and decoded on the model thread (`logitspec.threads.ModelThread`); loaded and
+thread and decoded on the model thread (`logitspec.runtime.threads.ModelThread`); loaded and
 decoded on the model thread, as the app does. The prompt is the first summarisation
 question of data/spec_bench_subset.jsonl. Prints tokens per second of each run (prefill
 and decoding).
@@ -28,11 +28,11 @@ SETUPS = {
 
 
 def one_setup(setup: str, max_new_tokens: int, runs: int) -> None:
-    from logitspec.bench import load_questions
+    from logitspec.bench.run import load_questions
     from logitspec.decoders import decode
     from logitspec.models import load_model
     from logitspec.settings import DecodeSettings
-    from logitspec.threads import configure_threads, model_thread
+    from logitspec.runtime.threads import configure_threads, model_thread
 
     load_on, decode_on = setup.split("/")
     mt = model_thread()

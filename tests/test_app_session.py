@@ -11,11 +11,13 @@ import pytest
 
 from logitspec.limits import InputError, Limits
 from logitspec.models import ModelLoadError
-from logitspec.threads import freeze_heap
-from logitspec.session import (BUNDLED, ModelCache, StopSignals, allowed_models, check_model_choice,
-                               read_trace_upload)
+from logitspec.runtime.heap import freeze_heap
+from logitspec.serve.model_cache import BUNDLED, ModelCache, allowed_models, check_model_choice
+from logitspec.serve.stop import StopSignals
+from logitspec.trace import read_trace_file
 
 FIX = Path(__file__).parent / "fixtures"
+LIMIT = Limits().trace_bytes
 
 
 def test_allow_list_is_bundled_plus_env_with_env_default_first():
@@ -142,7 +144,7 @@ def test_a_stop_pressed_while_the_run_waits_is_seen_when_it_begins():
 # ---------------------------------------------------------------- uploaded traces
 
 def test_a_recorded_trace_loads_and_equals_the_file():
-    t = read_trace_upload(FIX / "coding-121.json")
+    t = read_trace_file(FIX / "coding-121.json", LIMIT)
     ref = json.loads((FIX / "coding-121.json").read_text())
     assert t.tokens == [tok for s in ref["steps"] for tok in s["tokens"]]
     assert t.model == "SmolLM2-135M-Instruct"
@@ -156,51 +158,66 @@ def _write(tmp_path: Path, text: str) -> Path:
 
 def test_not_json(tmp_path):
     with pytest.raises(InputError, match="not JSON"):
-        read_trace_upload(_write(tmp_path, "hello, this is not json {"))
+        read_trace_file(_write(tmp_path, "hello, this is not json {"), LIMIT)
 
 
 def test_truncated(tmp_path):
     text = (FIX / "coding-121.json").read_text()
     with pytest.raises(InputError, match="truncated"):
-        read_trace_upload(_write(tmp_path, text[: len(text) // 2]))
+        read_trace_file(_write(tmp_path, text[: len(text) // 2]), LIMIT)
 
 
 @pytest.mark.parametrize("data", [[1, 2, 3], {"steps": 5}, {"hello": "world"},
                                   {"format": "other/1", "steps": []}])
 def test_wrong_shape(tmp_path, data):
     with pytest.raises(InputError, match="not a LogitSpec trace"):
-        read_trace_upload(_write(tmp_path, json.dumps(data)))
+        read_trace_file(_write(tmp_path, json.dumps(data)), LIMIT)
 
 
 def test_wrong_shape_inside_steps(tmp_path):
     d = json.loads((FIX / "coding-121.json").read_text())
     d["steps"][0]["tree"] = [{"id": 0}]
     with pytest.raises(InputError, match="wrong shape"):
-        read_trace_upload(_write(tmp_path, json.dumps(d)))
+        read_trace_file(_write(tmp_path, json.dumps(d)), LIMIT)
 
 
 def test_over_the_size_limit(tmp_path):
-    with pytest.raises(InputError, match="limit is 0.1 MB"):
-        read_trace_upload(FIX / "coding-121.json", Limits(trace_bytes=100_000))
+    with pytest.raises(InputError, match=r"the limit is 0\.1 MB"):
+        read_trace_file(FIX / "coding-121.json", 100_000)
 
 
 def test_token_ids_outside_the_vocabulary(tmp_path):
     d = json.loads((FIX / "coding-121.json").read_text())
     d["steps"][2]["tokens"][0] = 49152  # the bundled model's vocabulary is 0..49151
     with pytest.raises(InputError, match="outside the vocabulary"):
-        read_trace_upload(_write(tmp_path, json.dumps(d)))
+        read_trace_file(_write(tmp_path, json.dumps(d)), LIMIT)
     d["steps"][2]["tokens"][0] = -4
     with pytest.raises(InputError, match="not a whole number"):
-        read_trace_upload(_write(tmp_path, json.dumps(d)))
+        read_trace_file(_write(tmp_path, json.dumps(d)), LIMIT)
+
+
+def test_a_field_the_format_does_not_know_is_named_in_the_files_terms(tmp_path):
+    d = json.loads((FIX / "coding-121.json").read_text())
+    d["steps"][0]["nonsense"] = 1
+    with pytest.raises(InputError, match="a field the format does not know: 'nonsense'") as e:
+        read_trace_file(_write(tmp_path, json.dumps(d)), LIMIT)
+    assert "__init__" not in str(e.value) and "StepRecord" not in str(e.value)
+
+
+def test_a_file_cut_mid_string_is_called_truncated(tmp_path):
+    text = (FIX / "coding-121.json").read_text()
+    cut = text.index('"', len(text) // 3) + 3  # inside a string, far from the end
+    with pytest.raises(InputError, match="truncated"):
+        read_trace_file(_write(tmp_path, text[:cut]), LIMIT)
 
 
 def test_unknown_model_ids_must_be_in_the_traces_own_table(tmp_path):
     d = json.loads((FIX / "coding-121.json").read_text())
     d["model"] = "someone/else"
-    assert read_trace_upload(_write(tmp_path, json.dumps(d))).model == "someone/else"
+    assert read_trace_file(_write(tmp_path, json.dumps(d)), LIMIT).model == "someone/else"
     d["steps"][0]["tokens"][0] = 900_000
     with pytest.raises(InputError, match="token table does not know"):
-        read_trace_upload(_write(tmp_path, json.dumps(d)))
+        read_trace_file(_write(tmp_path, json.dumps(d)), LIMIT)
 
 
 def test_warm_up_runs_on_a_fresh_model_before_it_is_ready():
@@ -218,7 +235,7 @@ def test_warm_up_runs_on_a_fresh_model_before_it_is_ready():
 
 
 def test_the_example_cache_folder_follows_the_content_it_is_drawn_from(tmp_path):
-    from logitspec.session import example_cache_folder
+    from logitspec.serve.examples import example_cache_folder
 
     a, b = tmp_path / "a.json", tmp_path / "b.py"
     a.write_text("{}")
@@ -231,7 +248,7 @@ def test_the_example_cache_folder_follows_the_content_it_is_drawn_from(tmp_path)
 
 
 def test_loading_and_warm_up_run_on_the_model_thread():
-    from logitspec.threads import model_thread
+    from logitspec.runtime.threads import model_thread
 
     seen: list[int] = []
 

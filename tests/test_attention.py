@@ -7,7 +7,7 @@ import pytest
 import torch
 from transformers import DynamicCache
 
-from logitspec.attention import NAME, use_grouped_tree_attention
+from logitspec.runtime.attention import NAME, use_grouped_tree_attention
 from logitspec.decoders import DecodeSettings, decode
 from logitspec.trace import TreeNode
 from logitspec.tree import tree_inputs

@@ -76,7 +76,8 @@ def test_bench_end_to_end_reports_lossless_and_every_figure(tmp_path):
 def test_a_calibration_inside_a_run_is_kept_out_of_its_seconds(monkeypatch):
     import time as _time
 
-    from logitspec import bench, decoders
+    from logitspec import decoders
+    from logitspec.bench import run as bench
     from logitspec.settings import DecodeSettings
     from logitspec.trace import QueryRecord, StepRecord
 
@@ -96,7 +97,7 @@ def test_a_calibration_inside_a_run_is_kept_out_of_its_seconds(monkeypatch):
 
 
 def test_background_load_spins_processes_and_stops_them():
-    from logitspec.bench import BusyLoad
+    from logitspec.bench.run import BusyLoad
 
     load = BusyLoad(2).start()
     procs = list(load.procs)

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from logitspec.bench import build_parser, decode_settings, main
+from logitspec.bench.run import build_parser, decode_settings, main
 from test_bench import ROOT, bench
 
 QUESTIONS = str(ROOT / "data" / "spec_bench_subset.jsonl")

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from logitspec import calibration, costmodel
-from logitspec.costmodel import CostCurve
+from logitspec import calibration, costcurve
+from logitspec.costcurve import CostCurve
 from tiny_models import tiny_llama
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -25,13 +25,13 @@ def cache_dir(tmp_path, monkeypatch):
 def measured(monkeypatch):
     """Counts measurements in front of decoding (cost_curve_for's fallback)."""
     calls = []
-    real = costmodel.measure_cost_curve
+    real = costcurve.measure_cost_curve
 
     def counting(*a, **k):
         calls.append(a)
         return real(*a, **k)
 
-    monkeypatch.setattr(costmodel, "measure_cost_curve", counting)
+    monkeypatch.setattr(costcurve, "measure_cost_curve", counting)
     return calls
 
 
@@ -70,7 +70,7 @@ def test_the_app_starts_on_the_default_shape_without_measuring(cache_dir, measur
     model = tiny_llama(seed=2)
     starts = calibration.start_curves(model, max_context=1024, capacity=8)
     assert [s.stored for s in starts] == [False]
-    curve = costmodel.cost_curve_for(model, 100, 8)
+    curve = costcurve.cost_curve_for(model, 100, 8)
     assert curve(4) / curve(1) == pytest.approx(calibration.DEFAULT_MS[3] / calibration.DEFAULT_MS[0], rel=1e-6)
     prompt = [5, 17, 99, 3, 5, 17, 42, 8] * 4
     steps = list(decode(model, prompt, "logitspec", DecodeSettings(max_new_tokens=12, tree="cost", capacity=8)))
@@ -106,7 +106,7 @@ def test_the_background_measures_only_while_idle_then_installs_and_stores(cache_
     job.join(30)
     assert not job.is_alive() and runner.chunks_while_busy == 0 and runner.chunks > 10
     assert len(job.measured) == 1 and not measured
-    live = costmodel.live_cost(model, 512)
+    live = costcurve.live_cost(model, 512)
     assert live.base is job.measured[0]  # installed for decoding
     again = calibration.start_curves(model, max_context=1024, capacity=8)  # the next start
     assert [s.stored for s in again] == [True] and again[0].curve.seconds == job.measured[0].seconds
@@ -124,7 +124,7 @@ def test_a_stopped_background_measurement_installs_nothing(cache_dir):
 
 
 def test_model_thread_idleness_ignores_background_work():
-    from logitspec.threads import ModelThread
+    from logitspec.runtime.threads import ModelThread
 
     mt = ModelThread()
     mt.call(lambda: None)
@@ -149,13 +149,13 @@ def test_model_thread_idleness_ignores_background_work():
 def test_warm_up_at_load_measures_nothing_in_front_and_leaves_the_rest_to_the_background(cache_dir, measured):
     from types import SimpleNamespace
 
-    from logitspec.session import warm_cost_curves
+    from logitspec.serve.model_cache import warm_cost_curves
 
     model = tiny_llama(seed=6)
     job = warm_cost_curves(SimpleNamespace(model=model), capacity=8)
     try:
         assert job is not None and not measured
-        assert costmodel.live_cost(model, 512).base.measurements == 0  # the default shape, for now
+        assert costcurve.live_cost(model, 512).base.measurements == 0  # the default shape, for now
     finally:
         job.stop_event.set()
         job.join(10)

@@ -10,10 +10,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from logitspec import fewrows
-from logitspec.fewrows import (FEATURE_MULTIPLE, FEW_MAX_ROWS, ISAS, build_directory, few_row_kernel,
+from logitspec.runtime import fewrows
+from logitspec.runtime.fewrows import (FEATURE_MULTIPLE, FEW_MAX_ROWS, ISAS, build_directory, few_row_kernel,
                                isa_choice, kernel_status, kernel_variant, unsupported_reason)
-from logitspec.packed import PackedLinear, use_packed_linear
+from logitspec.runtime.linear import FewRowLinear, use_few_row_linear
 
 
 @pytest.fixture(scope="module", params=list(ISAS))
@@ -160,15 +160,15 @@ def test_shapes_it_cannot_serve_are_refused_with_a_reason(kernel, bad, message):
 def test_layers_use_the_kernel_for_few_rows_only(default_kernel):
     calls = []
     layer = torch.nn.Linear(32, 8)
-    use_packed_linear(layer)
-    assert type(layer) is PackedLinear and layer.few_rows is default_kernel
+    use_few_row_linear(layer)
+    assert type(layer) is FewRowLinear and layer.few_rows is default_kernel
     layer.few_rows = lambda *a: calls.append(a[0].shape) or default_kernel(*a)
     with torch.inference_mode():
         for rows in (1, 2, FEW_MAX_ROWS, FEW_MAX_ROWS + 1):
             layer(torch.randn(rows, 32))
     assert calls == [(1, 32), (2, 32), (FEW_MAX_ROWS, 32)]
     odd = torch.nn.Linear(24, 8)  # 24 input features: not a multiple of 16
-    use_packed_linear(odd)
+    use_few_row_linear(odd)
     assert odd.few_rows is None
 
 
@@ -178,7 +178,7 @@ def test_turning_it_off_leaves_the_layers_without_it(monkeypatch):
     assert kernel_status() == "turned off by LOGITSPEC_FEW_ROWS=0"
     assert kernel_variant() == (None, "turned off by LOGITSPEC_FEW_ROWS=0")
     layer = torch.nn.Linear(32, 8)
-    use_packed_linear(layer)
+    use_few_row_linear(layer)
     assert getattr(layer, "few_rows", None) is None
 
 
@@ -192,7 +192,7 @@ def test_a_machine_without_either_instruction_set_keeps_mkl(monkeypatch):
     assert kernel_variant() == (None, "this CPU has neither AVX-512 nor AVX2 with FMA")
     assert few_row_kernel("avx2") is None and unsupported_reason("avx2") == "this CPU has no AVX2 with FMA"
     layer = torch.nn.Linear(32, 8)
-    use_packed_linear(layer)
+    use_few_row_linear(layer)
     assert getattr(layer, "few_rows", None) is None
 
 

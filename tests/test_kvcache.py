@@ -5,7 +5,7 @@ import pytest
 import torch
 from transformers import DynamicCache, LlamaConfig, MistralConfig
 
-from logitspec.kvcache import ROUND, BufferedLayer, WindowedLayer, new_cache
+from logitspec.runtime.kvcache import ROUND, BufferedLayer, WindowedLayer, new_cache
 from logitspec.verify import crop_cache
 
 pytestmark = pytest.mark.usefixtures("one_thread")

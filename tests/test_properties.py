@@ -2,7 +2,6 @@
 what greedy decoding emits (tiny random Llama, float32)."""
 from __future__ import annotations
 
-import importlib.util
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -13,7 +12,7 @@ from tiny_models import VOCAB, greedy_reference
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-TREE_MODES = ["static"] + (["cost"] if importlib.util.find_spec("logitspec.costmodel") else [])
+TREE_MODES = ["static", "cost"]
 
 
 @st.composite

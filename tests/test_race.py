@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from logitspec.race import (Lane, RaceStopped, interleave, lane_order, lane_stats, replay_lanes,
+from logitspec.serve.race import (Lane, RaceStopped, interleave, lane_order, lane_stats, replay_lanes,
                             result_of, seconds_to_reach, speedup)
 from logitspec.trace import RunTrace
 

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import logitspec.sampling as sampling
-from logitspec.costmodel import stats_for, temperature_bucket
+from logitspec.costtree import stats_for, temperature_bucket
 from logitspec.decoders import DecodeSettings, decode
 from logitspec.sampling import SamplingRule, gumbel, probabilities, process, sample
 from logitspec.trace import RunTrace

@@ -11,7 +11,7 @@ from transformers import DynamicCache
 
 import logitspec.tree as tree_module
 from logitspec.decoders import DecodeSettings, decode
-from logitspec.kvcache import WindowedLayer, new_cache
+from logitspec.runtime.kvcache import WindowedLayer, new_cache
 from logitspec.models import prepare_model
 from logitspec.trace import TreeNode
 from logitspec.tree import layered_tree_inputs, tree_inputs

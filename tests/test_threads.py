@@ -9,7 +9,8 @@ import weakref
 
 import pytest
 
-from logitspec.threads import ModelThread, freeze_heap, model_thread, refreeze_heap
+from logitspec.runtime.heap import freeze_heap, refreeze_heap
+from logitspec.runtime.threads import ModelThread, model_thread
 
 
 class Cyclic:

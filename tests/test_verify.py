@@ -7,7 +7,7 @@ import torch
 from transformers import DynamicCache, LlamaConfig, MistralConfig
 
 from logitspec.decoders import prefill
-from logitspec.kvcache import new_cache
+from logitspec.runtime.kvcache import new_cache
 from logitspec.trace import TreeNode
 from logitspec.verify import UnsupportedCache, accept_walk, compact_cache, prepare_inputs
 from tiny_models import greedy_reference

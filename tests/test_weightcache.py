@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from gguf_files import write_gguf
-from logitspec import weightcache
+from logitspec.runtime import weightcache
 from logitspec.models import load_model
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -5,7 +5,7 @@ import html
 
 import plotly.graph_objects as go
 
-from logitspec.race import result_of
+from logitspec.serve.race import result_of
 from logitspec.trace import RunTrace
 
 from .data import is_finished

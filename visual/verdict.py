@@ -1,14 +1,14 @@
 """The race's counters and verdict in words, computed from the lanes' traces only.
 
 A verdict never compares unequal things: a race stopped or cut short is judged over the
-tokens every lane reached (logitspec.race.result_of), and says that it was cut short.
+tokens every lane reached (logitspec.serve.race.result_of), and says that it was cut short.
 """
 from __future__ import annotations
 
 import html
 from statistics import median
 
-from logitspec.race import RaceResult, lane_stats, result_of
+from logitspec.serve.race import RaceResult, lane_stats, result_of
 from logitspec.trace import RunTrace
 
 from .style import lane_color

@@ -1,10 +1,7 @@
 """The cost-aware draft tree: grow the tree by expected gain while tokens per second rise.
 
 Two measured inputs drive it:
-- c(n), the forward cost of n tree tokens for this model, device and dtype at the current
-  context length: a measured shape c(n)/c(1), corrected by real passes, times the load
-  level c(1) that every step re-estimates (`LiveCost`), so it stays right when other work
-  comes and goes on the machine;
+- c(n), the forward cost of n tree tokens (`logitspec.costcurve`);
 - each node's chance of acceptance, from its retrieval evidence and rank, calibrated
   online by what this process has seen (`AcceptanceStats`). Every step reveals the true
   next tokens, so all drafted nodes (verified or not) whose parent was right teach the
@@ -15,330 +12,17 @@ from __future__ import annotations
 import functools
 import heapq
 import threading
-import time
 import weakref
-from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
 import torch
 
+from .costcurve import CostCurve, LiveCost, live_for, observe_forward
 from .trace import Candidate, QueryRecord, TreeNode, TreeSizing
 from .tree import DraftTree
 
-SIZES = (1, 2, 3, 4, 6, 8, 16, 32, 64, 128, 256)  # dense where trees usually stop
 FRONTIER_SHOWN = 24  # unchosen nodes kept in the trace (marked pruned by cost) for the picture
-
-
-# ---------------------------------------------------------------- forward cost c(n)
-@dataclass
-class CostCurve:
-    """Median seconds of one forward pass of n tree tokens, at a given context length."""
-
-    sizes: list[int]
-    seconds: list[float]
-    context_len: int
-    device: str
-    dtype: str
-    measurements: int = 1  # measured this many times; each size keeps its fastest
-    _table: list[float] | None = field(default=None, repr=False, compare=False)
-
-    def __call__(self, n: int) -> float:
-        return float(np.interp(n, self.sizes, self.seconds))
-
-    def table(self, max_n: int) -> list[float]:
-        """c(0..max_n) as a list, computed once per curve: the tree search reads it per node."""
-        cached = self._table
-        if cached is None or len(cached) <= max_n:
-            cached = [0.0] + np.interp(np.arange(1, max_n + 1), self.sizes, self.seconds).tolist()
-            self._table = cached
-        return cached
-
-    def to_dict(self) -> dict:
-        return {"sizes": self.sizes, "seconds": self.seconds, "context_len": self.context_len,
-                "device": self.device, "dtype": self.dtype, "measurements": self.measurements}
-
-
-class CurveMeasurement:
-    """Times tree forward passes of n = 1..max_n tokens over a cache of `context_len` tokens,
-    one pass per `step()`, so the work can be cut into chunks that fit between other work.
-
-    Uses the same call path as verification (a 4D mask and position ids, or the plain
-    causal call for a single token) so c(n) is what a step really costs. Sizes are timed
-    in interleaved rounds and the fastest round kept: load from other work on a shared
-    machine only ever adds time, and a median still bent the curve when a burst of it
-    lasted several rounds.
-    """
-
-    def __init__(self, model, context_len: int = 256, max_n: int = 64, rounds: int = 4) -> None:
-        self.model, self.context_len, self.max_n, self.rounds = model, context_len, max_n, rounds
-        self.sizes = sorted({n for n in SIZES if n <= max_n} | {max_n})
-        self.runs: dict[int, list[float]] = {n: [] for n in self.sizes}
-        self._todo = [(r, n) for r in range(rounds + 1) for n in self.sizes]  # round 0 warms up
-        self._cache = None
-
-    @property
-    def done(self) -> bool:
-        return not self._todo
-
-    @torch.inference_mode()
-    def _prepare(self) -> None:
-        from .kvcache import new_cache
-        from .verify import free_head_rows
-
-        model, vocab = self.model, int(self.model.config.vocab_size)
-        g = torch.Generator().manual_seed(0)
-        ctx = torch.randint(0, vocab, (1, self.context_len), generator=g).to(model.device)
-        self._cache = new_cache(model.config, self.context_len + self.max_n)
-        model(input_ids=ctx, cache=self._cache, use_cache=True)
-        toks = torch.randint(0, vocab, (self.max_n,), generator=g).tolist()
-        self._trees = {}
-        for n in self.sizes:
-            # A bushy tree with the shape of a real one: a chain plus siblings under the root.
-            nodes = [TreeNode(id=0, token=toks[0], parent=-1, depth=0, origin="root")]
-            for i in range(1, n):
-                parent = i - 1 if i % 2 else 0
-                nodes.append(TreeNode(id=i, token=toks[i], parent=parent, depth=nodes[parent].depth + 1, origin="g2"))
-            self._trees[n] = nodes
-        self._head_rows = free_head_rows(model)
-
-    @torch.inference_mode()
-    def step(self) -> bool:
-        """Do the next chunk (the prefill, or one timed pass); True once every pass is timed."""
-        from .verify import crop_cache, prepare_inputs, verify_tree
-
-        if self._cache is None:
-            self._prepare()
-            return self.done
-        r, n = self._todo.pop(0)
-        inputs = prepare_inputs(self.model, self._trees[n], self.context_len)
-        if self.model.device.type == "cuda":
-            torch.cuda.synchronize()
-        t = time.perf_counter()
-        verify_tree(self.model, self._cache, self._trees[n], inputs, self._head_rows)
-        if r:
-            self.runs[n].append(time.perf_counter() - t)
-        crop_cache(self._cache, self.context_len)
-        if self.done:
-            self._cache = self._trees = None  # free the cache as soon as the curve is known
-        return self.done
-
-    def result(self) -> CostCurve:
-        secs = [min(self.runs[n]) for n in self.sizes]
-        # A forward pass never gets cheaper with more tokens; noise can say otherwise.
-        secs = list(np.maximum.accumulate(secs))
-        return CostCurve(self.sizes, [float(s) for s in secs], self.context_len, str(self.model.device),
-                         str(self.model.dtype).replace("torch.", ""))
-
-
-def measure_cost_curve(model, context_len: int = 256, max_n: int = 64, rounds: int = 4) -> CostCurve:
-    """The whole curve at once (see `CurveMeasurement`)."""
-    m = CurveMeasurement(model, context_len, max_n, rounds)
-    while not m.step():
-        pass
-    return m.result()
-
-
-# ---------------------------------------------------------------- c(n) under a changing load
-# Load from other work scales c(1) and c(n) roughly alike, so the curve is held as a shape
-# relative to c(1) times a load level that every step re-estimates. A curve measured while
-# the load came and went can still have a wrong shape; real passes of different sizes close
-# in time share the load, so their ratio corrects it. Trees that stay at one token never
-# show a tree pass, so now and then a step verifies a larger tree to ask.
-PAIR_WINDOW = 3.0  # seconds within which two passes are taken to share the machine's load
-PAIR_RECENT = 6  # passes remembered for pairing
-OBSERVED_KEPT = 12  # ratios kept per size: a recent window
-SHAPE_PRIOR = 2.0  # weight of the measured shape against real ratios, in observations
-LEVEL_RATE = 0.2  # weight of each step in the load level's moving average
-PROBE_EVERY = 8  # steps of trees of one or two tokens before a probe
-PROBE_SIZES = (4, 8, 6)  # tree sizes probed in turn, so the shape is learnt at a few points
-PROBE_BACKOFF = 3  # each probe that did not grow the trees doubles the interval, up to 2**this
-SMALL_TREE = 2  # trees this small or smaller count towards a probe
-
-
-@dataclass
-class Pass:
-    """One verification pass as decoding saw it."""
-
-    at: float  # time.monotonic() when it was observed
-    n: int
-    seconds: float
-
-
-@dataclass
-class LiveCost:
-    """c(n) for one model and context bucket: the measured shape c(n)/c(1), corrected by
-    time-local ratios of real passes, times the load level (c(1) now)."""
-
-    base: CostCurve
-    level: float
-    observed: dict[int, list[float]] = field(default_factory=dict)  # n -> real c(n)/c(1)
-    recent: deque = field(default_factory=lambda: deque(maxlen=PAIR_RECENT))
-    passes: dict[int, int] = field(default_factory=dict)  # passes seen per size
-    small_steps: int = 0  # consecutive chosen trees of at most SMALL_TREE tokens
-    vain_probes: int = 0  # probes since the trees last grew on their own
-    probes: int = 0
-    _curve: CostCurve | None = field(default=None, repr=False)
-
-    def base_ratio(self, n: int) -> float:
-        return self.base(n) / self.base(1)
-
-    def ratio(self, n: int) -> float:
-        """The corrected shape c(n)/c(1)."""
-        return self.curve()(n) / self.curve()(1)
-
-    def _corrected(self, n: int) -> float:
-        seen = self.observed.get(n)
-        if not seen:
-            return self.base_ratio(n)
-        k = len(seen)
-        return (SHAPE_PRIOR * self.base_ratio(n) + k * float(np.median(seen))) / (SHAPE_PRIOR + k)
-
-    def curve(self) -> CostCurve:
-        """The curve the tree search uses now (rebuilt after each observation)."""
-        if self._curve is not None:
-            return self._curve
-        b = self.base
-        points = sorted(n for n in self.observed if 1 < n <= b.sizes[-1])
-        # The correction factor at observed sizes, 1 at n = 1, held flat past the last one.
-        fx = [1, *points]
-        fy = [1.0, *(self._corrected(n) / self.base_ratio(n) for n in points)]
-        sizes = sorted(set(b.sizes) | set(points))
-        secs = [self.level * self.base_ratio(n) * float(np.interp(n, fx, fy)) for n in sizes]
-        secs = [float(s) for s in np.maximum.accumulate(secs)]
-        self._curve = CostCurve(sizes, secs, b.context_len, b.device, b.dtype, b.measurements)
-        return self._curve
-
-    def observe(self, n: int, seconds: float, at: float) -> None:
-        """Learn from one real pass: its time-local ratio to a pass of another size, and
-        the load level it implies."""
-        if seconds <= 0:
-            return
-        other = next((p for p in reversed(self.recent) if p.n != n and at - p.at <= PAIR_WINDOW), None)
-        if other is not None:
-            small, big = sorted((other, Pass(at, n, seconds)), key=lambda p: p.n)
-            if big.n <= self.base.sizes[-1]:
-                r_small = 1.0 if small.n == 1 else self.ratio(small.n)
-                seen = self.observed.setdefault(big.n, [])
-                seen.append(big.seconds / small.seconds * r_small)
-                del seen[:-OBSERVED_KEPT]
-                self._curve = None
-        est = seconds / self.ratio(min(n, self.base.sizes[-1]))
-        first = not self.passes
-        self.level = est if first else (1 - LEVEL_RATE) * self.level + LEVEL_RATE * est
-        self.recent.append(Pass(at, n, seconds))
-        self.passes[n] = self.passes.get(n, 0) + 1
-        self._curve = None
-
-    def probe_size(self) -> int | None:
-        """The size to verify this step instead of the chosen one, or None: only after
-        PROBE_EVERY small trees in a row, less often after probes that changed nothing."""
-        if self.small_steps < PROBE_EVERY * 2 ** min(self.vain_probes, PROBE_BACKOFF):
-            return None
-        return PROBE_SIZES[self.probes % len(PROBE_SIZES)]
-
-    def chose(self, size: int, probed: bool) -> None:
-        """Hear the size a step verified."""
-        if probed:
-            self.probes += 1
-            self.vain_probes += 1
-            self.small_steps = 0
-        elif size > SMALL_TREE:
-            self.small_steps = self.vain_probes = 0
-        else:
-            self.small_steps += 1
-
-
-_LIVE: "weakref.WeakKeyDictionary[torch.nn.Module, dict[int, LiveCost]]" = weakref.WeakKeyDictionary()
-_LOCK = threading.RLock()
-
-
-# Context lengths at which c(n) is measured. Attention over the cache is a small share of
-# a step next to the weights, so the curve's shape drifts slowly with context: one curve
-# serves short contexts and a second, measured when a run first gets there, long ones.
-CONTEXT_BUCKETS = ((1536, 512), (10**9, 3072))  # (contexts below this, measured at)
-
-
-def _bucket(context_len: int) -> int:
-    return next(at for below, at in CONTEXT_BUCKETS if context_len < below)
-
-
-def measure_context(model, bucket: int, max_n: int) -> int:
-    """The context length a bucket's curve is measured at, within the model's positions."""
-    limit = getattr(model.config, "max_position_embeddings", None) or bucket + max_n
-    return min(bucket, limit - max_n - 1)
-
-
-def install_curve(model, bucket: int, base: CostCurve) -> LiveCost:
-    """Make `base` the measured shape of this model's bucket; what decoding has learnt
-    (the load level and the real ratios) is kept."""
-    with _LOCK:
-        lives = _LIVE.setdefault(model, {})
-        live = lives.get(bucket)
-        if live is None:
-            live = lives[bucket] = LiveCost(base, base(1))
-        else:
-            live.base, live._curve = base, None
-        return live
-
-
-def live_cost(model, bucket: int) -> LiveCost | None:
-    with _LOCK:
-        return _LIVE.get(model, {}).get(bucket)
-
-
-def _live_for(model, context_len: int, max_n: int, on_measure: Callable[[float], None] | None) -> LiveCost:
-    """This bucket's LiveCost, measuring its shape here only when none was installed."""
-    bucket = _bucket(context_len)
-    with _LOCK:
-        live = _LIVE.get(model, {}).get(bucket)
-        if live is None or live.base.sizes[-1] < max_n:
-            t = time.perf_counter()
-            fresh = measure_cost_curve(model, context_len=measure_context(model, bucket, max_n),
-                                       max_n=max(max_n, 8))
-            live = install_curve(model, bucket, fresh)
-            if on_measure:
-                on_measure(time.perf_counter() - t)
-        return live
-
-
-def cost_curve_for(model, context_len: int, max_n: int,
-                   on_measure: Callable[[float], None] | None = None) -> CostCurve:
-    """The curve for this model at this context length now: the installed shape (measured
-    here on first need when the app installed none) corrected by decoding, at the load level.
-
-    `on_measure` hears how many seconds a measurement took, so callers can keep that
-    one-off calibration apart from the time of decoding.
-    """
-    return _live_for(model, context_len, max_n, on_measure).curve()
-
-
-def observe_forward(model, context_len: int, n: int, seconds: float, at: float | None = None) -> None:
-    """Set one decoding step's measured forward time (n tokens) against the curve."""
-    with _LOCK:
-        live = _LIVE.get(model, {}).get(_bucket(context_len))
-        if live is not None:
-            live.observe(n, seconds, time.monotonic() if at is None else at)
-
-
-def warm_up(model, max_context: int, capacity: int = 64) -> float:
-    """Measure every curve a run up to `max_context` tokens may need; return the seconds."""
-    from .verify import free_head_rows
-
-    t = time.perf_counter()
-    free_head_rows(model)
-    for below, at in CONTEXT_BUCKETS:
-        cost_curve_for(model, min(at, max_context), capacity)
-        if max_context < below:
-            break
-    return time.perf_counter() - t
-
-
-def measured_curves(model) -> list[CostCurve]:
-    """Every curve in use for this model, by context length (as decoding has corrected it)."""
-    with _LOCK:
-        return sorted((live.curve() for live in _LIVE.get(model, {}).values()), key=lambda c: c.context_len)
 
 
 # ---------------------------------------------------------------- acceptance estimates
@@ -391,6 +75,7 @@ class AcceptanceStats:
 
 
 _STATS: "weakref.WeakKeyDictionary[torch.nn.Module, dict[float, AcceptanceStats]]" = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
 TEMPERATURE_STEP = 0.25  # temperatures this close share their acceptance statistics
 
 
@@ -483,7 +168,7 @@ class CostAwareDrafter:
         """The curve for this step and, unless a fixed curve was given, the live model behind it."""
         if self.curve is not None:
             return self.curve, None
-        live = _live_for(self.model, context_len, capacity, self._calibrated)
+        live = live_for(self.model, context_len, capacity, self._calibrated)
         return live.curve(), live
 
     def build(
@@ -571,8 +256,7 @@ class CostAwareDrafter:
             size = min(probe, len(gains))
             best = (gains[size - 1] / cost[size], size, gains[size - 1])
         if live is not None:
-            with _LOCK:
-                live.chose(size, probed)
+            live.chose(size, probed)
         self._context_len = context_len  # for the curve check in observe
         keep = {0, *order[: size - 1]}
         nxt = order[size - 1] if size - 1 < len(order) else (heap[0][1] if heap else None)

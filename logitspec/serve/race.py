@@ -12,11 +12,11 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .trace import RunTrace, StepRecord
+from ..trace import RunTrace, StepRecord
 
 if TYPE_CHECKING:  # the engine imports torch; replaying saved traces must not need it
-    from .decoders import DecodeSettings
-    from .models import LoadedModel
+    from ..decoders import DecodeSettings
+    from ..models import LoadedModel
 
 LANE_ORDER = ("vanilla", "pld", "logitspec")
 
@@ -185,13 +185,13 @@ def lane_order(methods: Iterable[str]) -> list[str]:
 def model_lanes(lm: LoadedModel, prompt_text: str, methods: Iterable[str],
                 settings: DecodeSettings) -> list[Lane]:
     """A lane per method over the same prompt on a loaded model; each run starts on its first
-    step, and every step runs on the model thread (`logitspec.threads.ModelThread`).
+    step, and every step runs on the model thread (`logitspec.runtime.threads.ModelThread`).
 
     Token texts are attached to a lane's trace when its run ends; call `lane.finish()` to
     attach them to a lane that was stopped.
     """
-    from .runner import Run
-    from .threads import model_thread
+    from ..runner import Run
+    from ..runtime.threads import model_thread
 
     lanes = []
     for m in lane_order(methods):

@@ -16,9 +16,9 @@ from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
 
-from .drafts import drafted_bound
-from .fewrows import kernel_status
-from .settings import DecodeSettings
+from ..drafts import drafted_bound
+from ..runtime.fewrows import kernel_status
+from ..settings import DecodeSettings
 
 METHOD_SPECS = {
     "vanilla": ("vanilla", None),
@@ -94,13 +94,13 @@ def _share(rows: list[dict], key: str) -> float | None:
 
 def measure(lm, prompt_ids: list[int], method: str, settings: DecodeSettings) -> dict:
     """One timed run; wall time covers prefill and decoding as a user would wait for them."""
-    from .decoders import decode
+    from ..decoders import decode
 
     name, tree = METHOD_SPECS[method]
     s = replace(settings, tree=tree) if tree else settings
     t0 = time.perf_counter()
     steps = list(decode(lm.model, prompt_ids, name, s, lm.eos_ids))
-    # A re-measuring of c(n) that decoding asked for (see costmodel.observe_forward) is a
+    # A re-measuring of c(n) that decoding asked for (see costcurve.observe_forward) is a
     # one-off of the process, like the warm-up, not part of this run's decoding.
     calibration = sum(st.calibration_seconds for st in steps)
     wall = time.perf_counter() - t0 - calibration
@@ -129,7 +129,7 @@ def hardware(device: str) -> str:
 
     if device.startswith("cuda") and torch.cuda.is_available():
         return torch.cuda.get_device_name(torch.device(device))
-    from .fewrows import cpu_model
+    from ..runtime.fewrows import cpu_model
 
     return f"{cpu_model()}, {os.cpu_count()} cores ({platform.machine()})"
 
@@ -204,7 +204,7 @@ def _curves(lm, methods: list[str]) -> list[dict]:
     """The cost curves in use now (as decoding has corrected them), for the report."""
     if not any(METHOD_SPECS[m][1] == "cost" for m in methods):
         return []
-    from .costmodel import measured_curves
+    from ..costcurve import measured_curves
 
     return [c.to_dict() for c in measured_curves(lm.model)]
 
@@ -235,7 +235,7 @@ class BusyLoad:
 def prepare(args: argparse.Namespace, lm, prompts: dict, settings: DecodeSettings) -> None:
     """Warm up every method once so first-call costs (allocations, the cost curves) stay out
     of the timed runs: every context length the runs will reach is measured beforehand."""
-    from .costmodel import warm_up
+    from ..costcurve import warm_up
 
     if any(METHOD_SPECS[m][1] == "cost" for m in args.methods):
         warm_up(lm.model, max(len(p) for p in prompts.values()) + args.max_new_tokens, settings.capacity)
@@ -248,8 +248,8 @@ def run_bench(args: argparse.Namespace) -> dict:
     """Load, warm up, time. With --background-load the busy processes start before the
     warm-up (so c(n) is measured under load, as at a busy start-up), a first phase is timed
     under load, then they stop and the same runs are timed again."""
-    from .models import load_model
-    from .threads import configure_threads
+    from ..models import load_model
+    from ..runtime.threads import configure_threads
 
     questions = load_questions(args.questions, args.categories, args.limit_per_category)
     methods = args.methods
@@ -282,7 +282,7 @@ def run_bench(args: argparse.Namespace) -> dict:
 def make_report(args: argparse.Namespace, lm, questions: list[dict], settings: DecodeSettings, threads: int,
                 runs: tuple[dict, bool, list[dict]]) -> dict:
     """The report of one phase of timed runs, with the settings and the machine."""
-    from .fewrows import cpu_model, kernel_variant
+    from ..runtime.fewrows import cpu_model, kernel_variant
 
     per_q, lossless, mismatches = runs
     report = {
@@ -309,7 +309,7 @@ def make_report(args: argparse.Namespace, lm, questions: list[dict], settings: D
 
 def instruction_sets() -> list[str]:
     """The vector instruction sets the CPU offers of those the kernels can use."""
-    from .fewrows import cpu_flags
+    from ..runtime.fewrows import cpu_flags
 
     flags = cpu_flags()
     return [name for name in ("avx512f", "avx512bw", "avx512vl", "avx2", "fma") if name in flags]
@@ -350,7 +350,7 @@ def decode_settings(args: argparse.Namespace) -> DecodeSettings:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .cli import number
+    from ..cli import number
 
     d = DecodeSettings()
     p = argparse.ArgumentParser(prog="python -m logitspec.bench", description=__doc__.splitlines()[0])
@@ -376,8 +376,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .limits import InputError, check_settings
-    from .models import ModelLoadError
+    from ..limits import InputError, check_settings
+    from ..models import ModelLoadError
 
     args = build_parser().parse_args(argv)
     try:
@@ -401,12 +401,9 @@ def main(argv: list[str] | None = None) -> int:
         args.out.write_text(json.dumps(report, indent=2))
         print(f"report: {args.out}")
     if args.plot:
-        from .bench_plots import write_plots
+        from visual.bench import write_plots
 
         for path in write_plots(report, args.plot):
             print(f"figure: {path}")
     return 0 if report["lossless"] else 1
 
-
-if __name__ == "__main__":
-    sys.exit(main())

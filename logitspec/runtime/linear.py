@@ -1,21 +1,14 @@
-"""Pre-packed weights for the few-row matrix products of tree verification on CPU.
+"""`FewRowLinear`: every `nn.Linear` of a float32 CPU model, made fast for the few rows a tree has.
 
-A tree step multiplies every weight matrix by a handful of rows (the tree's tokens). For
-such shapes MKL's ordinary fp32 GEMM changes kernel at 4 rows and gets slow: on the
-2-core development machine a 4-token forward of the bundled model cost 18% more than a
-3-token one. MKL's packed GEMM (weights reordered once, `cblas_sgemm_pack`, exposed by
-torch as `mkl::_mkl_reorder_linear_weight` / `mkl::_mkl_linear`) keeps that kernel fast:
-measured c(n) over a 512-token context went from 43.6, 52.7, 67.1 ms to 40.5, 45.7,
-54.9 ms for n = 4, 8, 16. For 1-3 rows the stock kernel is as fast or faster (a single
-token cost 4% more packed), so packing leaves those to it.
+A tree step multiplies each weight matrix by a handful of rows (the tree's tokens).
+- 1 to 16 rows go to the few-row kernel (`logitspec.runtime.fewrows`), which streams each
+  weight once for all rows at the memory's speed;
+- more rows, or 4 to 16 where the kernel is missing, go to MKL's packed GEMM (weights
+  reordered once), which stays fast where MKL's ordinary GEMM changes kernel at 4 rows;
+- 1 to 3 rows without the kernel keep the stock kernel, as fast there as packing.
 
-Products of 1 to 16 rows go to the few-row kernel instead where it is built
-(`logitspec.fewrows`): it streams each weight once for all rows at the memory's speed,
-which MKL's GEMM does not reach at those sizes. Packing then serves 17 rows and more, and
-the stock kernel 1 to 3 rows where the few-row kernel is missing.
-
-The packed copy costs as much memory as the weights again. Both are applied to every
-`nn.Linear` of the model, so all decoders of a race share them and the race stays fair.
+The packed copy costs as much memory as the weights again. The layers are swapped for the
+whole model, so all decoders of a race share them. Measurements: docs/performance.md.
 """
 from __future__ import annotations
 
@@ -48,7 +41,7 @@ def packing_available(model) -> bool:
             and hasattr(torch.ops.mkl, "_mkl_linear") and hasattr(torch.ops.mkl, "_mkl_reorder_linear_weight"))
 
 
-class PackedLinear(torch.nn.Linear):
+class FewRowLinear(torch.nn.Linear):
     """An `nn.Linear` that multiplies 1-16 rows with the few-row kernel and 4 or more rows
     (past the kernel's reach, or without it) by its MKL-packed weights.
 
@@ -83,7 +76,7 @@ def available_memory() -> int | None:
         return None
 
 
-def use_packed_linear(model) -> int:
+def use_few_row_linear(model) -> int:
     """Give every `nn.Linear` of a float32 CPU model packed weights and the few-row kernel;
     return how many layers of the model now hold either (those done before included).
 
@@ -100,7 +93,7 @@ def use_packed_linear(model) -> int:
     free = available_memory()
     pack = packing_available(model) and (free is None or need <= free // 2)
     few = few_row_kernel() if layers else None
-    count = sum(isinstance(m, PackedLinear) for m in model.modules())
+    count = sum(isinstance(m, FewRowLinear) for m in model.modules())
     if not pack and few is None:
         return count
     with torch.no_grad():
@@ -109,6 +102,6 @@ def use_packed_linear(model) -> int:
                                     if pack else None)
             module.packed_from = (module.weight.data_ptr(), module.weight._version)
             module.few_rows = few if few is not None and kernel_fits(module) else None
-            module.__class__ = PackedLinear
+            module.__class__ = FewRowLinear
             count += 1
     return count

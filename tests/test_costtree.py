@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from logitspec.costmodel import AcceptanceStats, CostAwareDrafter, CostCurve
+from logitspec.costcurve import CostCurve
+from logitspec.costtree import AcceptanceStats, CostAwareDrafter
 from logitspec.retrieval import NgramPool
 from logitspec.trace import Candidate
 
@@ -159,18 +160,18 @@ def cheap_trees(n: int) -> float:
 @pytest.fixture
 def no_measuring(monkeypatch):
     """cost_curve_for must use the installed curve; measuring here would be a failure."""
-    from logitspec import costmodel
+    from logitspec import costcurve
 
     def refuse(*a, **k):
         raise AssertionError("measured c(n) in front of decoding")
 
-    monkeypatch.setattr(costmodel, "measure_cost_curve", refuse)
+    monkeypatch.setattr(costcurve, "measure_cost_curve", refuse)
 
 
 def run_steps(model, steps: int, true_cost, start: float = 0.0, load: float = 1.0):
     """Draft on step_inputs with the model's live curve; each pass 'takes' true_cost(n) * load
     seconds, 0.1 s apart. Returns (size, probed) per step."""
-    from logitspec.costmodel import observe_forward
+    from logitspec.costcurve import observe_forward
 
     root, g1, g2 = step_inputs()
     out = []
@@ -183,7 +184,7 @@ def run_steps(model, steps: int, true_cost, start: float = 0.0, load: float = 1.
 
 
 def test_trees_of_one_token_from_a_loaded_curve_grow_back_after_probes(no_measuring):
-    from logitspec.costmodel import PROBE_EVERY, install_curve
+    from logitspec.costcurve import PROBE_EVERY, install_curve
 
     model = FakeModel()
     install_curve(model, 512, LOADED)
@@ -197,7 +198,7 @@ def test_trees_of_one_token_from_a_loaded_curve_grow_back_after_probes(no_measur
 
 
 def test_the_load_level_tracks_c1_and_a_uniform_slowdown_keeps_the_shape(no_measuring):
-    from logitspec.costmodel import cost_curve_for, install_curve, observe_forward
+    from logitspec.costcurve import cost_curve_for, install_curve, observe_forward
 
     model = FakeModel()
     idle = CostCurve(SIZES, [cheap_trees(n) for n in SIZES], 512, "cpu", "float32")
@@ -214,7 +215,7 @@ def test_the_load_level_tracks_c1_and_a_uniform_slowdown_keeps_the_shape(no_meas
 
 
 def test_only_passes_close_in_time_are_paired(no_measuring):
-    from logitspec.costmodel import PAIR_WINDOW, install_curve, live_cost, observe_forward
+    from logitspec.costcurve import PAIR_WINDOW, install_curve, live_cost, observe_forward
 
     model = FakeModel()
     install_curve(model, 512, LOADED)
@@ -226,7 +227,7 @@ def test_only_passes_close_in_time_are_paired(no_measuring):
 
 
 def test_probing_happens_only_now_and_then_and_never_when_trees_grow(no_measuring):
-    from logitspec.costmodel import PROBE_EVERY, install_curve
+    from logitspec.costcurve import PROBE_EVERY, install_curve
 
     linear = CostCurve(SIZES, [0.058 * n for n in SIZES], 512, "cpu", "float32")
     model = FakeModel()
@@ -250,13 +251,13 @@ def test_a_fixed_curve_never_probes():
 
 
 def test_decoding_reports_each_forward_pass_to_the_live_curve(one_thread):
-    from logitspec import costmodel
+    from logitspec import costcurve
     from logitspec.decoders import DecodeSettings, decode
     from tiny_models import tiny_llama
 
     model = tiny_llama(seed=3)
     prompt = [5, 17, 99, 3, 5, 17, 42, 8, 1, 64, 5, 17] * 3
     steps = list(decode(model, prompt, "logitspec", DecodeSettings(max_new_tokens=20, tree="cost")))
-    live = costmodel.live_cost(model, costmodel._bucket(len(prompt)))
+    live = costcurve.live_cost(model, costcurve._bucket(len(prompt)))
     sizes = [sum(not n.pruned for n in s.tree) for s in steps if s.forward]
     assert live.passes == {n: sizes.count(n) for n in set(sizes)}

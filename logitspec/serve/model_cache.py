@@ -1,0 +1,170 @@
+"""The models a deployment offers and the cache that loads them, one at a time.
+
+A public deployment must only load the models its deployer allowed and keep serving when
+one fails to load. No UI code lives here; the app wires these into events.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass
+
+from ..limits import InputError, Limits
+
+BUNDLED = "bundled"
+BUNDLED_LABEL = "SmolLM2-135M-Instruct (bundled, CPU-friendly)"
+
+
+# ---------------------------------------------------------------- model allow-list and cache
+
+def allowed_models(env: dict[str, str] | None = None) -> list[str]:
+    """The models a user may pick: the bundled one, then LOGITSPEC_MODELS (comma-separated hub ids).
+
+    LOGITSPEC_DEFAULT_MODEL is allowed too, and comes first when set, so a GPU deployment
+    can make a larger model the default.
+    """
+    env = os.environ if env is None else env
+    ids = [m.strip() for m in env.get("LOGITSPEC_MODELS", "").split(",") if m.strip()]
+    default = env.get("LOGITSPEC_DEFAULT_MODEL", "").strip() or BUNDLED
+    out: list[str] = []
+    for m in [default, BUNDLED, *ids]:
+        if m not in out:
+            out.append(m)
+    return out
+
+
+def model_label(name: str) -> str:
+    return BUNDLED_LABEL if name == BUNDLED else name
+
+
+def check_model_choice(name: object, env: dict[str, str] | None = None) -> str:
+    """The model name if it is on the allow-list; anything else (a path, an unknown id) is refused."""
+    allowed = allowed_models(env)
+    if not isinstance(name, str) or name not in allowed:
+        raise InputError(f"model {name!r} is not offered here; choose one of: {', '.join(allowed)}")
+    return name
+
+
+@dataclass
+class ModelStatus:
+    state: str  # "idle" | "loading" | "ready" | "failed"
+    message: str
+    seconds: float | None = None  # load time once ready
+
+
+class ModelCache:
+    """Loads allowed models once each and keeps the most recent few; thread-safe.
+
+    A failed load is remembered with its reason (shown to users) and retried on the next
+    request, so a passing network or disk fault does not stick.
+    """
+
+    def __init__(self, loader=None, keep: int = 2, warm=None) -> None:
+        self._loader = loader
+        self._warm = warm  # run once on each freshly loaded model, before it is served
+        self._keep = keep
+        self._models: dict[str, object] = {}
+        self._status: dict[str, ModelStatus] = {}
+        self._locks: dict[str, threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    def _lock(self, name: str) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault(name, threading.Lock())
+
+    def status(self, name: str) -> ModelStatus:
+        with self._guard:
+            return self._status.get(name, ModelStatus("idle", "not loaded yet"))
+
+    def get(self, name: str):
+        """The loaded model, loading it first if needed; raises ModelLoadError with the reason."""
+        from ..models import ModelLoadError, load_model
+        from ..runtime.heap import refreeze_heap
+        from ..runtime.threads import configure_threads, model_thread
+
+        with self._lock(name):
+            with self._guard:
+                if name in self._models:
+                    return self._models[name]
+                self._status[name] = ModelStatus("loading", f"loading {model_label(name)}…")
+            t0 = time.perf_counter()
+            try:
+                # On the model thread, like every decoding step (see ModelThread): the thread
+                # count is a per-thread setting of OpenMP, and c(n) must be measured where
+                # the steps will run.
+                run = model_thread().call
+                run(configure_threads)
+                lm = run(self._loader or load_model, name)
+                if self._warm is not None:
+                    with self._guard:
+                        self._status[name] = ModelStatus(
+                            "loading", f"reading what a draft-tree token costs on this hardware "
+                                       f"for {model_label(name)}…")
+                    run(self._warm, lm)
+            except ModelLoadError as e:
+                with self._guard:
+                    self._status[name] = ModelStatus("failed", str(e))
+                raise
+            except Exception as e:  # any other fault must leave the app serving, with the reason
+                msg = f"could not load model {name!r}: {type(e).__name__}: {e}"
+                with self._guard:
+                    self._status[name] = ModelStatus("failed", msg)
+                raise ModelLoadError(msg) from e
+            secs = time.perf_counter() - t0
+            with self._guard:
+                self._models[name] = lm
+                self._status[name] = ModelStatus("ready", f"{model_label(name)} ready on {lm.device} "
+                                                 f"(loaded in {secs:.0f} s)", secs)
+                dropped = False
+                while len(self._models) > self._keep:  # drop the oldest to bound memory
+                    old = next(iter(self._models))
+                    del self._models[old]
+                    self._status[old] = ModelStatus("idle", "unloaded to make room")
+                    dropped = True
+            if dropped:
+                refreeze_heap()  # the dropped model's cycles were frozen with it at load
+            return lm
+
+    def loaded(self, name: str):
+        """The model if it is already loaded, else None (never loads)."""
+        with self._guard:
+            return self._models.get(name)
+
+    def preload(self, name: str) -> threading.Thread:
+        """Start loading `name` in a background thread; failures land in status()."""
+
+        with self._guard:  # "loading" from this call on, so no caller reads a stale state
+            if name not in self._models:
+                self._status[name] = ModelStatus("loading", f"loading {model_label(name)}…")
+
+        def work() -> None:
+            try:
+                self.get(name)
+            except Exception:
+                pass  # the reason is in status(name)
+
+        t = threading.Thread(target=work, name=f"load-{name}", daemon=True)
+        t.start()
+        return t
+
+
+def warm_cost_curves(lm, capacity: int | None = None, background: bool = True):
+    """Give the cost-aware tree its forward-cost curves at load time without measuring:
+    the curve stored by an earlier start on this machine, else a default shape, which
+    decoding corrects as it goes. Curves not stored are measured in the background, a pass
+    at a time while the model thread is idle (see logitspec.calibration); returns that
+    thread, or None when nothing is left to measure.
+    """
+    from ..calibration import BackgroundCalibration, start_curves
+    from ..verify import free_head_rows
+
+    free_head_rows(lm.model)  # measured once per model, before any timed step
+    if capacity is None:  # every tree a visitor may ask for, so no race measures in front
+        capacity = Limits.from_env().capacity
+    starts = start_curves(lm.model, max_context=1024, capacity=capacity)
+    if not background or all(s.stored for s in starts):
+        return None
+    job = BackgroundCalibration(lm.model, starts)
+    job.start()
+    return job

@@ -2,8 +2,8 @@
 
 With a mask (every tree step has one), transformers' stock SDPA path repeats each key/value
 head once per query head of its group (`repeat_kv`) before attention: a full copy of the
-cache, in every layer, on every step. On a small CPU model that copy alone made a 2-token
-tree cost 14 % more than a 1-token step, and it grows with the context.
+cache, in every layer, on every step, and it grows with the context (measured:
+docs/performance.md).
 
 Here the query heads of a group are folded into the query length instead,
 [B, H_kv * g, n, d] -> [B, H_kv, g * n, d], with the mask repeated g times along the query
@@ -19,9 +19,9 @@ NAME = "logitspec_grouped_sdpa"
 _registered = False
 # The last masks folded for the query groups: (source mask, groups, folded mask), newest
 # first. Every layer of a kind gets the same mask object in a forward pass, so it is folded
-# once per pass, not once per layer (30 copies cost about 1.4 ms of a 35 ms step on the
-# bundled model); two entries serve models whose full and sliding layers alternate. One
-# tuple, assigned and read whole, so concurrent decodes never pair one's mask with another's.
+# once per pass, not once per layer (a copy per layer cost time: docs/performance.md);
+# two entries serve models whose full and sliding layers alternate. One tuple, assigned and
+# read whole, so concurrent decodes never pair one's mask with another's.
 FOLDED_KEPT = 2
 _folded: tuple[tuple[torch.Tensor, int, torch.Tensor], ...] = ()
 # Arguments the folded path does not implement: the stock path handles (or refuses) them.

@@ -3,10 +3,8 @@ linear layers of a float32 CPU model for products of 1 to 16 rows.
 
 Tree verification multiplies each weight matrix by a handful of rows. Those products are
 bound by reading the weights, yet MKL's fp32 GEMM (packed or not) stops streaming them at
-the memory's speed past a few rows. Over the bundled model's 210 weight matrices (425 MB)
-on the 2-core development machine, `python scripts/time_linear.py` (fastest of 7 passes):
-1 row 15.4 ms with the stock kernel against 14.5 ms here; 4 rows 19.7 ms packed against
-16.3 ms here; 8 rows 23.2 against 19.8 ms; 16 rows 29.0 against 26.6 ms.
+the memory's speed past a few rows; this kernel reads each weight once for all rows.
+Timings (`python scripts/time_linear.py`): docs/performance.md.
 
 Every decoder uses it, vanilla's one-token steps too, so the race compares decoders and not
 kernels. Each output is summed in one fixed order whatever the number of rows, so a token's
@@ -38,10 +36,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# The kernel serves every product from one row up to this: even vanilla's single-token
-# steps cost 3% less with it than with torch's GEMV (8 bench questions, 96 tokens, 3
-# interleaved repetitions, same tokens).
-FEW_MAX_ROWS = 16  # the kernel's limit, compiled in as FEW_MAX_ROWS
+# The most rows the kernel takes (compiled in as FEW_MAX_ROWS); it serves every product from
+# one row up, vanilla's steps too, so every decoder runs on the same kernel.
+FEW_MAX_ROWS = 16
 # Input features must be a multiple of this, in every variant: the kernel steps through the
 # weights one 64-byte line (16 floats) at a time. Compiled in as FEW_FEATURE_MULTIPLE.
 FEATURE_MULTIPLE = 16

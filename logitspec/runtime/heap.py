@@ -7,10 +7,9 @@ import gc
 def freeze_heap() -> int:
     """Keep every object alive now out of the garbage collector's full passes; return how many.
 
-    With the bundled model loaded the process holds about 370,000 long-lived objects
-    (transformers, the tokenizer, the model's modules). A full collection walks them all,
-    150-180 ms on the development machine, and one fell inside about four in ten 128-token
-    LogitSpec runs of the bench, on whichever step was allocating then. Frozen objects are
+    Loading a model leaves hundreds of thousands of long-lived objects (transformers, the
+    tokenizer, the model's modules), and a full collection that walks them all stalls
+    whichever decoding step triggers it (measured: docs/performance.md). Frozen objects are
     still freed by reference counting; after dropping a model, `refreeze_heap` lets the
     collector reclaim its reference cycles.
     """

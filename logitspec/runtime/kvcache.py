@@ -1,10 +1,9 @@
 """A KV cache that writes each step's entries into a reserved buffer instead of re-copying it.
 
 transformers' DynamicCache appends by `torch.cat`, so every forward pass copies the whole
-cache of every layer (60 copies on the bundled model), paid by every decoder: a one-token
-step took 34.9 ms against 33.1 ms written in place over a 512-token context, 41.8 against
-37.4 ms over 1,500 (scripts/time_cache.py). Here each layer keeps one buffer with room for
-the whole run and a step writes only its new rows.
+cache of every layer, paid by every decoder and growing with the context (timings,
+`python scripts/time_cache.py`: docs/performance.md). Here each layer keeps one buffer with
+room for the whole run and a step writes only its new rows.
 Sliding-window layers are buffered the same way (`WindowedLayer`): the stock
 DynamicSlidingWindowLayer drops rows as it appends, so after a tree pass it may already have
 thrown away context rows that the accepted path still needs.

@@ -26,10 +26,9 @@ class ModelThread:
     torch's CPU kernels run on OpenMP (libgomp), and every thread that starts parallel work
     gets its own team of helper threads for as long as it lives. Once the process holds more
     of them than there are cores, libgomp stops spinning between parallel regions and each of
-    the hundreds of regions of a forward pass waits for its helpers to wake up. On the 2-core
-    development machine, vanilla decoding of the bundled model ran at 15 tokens per second
-    when loaded on one thread and decoded on another, 24 when both happened on one
-    (scripts/time_threads.py).
+    the hundreds of regions of a forward pass waits for its helpers to wake up, so loading on
+    one thread and decoding on another slows every step (`python scripts/time_threads.py`;
+    figures in docs/performance.md).
 
     A Gradio server runs each step of a streamed handler on whichever of its worker threads is
     free, so the app sends loading, measuring and every decoding step here instead. Work is

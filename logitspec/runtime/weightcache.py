@@ -1,8 +1,8 @@
 """Converted weights of a GGUF model, cached so that later starts skip the dequantisation.
 
-transformers reads a GGUF file by dequantising every tensor to float, about 15 s for the
-bundled model on 2 cores, at every start. The first load writes the converted model
-(safetensors, config, tokenizer) under the kernel cache folder (LOGITSPEC_KERNEL_DIR, else
+transformers reads a GGUF file by dequantising every tensor to float at every start, the
+slow part of loading (timings: docs/performance.md). The first load writes the converted
+model (safetensors, config, tokenizer) under the kernel cache folder (LOGITSPEC_KERNEL_DIR, else
 ~/.cache/logitspec), in a folder named by the GGUF file's name, size and modification time,
 the transformers version and the dtype, so a changed file or library reads afresh. A
 manifest holds each file's size and SHA-256; an entry that does not match it is rebuilt,

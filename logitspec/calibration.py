@@ -1,12 +1,12 @@
 """c(n) without measuring in front of a visitor: stored curves, a default shape, and a
 measurement done in small chunks on the model thread while it is idle.
 
-Measuring the bundled model's curves takes about 50 s on a busy 2-core machine; the app
-used to do it before the model was ready. Now the app starts from the curve stored by an
-earlier start on the same machine (per model, CPU, thread count, kernel variant, dtype and
-context) or from a default shape, decoding corrects it (costcurve.LiveCost), and a fresh
-measurement runs one forward pass at a time whenever the model thread has been idle a while.
-Those passes fall between steps, so no lane's clock counts them.
+Measuring every curve before the model is ready would keep the first visitor waiting, so
+the app starts from the curve stored by an earlier start on the same machine (per model,
+CPU, thread count, kernel variant, dtype and context) or from a default shape, decoding
+corrects it (costcurve.LiveCost), and a fresh measurement runs one forward pass at a time
+whenever the model thread has been idle a while. Those passes fall between steps, so no
+lane's clock counts them.
 """
 from __future__ import annotations
 
@@ -27,8 +27,8 @@ from .costcurve import CONTEXT_BUCKETS, CostCurve, CurveMeasurement, install_cur
 log = logging.getLogger(__name__)
 
 # The bundled model's c(n) over a 512-token context on the 2-core development machine
-# (README, "Measured figures"), as a shape: only ratios to c(1) are used until decoding
-# has set the level. Past 64 tokens it grows by the last measured slope.
+# (docs/performance.md, the bench at defaults), as a shape: only ratios to c(1) are used
+# until decoding has set the level. Past 64 tokens it grows by the last measured slope.
 DEFAULT_SIZES = [1, 2, 3, 4, 6, 8, 16, 32, 64, 128, 256]
 DEFAULT_MS = [32.8, 33.2, 35.3, 35.7, 40.0, 42.8, 53.5, 76.3, 122.1, 213.7, 396.9]
 IDLE_SECONDS = 1.0  # the model thread must have been idle this long before a chunk runs

@@ -34,7 +34,7 @@ class LoadedModel:
     tokenizer: object
     device: str
     dtype: str
-    packed_layers: int = 0  # nn.Linear layers given MKL-packed weights (logitspec.runtime.linear)
+    packed_layers: int = 0  # nn.Linear layers made FewRowLinear (logitspec.runtime.linear)
     weights_from: str = "source"  # "gguf" (converted now), "cache" (converted earlier) or "source"
 
     @property
@@ -138,10 +138,11 @@ def _check_hub_id(name: str) -> None:
 
 def prepare_model(model, name: str = "model") -> int:
     """Make a loaded model ready to decode, in place: refuse what the decoders cannot serve,
-    then the tree attention and the packed linear layers every decoder shares.
+    then the tree attention and the few-row linear layers every decoder shares.
 
     Also the path the tests take with tiny models built in memory. Returns how many linear
-    layers were packed (see logitspec.runtime.linear); raises ModelLoadError for a refused model.
+    layers became FewRowLinear (see logitspec.runtime.linear); raises ModelLoadError for a
+    refused model.
     """
     check_model(model, name)
     fill_unused_window(model)

@@ -14,15 +14,13 @@ import torch
 
 from .errors import DecodeError
 from .runtime.kvcache import new_cache
-from .retrieval import NgramPool
+from .retrieval import NgramPool, retrieve
 from .sampling import SamplingRule, choose
 from .settings import METHODS, DecodeSettings
 from .speculation import speculate
 from .trace import Candidate, QueryRecord, StepRecord, TreeNode, TreeSizing
-from .tree import PRUNED_SHOWN_PER_BRANCH, build_static_tree, chain_tree
+from .tree import build_static_tree, chain_tree
 from .verify import WalkLog, compact_cache, crop_cache, free_head_rows, prepare_inputs, verify_tree
-
-G2_COST_LEN = 8  # g2 continuation fetched for the cost-aware tree, which may keep it all
 
 
 @dataclass
@@ -63,21 +61,6 @@ class PromptLookupDrafter(Drafter):
         sizes = [n for n in pool.sizes if n <= 3]
         q = pool.query("pld", pool.tokens[-3:] + [root], self.s.pld_tokens, sizes=sizes)
         return Draft(nodes=chain_tree(root, q.continuation, "pld"), queries=[q])
-
-
-def retrieve(root: int, cands: Sequence[Candidate], pool: NgramPool, s: DecodeSettings) -> list[QueryRecord]:
-    """g1 for x_{i+1}, then g2 for each candidate x^_{i+2}; g1 is element 0."""
-    tail = pool.tokens[-max(pool.sizes):] + [root]
-    queries = [pool.query("g1", tail, s.continuation + PRUNED_SHOWN_PER_BRANCH)]
-    for c in cands:
-        if s.tree == "cost":
-            want = min(s.continuation, G2_COST_LEN)
-        else:
-            # A branch keeps at most rule.keep(rank) tokens, the candidate included; fetch
-            # only that plus the few cut tokens the picture shows.
-            want = min(s.continuation, s.rule.keep(c.rank) - 1 + PRUNED_SHOWN_PER_BRANCH)
-        queries.append(pool.query("g2", tail + [c.token], want, candidate_rank=c.rank))
-    return queries
 
 
 class LogitSpecDrafter(Drafter):

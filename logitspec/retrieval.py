@@ -8,7 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from .trace import NgramAttempt, QueryRecord
+from .settings import DecodeSettings
+from .trace import Candidate, NgramAttempt, QueryRecord
+
+PRUNED_SHOWN_PER_BRANCH = 3  # how many cut tokens per branch the trace keeps for the picture
+G2_COST_LEN = 8  # g2 continuation fetched for the cost-aware tree, which may keep it all
 
 
 class NgramPool:
@@ -64,6 +68,21 @@ class NgramPool:
                     continuation=self.tokens[pos : pos + max_len],
                 )
         return QueryRecord(kind, candidate_rank, attempts, None, None, [])
+
+
+def retrieve(root: int, cands: Sequence[Candidate], pool: NgramPool, s: DecodeSettings) -> list[QueryRecord]:
+    """g1 for x_{i+1}, then g2 for each candidate x^_{i+2}; g1 is element 0."""
+    tail = pool.tokens[-max(pool.sizes):] + [root]
+    queries = [pool.query("g1", tail, s.continuation + PRUNED_SHOWN_PER_BRANCH)]
+    for c in cands:
+        if s.tree == "cost":
+            want = min(s.continuation, G2_COST_LEN)
+        else:
+            # A branch keeps at most rule.keep(rank) tokens, the candidate included; fetch
+            # only that plus the few cut tokens the picture shows.
+            want = min(s.continuation, s.rule.keep(c.rank) - 1 + PRUNED_SHOWN_PER_BRANCH)
+        queries.append(pool.query("g2", tail + [c.token], want, candidate_rank=c.rank))
+    return queries
 
 
 def rebuild(tokens: Sequence[int], sizes: Iterable[int]) -> dict[tuple[int, ...], int]:

@@ -10,10 +10,9 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from .retrieval import PRUNED_SHOWN_PER_BRANCH
 from .settings import PruningRule
 from .trace import Candidate, QueryRecord, TreeNode
-
-PRUNED_SHOWN_PER_BRANCH = 3  # how many cut tokens per branch the trace keeps for the picture
 
 
 class DraftTree:

@@ -1,19 +1,15 @@
 """Shared fixtures: the bundled model (loaded once per session) and tiny random models."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
-# Test helpers (tiny_models, lossless_prompts) import as plain modules from this folder.
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from helpers.paths import FIXTURES
+from helpers.tiny_models import tiny_gpt2 as _build_tiny_gpt2
+from helpers.tiny_models import tiny_llama as _build_tiny_llama
 
-from tiny_models import tiny_gpt2 as _build_tiny_gpt2  # noqa: E402
-from tiny_models import tiny_llama as _build_tiny_llama  # noqa: E402
-
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
 TEST_THREADS = 2  # the CI machine has 2 cores shared with other work
 
 
@@ -60,7 +56,7 @@ def fixture_traces() -> list[Path]:
 def app_url(tmp_path_factory):
     """app.py served on a free loopback port, shared by the client and browser tests (its
     model loads once); stopped at the end of the session."""
-    from app_server import start_app, stop_app
+    from helpers.app_server import start_app, stop_app
 
     proc, url = start_app(tmp_path_factory.mktemp("app") / "app.log")
     yield url

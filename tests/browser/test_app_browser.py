@@ -9,18 +9,13 @@ import json
 import os
 import re
 import shutil
-from pathlib import Path
 
 import pytest
-from page_helpers import set_max_new
 
+from helpers.browser import ARGS, SHOTS, chromium_path, set_max_new, shot, tree_data
+from helpers.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
-SHOTS = ROOT / "artifacts" / "browser"
 DOCS = ROOT / "docs" / "img"
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]
 MAX_NEW = 40
 
 
@@ -28,40 +23,13 @@ MAX_NEW = 40
 def page(app_url):
     from playwright.sync_api import sync_playwright
 
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (make browser does)")
+    executable = chromium_path()
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        browser = pw.chromium.launch(executable_path=executable, args=ARGS)
         pg = browser.new_page(viewport={"width": 1440, "height": 1000})
         pg.goto(app_url, wait_until="domcontentloaded")
         yield pg
         browser.close()
-
-
-def tree_data(page) -> str:
-    """The tree plot's traces as JSON (what Plotly actually drew)."""
-    return page.evaluate("""() => {
-        const el = document.querySelector('#tree-plot .js-plotly-plot');
-        if (!el || !el.data) return '';
-        return JSON.stringify(el.data.map(t => [t.x, t.y, t.text, t.hovertext]));
-    }""")
-
-
-def shot(page, name: str, from_selector: str | None = None, height: int = 1000) -> Path:
-    """A screenshot of the page: the top of it, or `height` pixels from an element down."""
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    path = SHOTS / f"{name}.png"
-    if from_selector is None:
-        page.evaluate("window.scrollTo(0, 0)")
-        page.wait_for_timeout(300)
-        page.screenshot(path=str(path))
-    else:
-        top = page.evaluate("(s) => document.querySelector(s).getBoundingClientRect().top + window.scrollY",
-                            from_selector)
-        width = page.viewport_size["width"]
-        page.screenshot(path=str(path), full_page=True,
-                        clip={"x": 0, "y": max(0, top - 10), "width": width, "height": height})
-    return path
 
 
 @pytest.mark.slow

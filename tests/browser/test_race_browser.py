@@ -13,43 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from page_helpers import set_max_new
-from test_app_browser import ARGS, CHROMIUM, SHOTS, tree_data
+from helpers.browser import DESKTOP, MODEL_WAIT_MS, SHOTS, fresh_page, set_max_new, shot, text_of, tree_data
 
 LONG_RACE = 400  # new tokens: far more than the race gets through before it is stopped
 STOP_WITHIN_S = 20.0  # a step takes well under 1 s on an idle machine; 2 busy cores are slower
-MODEL_WAIT_MS = 300_000  # the model loads in the background at start: minutes on a busy machine
-DESKTOP = {"width": 1440, "height": 900}
 PHONE = {"width": 390, "height": 844}
 
 
-# ---------------------------------------------------------------- fixtures
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (make browser does)")
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
-
-
-def fresh_page(browser, app_url, viewport=DESKTOP):
-    """A page in its own browser context: a new visitor, a new Gradio session."""
-    ctx = browser.new_context(viewport=viewport, accept_downloads=True)
-    pg = ctx.new_page()
-    pg.goto(app_url, wait_until="domcontentloaded")
-    return pg
-
-
 # ---------------------------------------------------------------- reading the page
-
-def text_of(page, selector: str) -> str:
-    return page.evaluate("(s) => (document.querySelector(s)?.innerText || '').trim()", selector)
-
 
 def counters(page) -> dict[str, dict[str, str]]:
     """The counters table: lane -> {column header: cell text}."""
@@ -115,15 +86,6 @@ def final_state_js() -> str:
         return st.startsWith('Stopped') && !!c && !!c.querySelector('.verdict')
             && !c.innerText.includes('racing');
     }"""
-
-
-def shot(page, name: str) -> Path:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    path = SHOTS / f"{name}.png"
-    page.evaluate("window.scrollTo(0, 0)")
-    page.wait_for_timeout(300)
-    page.screenshot(path=str(path))
-    return path
 
 
 # ---------------------------------------------------------------- a stopped race, shared

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from page_helpers import set_max_new
-from test_race_browser import MODEL_WAIT_MS, browser, fresh_page, shot, text_of  # noqa: F401 - browser is a fixture
+from helpers.browser import MODEL_WAIT_MS, fresh_page, set_max_new, shot, text_of
 
 PROMPT = "Reply only with these characters repeated three times: 🌍こんにちは🎉"
 MAX_NEW = 24

@@ -1,0 +1,81 @@
+"""What the browser tests share (not a test module): Debian's chromium and its arguments,
+fresh pages, screenshots, and reading and setting the app's page."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from helpers.paths import ROOT
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]
+SHOTS = ROOT / "artifacts" / "browser"
+MODEL_WAIT_MS = 300_000  # the model loads in the background at start: minutes on a busy machine
+DESKTOP = {"width": 1440, "height": 900}
+ACCORDION = "Decoder parameters (paper defaults)"
+
+
+def chromium_path() -> str:
+    """Debian's chromium; its absence fails the test (`make test` installs it, never skip)."""
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (make browser does)")
+    return str(CHROMIUM)
+
+
+def fresh_page(browser, app_url, viewport=DESKTOP):
+    """A page in its own browser context: a new visitor, a new Gradio session."""
+    ctx = browser.new_context(viewport=viewport, accept_downloads=True)
+    pg = ctx.new_page()
+    pg.goto(app_url, wait_until="domcontentloaded")
+    return pg
+
+
+def text_of(page, selector: str) -> str:
+    return page.evaluate("(s) => (document.querySelector(s)?.innerText || '').trim()", selector)
+
+
+def tree_data(page) -> str:
+    """The tree plot's traces as JSON (what Plotly actually drew)."""
+    return page.evaluate("""() => {
+        const el = document.querySelector('#tree-plot .js-plotly-plot');
+        if (!el || !el.data) return '';
+        return JSON.stringify(el.data.map(t => [t.x, t.y, t.text, t.hovertext]));
+    }""")
+
+
+def shot(page, name: str, from_selector: str | None = None, height: int = 1000) -> Path:
+    """A screenshot of the page: the top of it, or `height` pixels from an element down."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    path = SHOTS / f"{name}.png"
+    if from_selector is None:
+        page.evaluate("window.scrollTo(0, 0)")
+        page.wait_for_timeout(300)
+        page.screenshot(path=str(path))
+    else:
+        top = page.evaluate("(s) => document.querySelector(s).getBoundingClientRect().top + window.scrollY",
+                            from_selector)
+        width = page.viewport_size["width"]
+        page.screenshot(path=str(path), full_page=True,
+                        clip={"x": 0, "y": max(0, top - 10), "width": width, "height": height})
+    return path
+
+
+def set_max_new(page, n: int) -> None:
+    """Max new tokens through the slider's number box (the range input confirms the value)."""
+    from playwright.sync_api import expect
+
+    page.get_by_text(ACCORDION).click()
+    box = page.locator("#max-new input[type=number]")
+    for attempt in range(3):  # on a busy machine the slider can miss a typed value: type it again
+        box.fill(str(n))
+        box.press("Enter")
+        box.blur()
+        try:
+            expect(page.locator("#max-new input[type=range]")).to_have_value(str(n), timeout=10_000)
+            break
+        except AssertionError:
+            if attempt == 2:
+                raise
+    page.get_by_text(ACCORDION).click()  # fold it again

@@ -1,0 +1,37 @@
+"""The project's command lines run as real processes: `python -m logitspec generate`,
+`python -m logitspec.bench` and `python -m visual`, and the check that a refusal is one line."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from helpers.paths import ROOT
+
+
+def cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    env = dict(os.environ, LOGITSPEC_THREADS="2", HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "logitspec", "generate", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def assert_refused(proc: subprocess.CompletedProcess, *must_contain: str) -> None:
+    """A non-zero exit, a one-line message on stderr that says why, and no traceback."""
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout
+    assert proc.stdout == ""
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert lines, "stderr should hold the reason"
+    last = lines[-1]
+    for part in must_contain:
+        assert part in last, f"{part!r} not in {last!r}"
+
+
+def bench(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "logitspec.bench", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def visual_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "visual", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)

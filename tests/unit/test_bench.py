@@ -1,0 +1,126 @@
+"""The bench CLI: clear refusals of bad input, and a real end-to-end run's report."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from helpers.commands import bench
+from helpers.paths import ROOT
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("content, message", [
+    (None, "not found"),
+    ('{"question_id": 1, "category": "qa"\n', "not valid JSON"),
+    ('{"question_id": 1, "turns": ["hi"]}\n', "needs question_id, category and turns"),
+    ('{"question_id": 1, "category": "qa", "turns": []}\n', "non-empty list"),
+    ("\n\n", "no questions selected"),
+])
+def test_bad_questions_file_is_refused_clearly(tmp_path, content, message):
+    path = tmp_path / "q.jsonl"
+    if content is not None:
+        path.write_text(content)
+    r = bench("--questions", str(path))
+    assert r.returncode == 2
+    assert message in r.stderr
+    assert "Traceback" not in r.stderr + r.stdout
+
+
+@pytest.mark.slow
+def test_unknown_method_and_bad_counts_are_refused(tmp_path):
+    q = ROOT / "data" / "spec_bench_subset.jsonl"
+    r = bench("--questions", str(q), "--methods", "vanilla,medusa")
+    assert r.returncode == 2 and "unknown method(s) medusa" in r.stderr
+    r = bench("--questions", str(q), "--max-new-tokens", "0")
+    assert r.returncode == 2 and "max new tokens" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+@pytest.mark.slow
+def test_bench_end_to_end_reports_lossless_and_every_figure(tmp_path):
+    out = tmp_path / "report.json"
+    r = bench("--questions", str(ROOT / "data" / "spec_bench_subset.jsonl"), "--categories", "translation,qa",
+              "--limit-per-category", "1", "--max-new-tokens", "12",
+              "--methods", "vanilla,pld,logitspec,logitspec-static", "--repeats", "2",
+              "--out", str(out), "--plot", str(tmp_path / "fig"))
+    assert r.returncode == 0, r.stderr[-2000:]
+    report = json.loads(out.read_text())
+    assert report["lossless"] is True and report["mismatches"] == []
+    assert set(report["methods"]) == {"vanilla", "pld", "logitspec", "logitspec-static"}
+    for name, m in report["methods"].items():
+        o = m["overall"]
+        assert set(m["per_category"]) == {"translation", "qa"}
+        assert o["tokens"] > 0 and o["tokens_per_second"] > 0
+        assert o["mean_accepted_tokens"] >= 1.0
+        assert 0 < o["speedup_min"] <= o["speedup_max"]
+    assert report["methods"]["vanilla"]["overall"]["speedup_vs_vanilla"] == pytest.approx(1.0)
+    assert report["methods"]["vanilla"]["overall"]["mean_accepted_tokens"] == pytest.approx(1.0, abs=0.1)
+    ls = report["methods"]["logitspec"]["overall"]
+    for name in ("pld", "logitspec", "logitspec-static"):
+        o = report["methods"][name]["overall"]  # a step accepts only what it drafted
+        assert o["drafted_tokens_per_step"] >= o["mean_accepted_tokens"] - 1e-9
+    assert 0.0 <= ls["g2_rescue_rate"] <= ls["retrieval_success_rate"] <= 1.0
+    curve = report["cost_curves"][0]
+    assert curve["sizes"][0] == 1 and all(a <= b for a, b in zip(curve["seconds"], curve["seconds"][1:]))
+    figs = {p.name for p in (tmp_path / "fig").iterdir()}
+    assert {"speedup.html", "accepted.html", "cost_curve.html", "drafted.html"} <= figs
+    assert "lossless: True" in r.stdout
+
+
+def test_a_calibration_inside_a_run_is_kept_out_of_its_seconds(monkeypatch):
+    import time as _time
+
+    from logitspec import decoders
+    from logitspec.bench import run as bench
+    from logitspec.settings import DecodeSettings
+    from logitspec.trace import QueryRecord, StepRecord
+
+    def fake_decode(model, prompt, method, settings, eos_ids):
+        _time.sleep(0.3)  # c(n) re-measured while drafting this step
+        yield StepRecord(0, method, len(prompt), 7, [7, 8], 9, calibration_seconds=0.3,
+                         queries=[QueryRecord("g1", None, [], 1, 0, [8])])
+        yield StepRecord(1, method, len(prompt) + 2, 9, [9], None, forward=False)
+
+    class LM:
+        model, eos_ids = None, []
+
+    monkeypatch.setattr(decoders, "decode", fake_decode)
+    row = bench.measure(LM(), [1, 2, 3], "logitspec", DecodeSettings(max_new_tokens=3))
+    assert row["calibration_seconds"] == 0.3
+    assert 0 <= row["seconds"] < 0.1 and row["tokens_list"] == [7, 8, 9]
+
+
+def test_background_load_spins_processes_and_stops_them():
+    from logitspec.bench.run import BusyLoad
+
+    load = BusyLoad(2).start()
+    procs = list(load.procs)
+    try:
+        assert len(procs) == 2 and all(p.poll() is None for p in procs)
+    finally:
+        load.stop()
+    assert all(p.poll() is not None for p in procs) and load.procs == []
+    assert BusyLoad(0).start().procs == []
+
+
+@pytest.mark.slow
+def test_background_load_must_not_be_negative():
+    r = bench("--questions", str(ROOT / "data" / "spec_bench_subset.jsonl"), "--background-load", "-1")
+    assert r.returncode == 2 and "--background-load" in r.stderr
+
+
+@pytest.mark.slow
+def test_bench_with_background_load_times_a_loaded_phase_then_an_idle_one(tmp_path):
+    out = tmp_path / "report.json"
+    r = bench("--questions", str(ROOT / "data" / "spec_bench_subset.jsonl"), "--categories", "qa",
+              "--limit-per-category", "1", "--max-new-tokens", "8", "--background-load",
+              "--methods", "vanilla,logitspec", "--out", str(out))
+    assert r.returncode == 0, r.stderr[-2000:]
+    report = json.loads(out.read_text())
+    assert [p["name"] for p in report["phases"]] == ["loaded", "after"]
+    assert [p["background_load"] for p in report["phases"]] == [1, 0]
+    assert all(p["lossless"] for p in report["phases"]) and report["lossless"] is True
+    st = report["settings"]
+    assert st["cpu_model"] and isinstance(st["instruction_sets"], list) and st["background_load"] == 1
+    assert "phase loaded (1 busy process)" in r.stdout and "CPU: " in r.stdout

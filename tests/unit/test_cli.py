@@ -1,0 +1,104 @@
+"""`python -m logitspec generate`: its JSON contract and clear refusals of bad input."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from helpers.commands import assert_refused, cli
+from logitspec.cli import main
+from logitspec.decoders import DecodeSettings
+from logitspec.runner import run_trace
+
+
+# Each case a user hits first runs as a real process: exit status, stderr, no traceback.
+
+def test_empty_prompt():
+    assert_refused(cli("", "--json"), "error:", "prompt is empty")
+
+
+def test_max_new_tokens_zero():
+    assert_refused(cli("Hello", "--max-new-tokens", "0", "--json"), "error:", "max new tokens", "got 0")
+
+
+@pytest.mark.slow
+def test_unknown_model_path():
+    assert_refused(cli("Hello", "--model", "/no/such/model/folder"), "error:", "/no/such/model/folder",
+                   "does not exist")
+
+
+@pytest.mark.slow
+def test_unknown_model_id():
+    assert_refused(cli("Hello", "--model", "no-such-org/no-such-model-4242"), "error:",
+                   "could not load model", "no-such-org/no-such-model-4242")
+
+
+# More bad input through the same entry point, in this process (a process start costs seconds).
+
+def main_refuses(capsys, *argv: str) -> str:
+    """Run the CLI's main; return its stderr after checking it refused without a traceback."""
+    try:
+        code = main(["generate", *argv])
+    except SystemExit as e:  # argparse's own refusals
+        code = e.code
+    out = capsys.readouterr()
+    assert code not in (0, None)
+    assert out.out == "" and "Traceback" not in out.err
+    return out.err.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("argv, must_contain", [
+    (["   \n\t "], ["error:", "prompt is empty"]),
+    (["Hello\x07there"], ["error:", "control character", "U+0007"]),
+    (["Hello\ud800"], ["error:", "lone surrogate"]),
+    (["Hello", "--max-new-tokens", "-3"], ["error:", "max new tokens", "-3"]),
+    (["Hello", "--max-new-tokens", "100000"], ["error:", "max new tokens", "1 to 1024"]),
+    (["Hello", "--max-new-tokens", "many"], ["--max-new-tokens", "invalid int value"]),
+    (["Hello", "--k", "0"], ["error:", "k (next-next candidates)"]),
+    (["Hello", "--capacity", "999"], ["error:", "tree capacity"]),
+    (["Hello", "--ngram", "0-2"], ["error:", "n-gram size"]),
+    (["Hello", "--ngram", "a,b"], ["--ngram", "n-gram sizes must look like"]),
+    (["Hello", "--method", "beam"], ["invalid choice", "beam"]),
+    (["Hello", "--model", "./missing-model-dir"], ["error:", "./missing-model-dir", "does not exist"]),
+    (["Hello", "--dtype", "float8"], ["invalid choice", "float8"]),
+])
+def test_bad_input_in_process(capsys, argv, must_contain):
+    last = main_refuses(capsys, *argv)
+    for part in must_contain:
+        assert part in last, f"{part!r} not in {last!r}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["logitspec", "pld"])
+def test_json_output(bundled, method, tmp_path):
+    prompt, n = "List three colours of the rainbow.", 24
+    trace_file = tmp_path / "trace.json"
+    proc = cli(prompt, "--method", method, "--max-new-tokens", str(n), "--json", "--save-trace", str(trace_file))
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    for key in ("tokens", "text", "steps", "mean_accepted_tokens", "seconds"):
+        assert key in out
+    # The same greedy tokens as vanilla decoding in this process.
+    expected = run_trace(bundled, prompt, "vanilla", DecodeSettings(max_new_tokens=n)).tokens
+    assert out["tokens"] == expected
+    assert out["text"] == bundled.decode(expected)
+    assert out["method"] == method and out["model"] == "SmolLM2-135M-Instruct"
+    assert 1 <= out["steps"] <= len(out["tokens"])
+    assert out["mean_accepted_tokens"] == pytest.approx(len(out["tokens"]) / out["steps"])
+    assert out["seconds"] > 0
+    assert out["prompt_tokens"] == len(bundled.encode_chat(prompt))
+    # The saved trace is the run the JSON describes.
+    from logitspec.trace import RunTrace
+
+    saved = RunTrace.load(trace_file)
+    assert saved.tokens == out["tokens"] and saved.forward_steps == out["steps"]
+    assert saved.method == method
+
+
+@pytest.mark.slow
+def test_plain_output_is_the_text(bundled):
+    prompt, n = "Say hello.", 12
+    proc = cli(prompt, "--max-new-tokens", str(n))
+    assert proc.returncode == 0, proc.stderr
+    expected = run_trace(bundled, prompt, "vanilla", DecodeSettings(max_new_tokens=n)).tokens
+    assert proc.stdout.rstrip("\n") == bundled.decode(expected)

@@ -1,0 +1,263 @@
+"""The cost-aware tree's choices on synthetic cost curves, and how it learns."""
+from __future__ import annotations
+
+import pytest
+
+from logitspec.costcurve import CostCurve
+from logitspec.costtree import AcceptanceStats, CostAwareDrafter
+from logitspec.retrieval import NgramPool
+from logitspec.trace import Candidate
+
+
+def curve(fn, max_n: int = 256) -> CostCurve:
+    sizes = [1, 2, 4, 8, 16, 32, 64, 128, 256]
+    return CostCurve(sizes, [fn(n) for n in sizes], 256, "cpu", "float32")
+
+
+FLAT = curve(lambda n: 0.010)  # GPU-like: a tree is nearly free
+STEEP = curve(lambda n: 0.058 + 0.002 * n)  # this machine's shape: ~3x at 64 tokens
+LINEAR = curve(lambda n: 0.058 * n)  # every token costs a full pass
+
+
+def step_inputs(k: int = 64):
+    """A context with repeats so g1 and g2 find continuations, plus k candidates."""
+    text = [5, 6, 7, 8, 9, 10, 11, 12] * 4 + [5, 6, 7]
+    pool = NgramPool((1, 2, 3), text)
+    root = 8
+    tail = pool.tokens[-3:] + [root]
+    g1 = pool.query("g1", tail, 20)
+    cands = [Candidate(rank=r, token=100 + r, logit=-r, prob=0.5 / (r + 1)) for r in range(1, k + 1)]
+    cands[0] = Candidate(rank=1, token=9, logit=0.0, prob=0.4)  # the true next-next token
+    g2 = [(c, pool.query("g2", tail + [c.token], 8, candidate_rank=c.rank)) for c in cands]
+    return root, g1, g2
+
+
+def build(c: CostCurve, capacity: int = 64, stats: AcceptanceStats | None = None):
+    d = CostAwareDrafter(model=None, stats=stats or AcceptanceStats(), curve=c)
+    root, g1, g2 = step_inputs()
+    nodes, sizing = d.build(root, g1, g2, capacity=capacity, g1_len=20, context_len=40)
+    return d, nodes, sizing
+
+
+def verified(nodes):
+    return [n for n in nodes if not n.pruned]
+
+
+def test_flat_curve_fills_the_capacity():
+    _, nodes, sizing = build(FLAT, capacity=64)
+    assert len(verified(nodes)) == 64 == sizing.size
+    assert sizing.mode == "cost"
+
+
+def test_steep_curve_keeps_a_small_tree_of_likely_nodes():
+    _, nodes, sizing = build(STEEP)
+    v = verified(nodes)
+    assert 2 <= len(v) < 64
+    # Everything kept is at least as likely as anything left out (the frontier shown pruned).
+    kept = min(n.accept_prob for n in v[1:])
+    cut = [n.accept_prob for n in nodes if n.pruned]
+    assert cut and kept >= max(cut)
+
+
+def test_linear_curve_verifies_the_root_alone():
+    _, nodes, sizing = build(LINEAR)
+    assert len(verified(nodes)) == 1 and sizing.size == 1
+    assert "stops here" in sizing.reason
+
+
+def test_sizing_matches_the_chosen_tree_and_its_stopping_rule():
+    for c in (STEEP, FLAT):
+        _, nodes, sizing = build(c, capacity=32)
+        v = verified(nodes)
+        expected = 1 + sum(n.accept_prob for n in v[1:])
+        assert sizing.expected_accepted == pytest.approx(expected, abs=1e-4)
+        assert sizing.expected_seconds == pytest.approx(c(len(v)))
+        if sizing.next_gain is not None:
+            rate_now = sizing.expected_accepted / sizing.expected_seconds
+            rate_next = (sizing.expected_accepted + sizing.next_gain) / sizing.next_seconds
+            assert rate_next <= rate_now + 1e-9 or len(v) == 32
+
+
+def test_trie_holds_no_token_twice_under_a_parent():
+    _, nodes, _ = build(FLAT)
+    seen = set()
+    for n in nodes:
+        assert (n.parent, n.token) not in seen
+        seen.add((n.parent, n.token))
+    ids = {n.id for n in nodes}
+    assert all(n.parent in ids for n in nodes if n.parent >= 0)
+    # Parents come before children among verified nodes.
+    v = verified(nodes)
+    assert all(v[i].parent < i for i in range(1, len(v)))
+
+
+def test_observing_the_truth_raises_the_right_kinds_and_lowers_the_wrong():
+    stats = AcceptanceStats()
+    d, nodes, _ = build(FLAT, stats=stats)
+    trie = d._trie
+    right_key = trie.key[trie.child[(0, 9)]]
+    wrong_key = trie.key[trie.child[(0, 102)]]
+    before_right, before_wrong = stats.p(right_key), stats.p(wrong_key)
+    for _ in range(5):
+        d, _, _ = build(FLAT, stats=stats)
+        d.observe([8, 9, 10, 11])  # root 8, then the true tokens 9, 10, 11
+    assert stats.p(right_key) > before_right
+    assert stats.p(wrong_key) < before_wrong
+
+
+def test_unlikely_candidates_stay_out_of_the_trie_but_still_teach():
+    stats = AcceptanceStats()
+    d, nodes, _ = build(STEEP, stats=stats)
+    assert d._skipped, "a steep curve should leave low-rank candidates out"
+    tok, key = d._skipped[0]
+    assert (0, tok) not in d._trie.child
+    same_kind = sum(1 for _, k in d._skipped if k == key)
+    d.observe([8, tok, 10])  # the skipped candidate was in fact right
+    hits, seen = stats.counts[key]
+    assert seen == same_kind and hits == 1
+
+
+
+def test_a_free_first_step_does_not_let_every_candidate_into_the_trie():
+    # CPU with the few-row kernel: two tokens cost what one does, then the curve rises.
+    # Only the first node added rides the free step; every other node must pay for a later
+    # step, so unlikely candidates stay out (and still teach) instead of filling the trie.
+    free_first = curve(lambda n: 0.034 if n <= 2 else 0.034 + 0.0015 * (n - 2))
+    d, nodes, sizing = build(free_first)
+    assert d._skipped, "candidates below the later steps' floor should stay out"
+    assert len(d._trie.token) < 1 + 64
+    assert 2 <= sizing.size < 64
+    # A measured curve can time two sizes alike (here 3 and 4 tokens); one flat step must
+    # not open the trie to everything either.
+    flat_step = CostCurve([1, 2, 3, 4, 6, 8, 16, 32, 64], [0.0339, 0.0339, 0.0355, 0.0355, 0.0397, 0.0416,
+                                                           0.053, 0.0764, 0.1184], 512, "cpu", "float32")
+    d, _, _ = build(flat_step)
+    assert d._skipped and len(d._trie.token) < 1 + 64
+    # A flat curve still takes every candidate in.
+    flat_d, _, _ = build(FLAT)
+    assert not flat_d._skipped
+
+# ----- the curve under a changing load --------------------------------------------------------
+
+class FakeModel:
+    """Stands in for a model as a cache key; cost_curve_for's measuring is replaced."""
+
+    class config:
+        max_position_embeddings = 100_000
+
+
+SIZES = [1, 2, 4, 8, 16, 32, 64]
+# Measured at start-up while other work held the cores: a 2-token pass looked 2.1x a 1-token
+# one (288.6 against 135.5 ms in the step view of the failed races), so trees stopped at one.
+LOADED = CostCurve(SIZES, [0.1355 * (1 + 1.13 * (n - 1)) for n in SIZES], 512, "cpu", "float32")
+
+
+def cheap_trees(n: int) -> float:
+    """What passes really cost on the idle machine: a tree token is a small share of a pass."""
+    return 0.058 + 0.002 * n
+
+
+@pytest.fixture
+def no_measuring(monkeypatch):
+    """cost_curve_for must use the installed curve; measuring here would be a failure."""
+    from logitspec import costcurve
+
+    def refuse(*a, **k):
+        raise AssertionError("measured c(n) in front of decoding")
+
+    monkeypatch.setattr(costcurve, "measure_cost_curve", refuse)
+
+
+def run_steps(model, steps: int, true_cost, start: float = 0.0, load: float = 1.0):
+    """Draft on step_inputs with the model's live curve; each pass 'takes' true_cost(n) * load
+    seconds, 0.1 s apart. Returns (size, probed) per step."""
+    from logitspec.costcurve import observe_forward
+
+    root, g1, g2 = step_inputs()
+    out = []
+    for i in range(steps):
+        d = CostAwareDrafter(model=model, stats=AcceptanceStats())
+        _, sizing = d.build(root, g1, g2, capacity=64, g1_len=20, context_len=40)
+        observe_forward(model, 40, sizing.size, true_cost(sizing.size) * load, at=start + 0.1 * i)
+        out.append((sizing.size, "probe" in sizing.reason))
+    return out
+
+
+def test_trees_of_one_token_from_a_loaded_curve_grow_back_after_probes(no_measuring):
+    from logitspec.costcurve import PROBE_EVERY, install_curve
+
+    model = FakeModel()
+    install_curve(model, 512, LOADED)
+    steps = run_steps(model, 120, cheap_trees)
+    assert steps[0] == (1, False)  # the loaded curve keeps trees at one token
+    probes = [i for i, (_, probed) in enumerate(steps) if probed]
+    assert probes and probes[0] >= PROBE_EVERY
+    # Real passes said trees are cheap next to one token: the model now chooses them itself.
+    tail = steps[-20:]
+    assert all(size > 2 and not probed for size, probed in tail), tail
+
+
+def test_the_load_level_tracks_c1_and_a_uniform_slowdown_keeps_the_shape(no_measuring):
+    from logitspec.costcurve import cost_curve_for, install_curve, observe_forward
+
+    model = FakeModel()
+    idle = CostCurve(SIZES, [cheap_trees(n) for n in SIZES], 512, "cpu", "float32")
+    install_curve(model, 512, idle)
+    for i in range(40):  # a second process now makes every pass 2.5x slower
+        n = (1, 4)[i % 2]
+        observe_forward(model, 40, n, 2.5 * cheap_trees(n), at=0.1 * i)
+    c = cost_curve_for(model, 40, 64)
+    assert c(1) == pytest.approx(2.5 * cheap_trees(1), rel=0.02)
+    assert c(4) / c(1) == pytest.approx(idle(4) / idle(1), rel=0.02)
+    for i in range(40):  # the load goes away
+        observe_forward(model, 40, 1, cheap_trees(1), at=100 + 0.1 * i)
+    assert cost_curve_for(model, 40, 64)(1) == pytest.approx(cheap_trees(1), rel=0.02)
+
+
+def test_only_passes_close_in_time_are_paired(no_measuring):
+    from logitspec.costcurve import PAIR_WINDOW, install_curve, live_cost, observe_forward
+
+    model = FakeModel()
+    install_curve(model, 512, LOADED)
+    observe_forward(model, 40, 1, 0.30, at=0.0)  # a burst of load
+    observe_forward(model, 40, 4, 0.066, at=PAIR_WINDOW + 1)  # long after: not comparable
+    assert live_cost(model, 512).observed == {}
+    observe_forward(model, 40, 1, 0.060, at=PAIR_WINDOW + 1.1)
+    assert live_cost(model, 512).observed[4] == [pytest.approx(0.066 / 0.060)]
+
+
+def test_probing_happens_only_now_and_then_and_never_when_trees_grow(no_measuring):
+    from logitspec.costcurve import PROBE_EVERY, install_curve
+
+    linear = CostCurve(SIZES, [0.058 * n for n in SIZES], 512, "cpu", "float32")
+    model = FakeModel()
+    install_curve(model, 512, linear)
+    steps = run_steps(model, 200, linear)  # the curve is right: every token costs a pass
+    probes = [i for i, (_, probed) in enumerate(steps) if probed]
+    assert 2 <= len(probes) <= 200 // PROBE_EVERY // 2
+    gaps = [b - a for a, b in zip(probes, probes[1:])]
+    assert all(g > PROBE_EVERY for g in gaps) and gaps == sorted(gaps)  # backing off
+    flat = CostCurve(SIZES, [0.010] * len(SIZES), 512, "cpu", "float32")
+    model = FakeModel()
+    install_curve(model, 512, flat)
+    assert not any(probed for _, probed in run_steps(model, 60, lambda n: 0.010))
+
+
+def test_a_fixed_curve_never_probes():
+    stats = AcceptanceStats()
+    for _ in range(3 * 8):
+        _, _, sizing = build(LINEAR, stats=stats)
+        assert sizing.size == 1 and "probe" not in sizing.reason
+
+
+def test_decoding_reports_each_forward_pass_to_the_live_curve(one_thread):
+    from logitspec import costcurve
+    from logitspec.decoders import DecodeSettings, decode
+    from helpers.tiny_models import tiny_llama
+
+    model = tiny_llama(seed=3)
+    prompt = [5, 17, 99, 3, 5, 17, 42, 8, 1, 64, 5, 17] * 3
+    steps = list(decode(model, prompt, "logitspec", DecodeSettings(max_new_tokens=20, tree="cost")))
+    live = costcurve.live_cost(model, costcurve._bucket(len(prompt)))
+    sizes = [sum(not n.pruned for n in s.tree) for s in steps if s.forward]
+    assert live.passes == {n: sizes.count(n) for n in set(sizes)}

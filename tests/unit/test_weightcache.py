@@ -1,0 +1,86 @@
+"""Converted GGUF weights cached for later starts: bit-identical, rebuilt when damaged or stale."""
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+from helpers.gguf_files import write_gguf
+from logitspec.runtime import weightcache
+from logitspec.models import load_model
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("LOGITSPEC_KERNEL_DIR", str(folder))
+    return folder
+
+
+def same_weights(a, b) -> bool:
+    sa, sb = a.state_dict(), b.state_dict()
+    return sa.keys() == sb.keys() and all(torch.equal(sa[k], sb[k]) for k in sa)
+
+
+def entry(cache_dir):
+    entries = [p for p in (cache_dir / "weights").iterdir()]
+    assert len(entries) == 1 and not entries[0].name.startswith(".tmp")
+    return entries[0]
+
+
+def test_the_second_load_reads_the_converted_weights_bit_identical(tmp_path, cache_dir):
+    path = write_gguf(tmp_path / "tiny-llama.gguf")
+    first = load_model(str(path))
+    assert first.weights_from == "gguf"
+    folder = entry(cache_dir)
+    assert (folder / weightcache.MANIFEST).is_file()
+    second = load_model(str(path))
+    assert second.weights_from == "cache" and second.name == first.name == "tiny-llama"
+    assert same_weights(first.model, second.model)
+    plain = {k: v for k, v in first.model.config.to_dict().items() if k != "quantization_config"}
+    assert second.model.config.to_dict() == plain  # the GGUF's quantisation is undone in both
+    ids = [5, 9, 30, 2]
+    assert second.tokenizer.decode(ids) == first.tokenizer.decode(ids)
+    assert second.tokenizer("t5 t9")["input_ids"] == first.tokenizer("t5 t9")["input_ids"]
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "manifest"])
+def test_a_damaged_entry_is_rebuilt_not_trusted(tmp_path, cache_dir, damage):
+    path = write_gguf(tmp_path / "tiny-llama.gguf")
+    first = load_model(str(path))
+    folder = entry(cache_dir)
+    weights = folder / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    if damage == "truncate":
+        weights.write_bytes(bytes(data[: len(data) - 100]))
+    elif damage == "flip":
+        data[-5] ^= 0xFF  # a flipped byte inside a tensor: the file still parses
+        weights.write_bytes(bytes(data))
+    else:
+        (folder / weightcache.MANIFEST).write_text("{")
+    again = load_model(str(path))
+    assert again.weights_from == "gguf" and same_weights(first.model, again.model)
+    assert load_model(str(path)).weights_from == "cache"  # the rebuilt entry serves again
+    entry(cache_dir)
+
+
+def test_a_changed_gguf_file_is_converted_afresh(tmp_path, cache_dir):
+    path = write_gguf(tmp_path / "tiny-llama.gguf", seed=0)
+    first = load_model(str(path))
+    write_gguf(path, seed=1)  # same name, new weights
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    second = load_model(str(path))
+    assert second.weights_from == "gguf" and not same_weights(first.model, second.model)
+
+
+def test_an_unwritable_cache_only_costs_the_conversion(tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("LOGITSPEC_KERNEL_DIR", str(blocker / "cache"))
+    path = write_gguf(tmp_path / "tiny-llama.gguf")
+    assert load_model(str(path)).weights_from == "gguf"
+    assert load_model(str(path)).weights_from == "gguf"

@@ -54,16 +54,19 @@ def truth_after(steps: Sequence[StepRecord], i: int) -> list[int]:
     return [t for s in steps for t in s.tokens][start + 1:]
 
 
+def drafted_per_step(steps: Sequence[StepRecord]) -> list[int]:
+    """Each step's share of `drafted_bound`: a forward step's root plus its best drafted match;
+    a final step that needed no forward pass, what it committed."""
+    output = [t for s in steps for t in s.tokens]
+    counts, pos = [], 0
+    for s in steps:
+        counts.append(1 + best_drafted_match(s, output[pos + 1:]).length if s.forward else len(s.tokens))
+        pos += len(s.tokens)
+    return counts
+
+
 def drafted_bound(steps: Sequence[StepRecord]) -> int:
     """Tokens the steps could have committed had each verified every token it drafted:
     per forward step, the root plus its best drafted match; a final step that needed no
     forward pass counts what it committed, as in tokens per pass."""
-    output = [t for s in steps for t in s.tokens]
-    total, pos = 0, 0
-    for s in steps:
-        if s.forward:
-            total += 1 + best_drafted_match(s, output[pos + 1:]).length
-        else:
-            total += len(s.tokens)
-        pos += len(s.tokens)
-    return total
+    return sum(drafted_per_step(steps))

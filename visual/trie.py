@@ -1,0 +1,252 @@
+"""The tree a step verified, as a graph: a networkx DiGraph, a tidy drawing and node-link JSON.
+
+The draft tree is a trie: branches that start with the same tokens share their nodes, so a
+node may lie on several lookups' branches (its `sources`). Each node carries its depth, its
+token, where it came from (root, g1, a g2 candidate's rank, prompt lookup) and its fate
+(accepted, rejected, or pruned before verification). `drafted_graph` rebuilds the trie of
+every token the step's lookups fetched, before pruning kept part of it.
+"""
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Callable
+
+import networkx as nx
+import plotly.graph_objects as go
+
+from logitspec.drafts import drafted_chains
+from logitspec.trace import QueryRecord, RunTrace, StepRecord
+
+from .data import branch_nodes, context_before, get_step, step_position, tok
+from .style import (
+    MIN_FONT, MONO_FAMILY, PALETTE, base_layout, blend, node_color_key, pretty, theme_colors, truncate, visible,
+)
+from .tree import ORIGIN_WORDS, path_pieces
+
+FATES = ("accepted", "rejected", "pruned")
+SLOT_PX = 24  # vertical pitch of the leaves in the explorer's drawing
+DEPTH_PX = 120  # horizontal pitch of the depth columns
+LABEL_CHARS = 10
+
+
+def origin_label(origin: str, rank: int | None) -> str:
+    """A node's origin in words: root, g1, PLD or "g2 rank r"."""
+    if origin == "g2":
+        return f"g2 rank {rank}" if rank is not None else "g2"
+    return "PLD" if origin == "pld" else origin
+
+
+def branch_label(q: QueryRecord) -> str:
+    """The lookup a branch came from, in the same words as `origin_label`."""
+    return origin_label(q.kind, q.candidate_rank)
+
+
+def fate(pruned: bool, on_path: bool) -> str:
+    """What happened to a drafted token: pruned (never verified), accepted or rejected."""
+    return "pruned" if pruned else ("accepted" if on_path else "rejected")
+
+
+def _sources(s: StepRecord) -> dict[int, list[str]]:
+    """For each node id, every lookup whose branch runs through it (a shared prefix has several)."""
+    out: dict[int, list[str]] = {0: ["root"]} if s.tree else {}
+    for qi, q in enumerate(s.queries):
+        for _, node in branch_nodes(s, qi):
+            if node is not None and branch_label(q) not in out.setdefault(node.id, []):
+                out[node.id].append(branch_label(q))
+    return out
+
+
+def step_graph(trace: RunTrace, step: int) -> nx.DiGraph:
+    """The step's draft tree as a DiGraph: node = tree node id, edge = parent -> child.
+
+    Node attributes: token, text, depth, position_id, origin ("root"|"g1"|"g2"|"pld"), rank,
+    origin_label, sources, fate ("accepted"|"rejected"|"pruned"), prune_reason, accept_prob,
+    target_prob. Edges carry `accepted` (both ends on the accepted path). The graph carries the
+    step, its root, committed tokens and bonus.
+    """
+    s = get_step(trace, step)
+    ctx = context_before(trace, step)
+    pieces = path_pieces(trace, s, ctx)
+    sources = _sources(s)
+    on_path = set(s.accepted_path)
+    g = nx.DiGraph(step=step_position(trace, step), method=trace.method, model=trace.model,
+                   context_len=s.context_len, root=s.root, tokens=list(s.tokens), accepted_path=list(s.accepted_path),
+                   bonus=s.bonus, bonus_text=None if s.bonus is None else tok(trace, s.bonus, ctx + list(s.tokens)))
+    for n in s.tree:
+        g.add_node(n.id, token=n.token, text=visible(pieces[n.id].label()), depth=n.depth,
+                   position_id=s.context_len + n.depth, origin=n.origin, rank=n.rank,
+                   origin_label=origin_label(n.origin, n.rank), sources=sources.get(n.id, []),
+                   fate=fate(n.pruned, n.id in on_path), prune_reason=n.prune_reason, accept_prob=n.accept_prob,
+                   target_prob=n.target_prob)
+    for n in s.tree:
+        if n.parent >= 0:
+            g.add_edge(n.parent, n.id, accepted=n.id in on_path and n.parent in on_path)
+    return g
+
+
+def drafted_graph(trace: RunTrace, step: int) -> nx.DiGraph:
+    """Every token the step's lookups fetched, merged into one trie under the root, before pruning.
+
+    Nodes are numbered in insertion order (g1's branch first, then each candidate's, by rank);
+    `tree_id` is the node's id in the step's tree when the tree kept it (else None) and
+    `verified` says whether it reached the model.
+    """
+    s = get_step(trace, step)
+    g = nx.DiGraph(step=step_position(trace, step))
+    if not s.tree:
+        return g
+    kept = {(n.parent, n.token): n for n in s.tree if n.parent >= 0}
+    g.add_node(0, token=s.root, depth=0, origin="root", rank=None, tree_id=0, verified=True)
+    child: dict[tuple[int, int], int] = {}
+    for kind, rank, chain in drafted_chains(s):
+        parent, tree_parent = 0, 0
+        for t in chain:
+            node = kept.get((tree_parent, t)) if tree_parent is not None else None
+            key = child.get((parent, t))
+            if key is None:
+                key = child[(parent, t)] = g.number_of_nodes()
+                g.add_node(key, token=t, depth=g.nodes[parent]["depth"] + 1, origin=kind, rank=rank,
+                           tree_id=node.id if node is not None else None,
+                           verified=node is not None and not node.pruned)
+                g.add_edge(parent, key)
+            parent, tree_parent = key, (node.id if node is not None else None)
+    return g
+
+
+def tidy_positions(g: nx.DiGraph, root: int = 0) -> dict[int, tuple[float, float]]:
+    """(depth, slot) per node: leaves on consecutive slots in depth-first order (children by id),
+    each parent centred between its first and last child, so no two subtrees overlap."""
+    pos: dict[int, tuple[float, float]] = {}
+    if root not in g:
+        return pos
+    slot = 0
+    stack: list[tuple[int, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        kids = sorted(g.successors(node))
+        if not kids:
+            pos[node] = (g.nodes[node]["depth"], float(slot))
+            slot += 1
+        elif done:
+            pos[node] = (g.nodes[node]["depth"], (pos[kids[0]][1] + pos[kids[-1]][1]) / 2)
+        else:
+            stack.append((node, True))
+            stack.extend((k, False) for k in reversed(kids))
+    return pos
+
+
+def node_link_json(trace: RunTrace, step: int) -> str:
+    """The step's graph as networkx node-link JSON ("nodes" and "links")."""
+    return json.dumps(nx.node_link_data(step_graph(trace, step), edges="links"), ensure_ascii=False, indent=1)
+
+
+# ---------------------------------------------------------------- drawing
+
+
+def edge_trace(g: nx.DiGraph, pos: dict, keep: Callable[[int, int], bool], name: str, color: str, width: float,
+               dash: str = "solid") -> go.Scatter:
+    """One line trace for the edges `keep` accepts, parent to child, with depth on x."""
+    xs: list[float | None] = []
+    ys: list[float | None] = []
+    for a, b in g.edges:
+        if keep(a, b) and a in pos and b in pos:
+            (xa, ya), (xb, yb) = pos[a], pos[b]
+            # An elbow at half depth: siblings share one vertical stroke, as in a tidy tree.
+            xs += [xa, xa + 0.5, xa + 0.5, xb, None]
+            ys += [ya, ya, yb, yb, None]
+    return go.Scatter(x=xs or [None], y=ys or [None], mode="lines", name=name, hoverinfo="skip",
+                      line=dict(color=color, width=width, dash=dash))
+
+
+def _hover(g: nx.DiGraph, n: int) -> str:
+    d = g.nodes[n]
+    lines = [f"<b>{html.escape(d['text'], quote=False)}</b>   token id {d['token']} · node {n}",
+             f"fate: {d['fate']}" + (f" ({d['prune_reason']})" if d["prune_reason"] else ""),
+             "origin: " + html.escape(ORIGIN_WORDS.get(node_color_key(d["origin"], d["rank"]), d["origin_label"])
+                                      if d["origin"] != "g2" else d["origin_label"], quote=False),
+             f"depth {d['depth']} · position id {d['position_id']}"]
+    if len(d["sources"]) > 1:
+        lines.append("shared prefix of: " + ", ".join(d["sources"]))
+    if d["accept_prob"] is not None:
+        lines.append(f"estimated chance of acceptance: {d['accept_prob']:.3f}")
+    return "<br>".join(lines)
+
+
+def _marker(fate: str, colors: list[str], c: dict) -> dict:
+    """Accepted: filled, bold outline; rejected: faded fill; pruned: hollow (as in the lanes)."""
+    if fate == "accepted":
+        return dict(symbol="circle", size=16, color=colors, line=dict(color=c["outline"], width=2.5))
+    if fate == "rejected":
+        return dict(symbol="circle", size=13, color=[blend(x, c["bg"], 0.45) for x in colors],
+                    line=dict(color=colors, width=1.5))
+    return dict(symbol="circle-open", size=11, color=colors, line=dict(width=1.5))
+
+
+def node_traces(g: nx.DiGraph, pos: dict, theme: str, labels: bool = True) -> list[go.Scatter]:
+    """One marker trace per fate (colour = origin), token labels to the right, a hover per node."""
+    c = theme_colors(theme)
+    out = []
+    for fate in FATES:
+        ns = [n for n in g.nodes if g.nodes[n]["fate"] == fate and n in pos]
+        colors = [PALETTE[node_color_key(g.nodes[n]["origin"], g.nodes[n]["rank"])] for n in ns]
+        text = [html.escape(truncate(g.nodes[n]["text"], LABEL_CHARS), quote=False) for n in ns]
+        out.append(go.Scatter(
+            x=[pos[n][0] for n in ns] or [None], y=[pos[n][1] for n in ns] or [None],
+            mode="markers+text" if labels else "markers", name=fate, marker=_marker(fate, colors, c),
+            text=text if labels else None, textposition="middle right",
+            textfont=dict(family=MONO_FAMILY, size=MIN_FONT, color=c["muted"] if fate == "pruned" else c["text"]),
+            customdata=[[n, fate, g.nodes[n]["token"]] for n in ns] or None,
+            hovertext=[_hover(g, n) for n in ns] or None, hovertemplate="%{hovertext}<extra></extra>",
+        ))
+    return out
+
+
+def trie_figure(trace: RunTrace, step: int, theme: str = "light") -> go.Figure:
+    """The verified tree as a tidy left-to-right tree: shared prefixes drawn once, the accepted
+    path bold, the bonus token after it."""
+    c = theme_colors(theme)
+    g = step_graph(trace, step)
+    pos = tidy_positions(g)
+    fig = go.Figure()
+    fates = nx.get_node_attributes(g, "fate")
+    fig.add_trace(edge_trace(g, pos, lambda a, b: fates[b] == "pruned", "edge to a pruned token", c["edge"], 1.2, "dot"))
+    fig.add_trace(edge_trace(g, pos, lambda a, b: fates[b] == "rejected", "draft edge", c["edge"], 1.4))
+    fig.add_trace(edge_trace(g, pos, lambda a, b: g.edges[a, b]["accepted"], "accepted path", PALETTE["accepted"], 5))
+    for tr in node_traces(g, pos, theme):
+        fig.add_trace(tr)
+    path = g.graph["accepted_path"]
+    if g.graph["bonus"] is not None and path:
+        x, y = pos[path[-1]]
+        fig.add_trace(go.Scatter(x=[x, x + 1], y=[y, y], mode="lines", line=dict(color=c["outline"], dash="dot", width=2),
+                                 hoverinfo="skip", showlegend=False))
+        fig.add_trace(go.Scatter(
+            x=[x + 1], y=[y], mode="markers+text", name="bonus: the model's next token",
+            marker=dict(symbol="star", size=20, color=PALETTE["bonus"], line=dict(color=c["outline"], width=1.5)),
+            text=[html.escape(truncate(g.graph["bonus_text"], LABEL_CHARS), quote=False)], textposition="middle right",
+            textfont=dict(family=MONO_FAMILY, size=MIN_FONT, color=c["text"]), hoverinfo="skip"))
+    return _trie_layout(fig, trace, step, g, pos, theme)
+
+
+def _trie_layout(fig: go.Figure, trace: RunTrace, step: int, g: nx.DiGraph, pos: dict, theme: str) -> go.Figure:
+    c = theme_colors(theme)
+    slots = 1 + max((p[1] for p in pos.values()), default=0)
+    depth = 2 + max((p[0] for p in pos.values()), default=0)
+    fates = list(nx.get_node_attributes(g, "fate").values())
+    shared = sum(1 for n in g.nodes if len(g.nodes[n]["sources"]) > 1)
+    i = step_position(trace, step)
+    title = (f"Verified trie, step {i}: {fates.count('accepted') + fates.count('rejected')} tokens verified, "
+             f"{fates.count('accepted')} accepted (root included)")
+    sub = (f"{len(fates)} nodes · {shared} shared by several lookups · {fates.count('pruned')} pruned, hollow · "
+           "colour = origin, as in the lanes")
+    height = int(max(360, slots * SLOT_PX + 190))
+    layout = base_layout(theme, title, height=height, width=int(max(700, depth * DEPTH_PX + 160)),
+                         margin=dict(l=40, r=40, t=150, b=40), hovermode="closest", dragmode="pan", showlegend=True)
+    layout["title"]["subtitle"] = dict(text=sub, font=dict(size=MIN_FONT + 1, color=c["muted"]))
+    layout["legend"].update(orientation="h", x=0, y=1.0, yanchor="bottom", xanchor="left")
+    layout["xaxis"].update(range=[-0.5, depth], title=dict(text="depth (position id = context + depth)"),
+                           side="top", dtick=1, showgrid=False, zeroline=False)
+    layout["yaxis"].update(range=[slots - 0.5, -0.5], visible=False)
+    layout["meta"] = dict(step=i, nodes=len(fates), shared=shared)
+    fig.update_layout(layout)
+    return pretty(fig)

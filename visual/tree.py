@@ -5,6 +5,12 @@ steps of a run: lane 0 holds the root (and the bonus token after the accepted pa
 lane 1 the g1 (or prompt lookup) continuation, lane 1 + r the branch of candidate rank r.
 Every node is a box with its token inside; the box's colour says where the token came
 from, its fill and outline what happened to it.
+
+A compact tree draws only the lanes with something verified in them (or the token the
+model wanted next), and only as deep as the step's own tree: a 64-rank tree then fits a
+screen. The same tree is drawn three ways (Look.mode): "page", a figure of its own natural
+size (files, the README); "app", filling the app's container, its key and words beside it
+in HTML (visual.fit); "slide", 16:9 for a download.
 """
 from __future__ import annotations
 
@@ -28,16 +34,19 @@ from .data import (
     tok,
     token_pieces,
 )
+from .fit import SLIDE_H, SLIDE_PAD, SLIDE_W, for_app, right_legend, right_margin, slide_title, title_block
 from .pieces import TokenPiece, hex_bytes
 from .style import (
     MIN_FONT,
     MONO_CHAR_EM,
     MONO_FAMILY,
     PALETTE,
+    TITLE_SIZE,
     base_layout,
     blend,
     node_color_key,
     pretty,
+    sub_x,
     visible,
     text_on,
     theme_colors,
@@ -56,6 +65,13 @@ LABEL_PAD_PX = 6
 MARGIN = dict(l=150, r=30, t=215, b=30)  # t grows with the legend's rows
 MIN_PLOT_W = 840
 MIN_COLS = 8
+MIN_COLS_COMPACT = 6
+APP_PLOT_W = 1000  # the plot width an app figure's labels are first cut for; the browser re-cuts them
+APP_MARGIN = dict(l=10, r=10, t=66, b=10)  # the lane names widen l by themselves (automargin)
+APP_LANES_PX = 720  # a compact tree's lanes share about a screen's height ...
+APP_MIN_LANE_PX = 11  # ... down to this pitch
+AXIS_TOP_PX = 62  # the depth axis's ticks and title, above the plot
+SLIDE_LANE_NAMES_PX = 150
 
 ORIGIN_WORDS = {
     "root": "root x_{i+1}: the previous pass's argmax, committed",
@@ -70,6 +86,22 @@ PRUNE_WORDS = {
     "capacity": "capacity: the tree was already full",
     "cost": "cost: the modelled time outweighed the expected gain",
 }
+LEGEND_NAMES = {"root": "root x_{i+1}", "g1": "g1 continuation", "pld": "prompt lookup chain",
+                "g2-top": "g2 branch, rank 1-8", "g2-mid": "g2 branch, rank 9-32", "g2-tail": "g2 branch, rank 33+"}
+STATUS_WORDS = {
+    "accepted": "accepted: on the path the model confirmed",
+    "rejected": "verified, rejected: not on the path the model confirmed",
+    "bonus": "bonus: the model's own token after the accepted path (next step's root)",
+}
+
+
+@dataclass(frozen=True)
+class Look:
+    """How the tree is drawn: for a page, the app or a slide (see the module's docstring)."""
+
+    mode: str = "page"
+    compact: bool = False
+    width: int | None = None  # page: the figure's width (None: its natural width)
 
 
 @dataclass
@@ -78,7 +110,7 @@ class NodeView:
 
     id: int  # node id in the step's tree; -1 for the bonus token
     token: int
-    lane: int
+    lane: int  # the row it is drawn in (its lane, or the lane's place among the lanes shown)
     depth: int
     status: str  # accepted | rejected | pruned | bonus
     color_key: str
@@ -86,6 +118,20 @@ class NodeView:
     hover: str
     parent: int | None  # node id of the parent (None for the root)
     wanted: bool = False  # a pruned token the model chose next (it equals the bonus)
+    full: str = ""  # the whole token as shown, before cutting it to the box
+
+
+@dataclass
+class Frame:
+    """The figure's size, and the pitch of its columns and lanes, in pixels."""
+
+    width: int | None  # None: the figure fills its container
+    height: int
+    margin: dict[str, int]
+    col_px: float
+    lane_px: float
+    label_chars: int
+    title_px: int = 0  # a slide's title block
 
 
 @dataclass
@@ -94,17 +140,36 @@ class TreeLayout:
     n_lanes: int
     n_cols: int  # depth columns, 0..n_cols-1
     lane_names: list[str]
-    width: int
+    width: int | None
     height: int
     col_px: float
     lane_px: float
     label_chars: int
     edges: dict[str, list[tuple[NodeView, NodeView]]] = field(default_factory=dict)
     margin: dict[str, int] = field(default_factory=lambda: dict(MARGIN))
+    hidden: int = 0  # lanes of the run the tree leaves out
+    title_px: int = 0
+    notes: list[str] = field(default_factory=list)  # what is not drawn, in words
+    tail: tuple[int, int, int] | None = None  # a slide's cut lookup chain: (tokens cut, column, row)
 
     def node(self, node_id: int) -> NodeView:
         return next(n for n in self.nodes if n.id == node_id)
 
+
+@dataclass(frozen=True)
+class KeyItem:
+    """One entry of the tree's key: a box style or an edge style."""
+
+    name: str
+    fill: str
+    line: str
+    width: float
+    symbol: str = "square"  # a Plotly marker symbol; "line" for an edge
+    dash: str = "solid"
+    rank: int = 100
+
+
+# ---------------------------------------------------------------- lanes and columns
 
 def _lane(node: TreeNode) -> int:
     if node.origin == "root":
@@ -143,6 +208,74 @@ def lane_names(trace: RunTrace) -> list[str]:
     return names
 
 
+def wanted_ids(s: StepRecord) -> set[int]:
+    """Pruned nodes holding the very token the model chose after the accepted path."""
+    if s.bonus is None or not s.accepted_path:
+        return set()
+    last = s.accepted_path[-1]
+    return {n.id for n in s.tree if n.pruned and n.parent == last and n.token == s.bonus}
+
+
+def shown_lanes(trace: RunTrace, step: int, compact: bool) -> list[int]:
+    """The lanes drawn, top to bottom: every lane of the run, or (compact) the root's and those
+    holding a verified token or the token the model wanted next (no empty or pruned-only lane)."""
+    if not compact:
+        return list(range(lane_count(trace)))
+    s = get_step(trace, step)
+    wanted = wanted_ids(s)
+    return sorted({0} | {_lane(n) for n in s.tree if not n.pruned or n.id in wanted})
+
+
+@dataclass
+class Selection:
+    """What a drawing of a step keeps: its lanes, how deep, and what it leaves out."""
+
+    lanes: list[int]
+    max_depth: int  # no node deeper is drawn
+    n_cols: int
+    notes: list[str] = field(default_factory=list)
+    tail: int = 0  # lookup-chain tokens deeper than max_depth
+
+
+def _plural(n: int, word: str, many: str | None = None) -> str:
+    return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
+def _slide_cut(s: StepRecord, lanes: list[int]) -> tuple[list[int], int, int]:
+    """A slide keeps the branches that matter to the step: lanes of one rejected candidate
+    token go, and the lookup chain stops a column past the accepted path or the deepest other
+    branch. Returns the lanes, the depth kept, and how many candidate lanes went."""
+    by_lane: dict[int, list[TreeNode]] = {}
+    for n in s.tree:
+        by_lane.setdefault(_lane(n), []).append(n)
+    keep_ids = set(s.accepted_path) | wanted_ids(s)
+    kept = [x for x in lanes if x <= 1 or any(n.id in keep_ids for n in by_lane[x])
+            or sum(not n.pruned for n in by_lane[x]) > 1]
+    others = max((n.depth for x in kept if x != 1 for n in by_lane.get(x, [])), default=0)
+    return kept, max(len(s.accepted_path), others, MIN_COLS_COMPACT - 2), len(lanes) - len(kept)
+
+
+def select(trace: RunTrace, step: int, look: Look) -> Selection:
+    """The lanes and depths `look` draws: every lane, the compact ones, or a slide's cut."""
+    s = get_step(trace, step)
+    slide = look.mode == "slide"
+    lanes = shown_lanes(trace, step, look.compact or slide)
+    hidden = lane_count(trace) - len(lanes)
+    notes = [_plural(hidden, "empty or pruned-only branch", "empty or pruned-only branches")] if hidden else []
+    if not (look.compact or slide):
+        return Selection(lanes, column_count(trace), column_count(trace), notes)
+    if not slide:
+        n_cols = _step_columns(s, set(lanes))
+        return Selection(lanes, n_cols, n_cols, notes)
+    lanes, depth, folded = _slide_cut(s, lanes)
+    if folded:
+        notes.append(_plural(folded, "one-token candidate") + ", verified and rejected")
+    tail = sum(1 for n in s.tree if _lane(n) == 1 and n.depth > depth)
+    if tail:
+        notes.append(_plural(tail, "more lookup-chain token"))
+    return Selection(lanes, depth, depth + 2, notes, tail)
+
+
 def _origins(trace: RunTrace) -> list[str]:
     if trace.method == "pld":
         return ["root", "pld"]
@@ -165,10 +298,57 @@ def column_count(trace: RunTrace) -> int:
     return max(deepest + 2, MIN_COLS)
 
 
+def _step_columns(s: StepRecord, lanes: set[int]) -> int:
+    """Depth columns for one step's drawn nodes, plus one for the bonus."""
+    deepest = max((n.depth for n in s.tree if _lane(n) in lanes), default=0)
+    return max(deepest + 2, MIN_COLS_COMPACT)
+
+
 def label_chars(col_px: float) -> int:
     """How many monospace characters fit inside a box of a column this wide."""
     return max(0, math.floor((col_px * BOX_W - LABEL_PAD_PX) / (LABEL_FONT * MONO_CHAR_EM)))
 
+
+# ---------------------------------------------------------------- the frame
+
+def _page_frame(trace: RunTrace, n_rows: int, n_cols: int, width: int | None) -> Frame:
+    """A figure of its own size: wide enough for readable labels, the legend on top."""
+    plot_w = max(MIN_PLOT_W, n_cols * COL_PX) if width is None else max(200, width - MARGIN["l"] - MARGIN["r"])
+    lane_px = LANE_PX if n_rows > 8 else LANE_PX_FEW
+    per_row = max(1, int((plot_w + MARGIN["l"] - 60) // LEGEND_ENTRY_PX))
+    rows = math.ceil(legend_size(trace) / per_row)
+    margin = dict(MARGIN, t=int(150 + rows * LEGEND_ROW_PX))
+    col_px = plot_w / n_cols
+    return Frame(width=int(round(plot_w + margin["l"] + margin["r"])),
+                 height=int(margin["t"] + margin["b"] + n_rows * lane_px),
+                 margin=margin, col_px=col_px, lane_px=lane_px, label_chars=label_chars(col_px))
+
+
+def _app_frame(n_rows: int, n_cols: int, compact: bool) -> Frame:
+    """The container's width (labels first cut for APP_PLOT_W); the height the lanes need. A
+    compact tree of many lanes packs them into about a screen, labels left to hover and tap."""
+    lane_px = LANE_PX if n_rows > 8 else LANE_PX_FEW
+    if compact and n_rows > 8:
+        lane_px = max(APP_MIN_LANE_PX, min(LANE_PX, APP_LANES_PX / n_rows))
+    margin = dict(APP_MARGIN)
+    col_px = APP_PLOT_W / n_cols
+    chars = label_chars(col_px) if lane_px * BOX_H >= LABEL_FONT else 0
+    return Frame(width=None, height=int(margin["t"] + margin["b"] + n_rows * lane_px), margin=margin,
+                 col_px=col_px, lane_px=lane_px, label_chars=chars)
+
+
+def _slide_frame(trace: RunTrace, n_rows: int, n_cols: int, title_px: int) -> Frame:
+    """16:9: the title on top, the key on the right, the lanes sharing the height left."""
+    key_px = right_margin([it.name for it in key_items(trace)], MIN_FONT + 1)
+    margin = dict(l=SLIDE_LANE_NAMES_PX, r=key_px, t=title_px + AXIS_TOP_PX, b=24)
+    col_px = (SLIDE_W - margin["l"] - margin["r"]) / n_cols
+    lane_px = min(LANE_PX_FEW, (SLIDE_H - margin["t"] - margin["b"]) / n_rows)
+    chars = label_chars(col_px) if lane_px * BOX_H >= LABEL_FONT else 0
+    return Frame(width=SLIDE_W, height=SLIDE_H, margin=margin, col_px=col_px, lane_px=lane_px,
+                 label_chars=chars, title_px=title_px)
+
+
+# ---------------------------------------------------------------- nodes and words
 
 def path_pieces(trace: RunTrace, s: StepRecord, ctx: list[int]) -> dict[int, TokenPiece]:
     """Each node's piece decoded along its path from the context (root first), so a node that
@@ -196,43 +376,43 @@ def _head(trace: RunTrace, token: int, label: str) -> str:
     return f"<b>{html.escape(label, quote=False)}</b>   token id {token}{html.escape(extra, quote=False)}"
 
 
+def _status_line(trace: RunTrace, node: TreeNode | None, status: str) -> str:
+    if status != "pruned" or node is None:
+        return "status: " + STATUS_WORDS[status]
+    why = PRUNE_WORDS.get(node.prune_reason or "", node.prune_reason or "cut")
+    if node.prune_reason == "rank" and node.origin in ("g1", "pld"):
+        limit = trace.settings.get("continuation" if node.origin == "g1" else "pld_tokens")
+        why = f"length limit: the continuation keeps at most {limit} tokens" if limit else "length limit"
+    return f"status: pruned, never verified ({html.escape(why, quote=False)})"
+
+
+def _node_lines(trace: RunTrace, s: StepRecord, node: TreeNode, color_key: str, ctx: list[int]) -> list[str]:
+    """The hover's lines on where a node came from: origin, rank, the model's numbers."""
+    lines = ["origin: " + html.escape(ORIGIN_WORDS.get(color_key, node.origin), quote=False)]
+    if node.origin == "g2" and node.rank is not None:
+        c = candidate_by_rank(s).get(node.rank)
+        pr = f", probability {c.prob:.4f}" if c is not None else ""
+        what = "this candidate" if node.depth == 1 else "branch of candidate"
+        cand = f" {html.escape(tok(trace, c.token, ctx + [s.root]), quote=False)}" if (c is not None and node.depth != 1) else ""
+        lines.append(f"rank {node.rank}{pr} ({what}{cand})")
+    if node.accept_prob is not None:
+        lines.append(f"estimated chance of acceptance: {node.accept_prob:.3f}")
+    if node.target_prob is not None:
+        lines.append(f"the model's probability for it after its parent: {node.target_prob:.4f}")
+    return lines
+
+
 def _hover(trace: RunTrace, s: StepRecord, node: TreeNode | None, status: str, depth: int,
            token: int, color_key: str, extra: str = "", label: str | None = None, ctx: list[int] = ()) -> str:
-    def e(text: str) -> str:
-        return html.escape(text, quote=False)
-
-    cands = candidate_by_rank(s)
-    lines = [_head(trace, token, label if label is not None else tok(trace, token))]
-    words = {
-        "accepted": "accepted: on the path the model confirmed",
-        "rejected": "verified, rejected: not on the path the model confirmed",
-        "bonus": "bonus: the model's own token after the accepted path (next step's root)",
-    }
-    if status == "pruned" and node is not None:
-        why = PRUNE_WORDS.get(node.prune_reason or "", node.prune_reason or "cut")
-        if node.prune_reason == "rank" and node.origin in ("g1", "pld"):
-            limit = trace.settings.get("continuation" if node.origin == "g1" else "pld_tokens")
-            why = f"length limit: the continuation keeps at most {limit} tokens" if limit else "length limit"
-        lines.append(f"status: pruned, never verified ({e(why)})")
-    else:
-        lines.append("status: " + words[status])
+    ctx = list(ctx)
+    lines = [_head(trace, token, label if label is not None else tok(trace, token)), _status_line(trace, node, status)]
     if node is not None:
-        lines.append("origin: " + e(ORIGIN_WORDS.get(color_key, node.origin)))
-        if node.origin == "g2" and node.rank is not None:
-            c = cands.get(node.rank)
-            pr = f", probability {c.prob:.4f}" if c is not None else ""
-            what = "this candidate" if node.depth == 1 else "branch of candidate"
-            cand_txt = f" {e(tok(trace, c.token, list(ctx) + [s.root]))}" if (c is not None and node.depth != 1) else ""
-            lines.append(f"rank {node.rank}{pr} ({what}{cand_txt})")
-        if node.accept_prob is not None:
-            lines.append(f"estimated chance of acceptance: {node.accept_prob:.3f}")
-        if node.target_prob is not None:
-            lines.append(f"the model's probability for it after its parent: {node.target_prob:.4f}")
+        lines += _node_lines(trace, s, node, color_key, ctx)
     lines.append(f"depth {depth} · position id {s.context_len + depth} (context {s.context_len} + depth)")
     if node is not None and node.query is not None and 0 <= node.query < len(s.queries):
         q = s.queries[node.query]
-        lines.append("query: " + e(query_name(trace, s, node.query, ctx)))
-        lines.append("n-gram: " + e(match_text(trace, q, query_tail(s, q, ctx))))
+        lines.append("query: " + html.escape(query_name(trace, s, node.query, ctx), quote=False))
+        lines.append("n-gram: " + html.escape(match_text(trace, q, query_tail(s, q, ctx)), quote=False))
     elif node is not None and node.origin == "root":
         lines.append("query: none (the previous forward pass's argmax)")
     if extra:
@@ -240,62 +420,134 @@ def _hover(trace: RunTrace, s: StepRecord, node: TreeNode | None, status: str, d
     return "<br>".join(lines)
 
 
-def tree_layout(trace: RunTrace, step: int, width: int | None = None) -> TreeLayout:
-    """Where every box of the step's tree goes, its style, label and hover text."""
-    s = get_step(trace, step)
-    n_lanes, n_cols = lane_count(trace), column_count(trace)
-    plot_w = max(MIN_PLOT_W, n_cols * COL_PX) if width is None else max(200, width - MARGIN["l"] - MARGIN["r"])
-    col_px = plot_w / n_cols
-    lane_px = LANE_PX if n_lanes > 8 else LANE_PX_FEW
-    per_row = max(1, int((plot_w + MARGIN["l"] - 60) // LEGEND_ENTRY_PX))
-    rows = math.ceil(legend_size(trace) / per_row)
-    margin = dict(MARGIN, t=int(150 + rows * LEGEND_ROW_PX))
-    fig_w = int(round(plot_w + margin["l"] + margin["r"]))
-    fig_h = int(margin["t"] + margin["b"] + n_lanes * lane_px)
-    chars = label_chars(col_px)
+def _cut(text: str, chars: int) -> str:
+    return truncate(text, chars) if chars >= 2 else ""
 
-    path = list(s.accepted_path)
-    on_path = set(path)
+
+def _node_views(trace: RunTrace, step: int, rows: dict[int, int], chars: int,
+                max_depth: int) -> dict[int, NodeView]:
+    """A box for every node in a drawn lane, down to `max_depth`."""
+    s = get_step(trace, step)
+    on_path = set(s.accepted_path)
+    wanted = wanted_ids(s)
     ctx = context_before(trace, step)
     pieces = path_pieces(trace, s, ctx)
     views: dict[int, NodeView] = {}
     for node in s.tree:
+        if _lane(node) not in rows or node.depth > max_depth:
+            continue
         status = "pruned" if node.pruned else ("accepted" if node.id in on_path else "rejected")
         key = node_color_key(node.origin, node.rank)
-        extra = ""
-        wanted = bool(node.pruned and s.bonus is not None and path and node.parent == path[-1]
-                      and node.token == s.bonus)
-        if wanted:
-            extra = "<b>pruning cut the very token the model wanted next</b>"
+        extra = "<b>pruning cut the very token the model wanted next</b>" if node.id in wanted else ""
         text = visible(pieces[node.id].label())
         views[node.id] = NodeView(
-            id=node.id, token=node.token, lane=_lane(node), depth=node.depth, status=status,
-            color_key=key, label=truncate(text, chars) if chars >= 2 else "",
+            id=node.id, token=node.token, lane=rows[_lane(node)], depth=node.depth, status=status,
+            color_key=key, label=_cut(text, chars), full=text,
             hover=_hover(trace, s, node, status, node.depth, node.token, key, extra, text, ctx),
-            parent=node.parent if node.parent >= 0 else None, wanted=wanted,
+            parent=node.parent if node.parent >= 0 else None, wanted=node.id in wanted,
         )
-    nodes = list(views.values())
+    return views
+
+
+def _bonus_view(trace: RunTrace, step: int, last: NodeView, chars: int) -> NodeView:
+    """The model's own token after the accepted path, drawn right after its last node."""
+    s = get_step(trace, step)
+    ctx = context_before(trace, step)
+    depth = last.depth + 1
+    text = tok(trace, s.bonus, ctx + list(s.tokens))
+    return NodeView(id=-1, token=s.bonus, lane=0, depth=depth, status="bonus", color_key="bonus",
+                    label=_cut(text, chars), full=text, parent=last.id,
+                    hover=_hover(trace, s, None, "bonus", depth, s.bonus, "bonus", label=text, ctx=ctx))
+
+
+def _edges(views: dict[int, NodeView], on_path: set[int]) -> dict[str, list[tuple[NodeView, NodeView]]]:
     edges: dict[str, list[tuple[NodeView, NodeView]]] = {"path": [], "draft": [], "pruned": [], "bonus": []}
-    for v in nodes:
+    for v in views.values():
         if v.parent is None:
             continue
         p = views[v.parent]
         kind = "path" if (v.id in on_path and p.id in on_path) else ("pruned" if v.status == "pruned" else "draft")
         edges[kind].append((p, v))
-    if s.bonus is not None and path:
-        last = views[path[-1]]
-        depth = last.depth + 1
-        text = tok(trace, s.bonus, ctx + list(s.tokens))
-        b = NodeView(
-            id=-1, token=s.bonus, lane=0, depth=depth, status="bonus", color_key="bonus",
-            label=truncate(text, chars) if chars >= 2 else "",
-            hover=_hover(trace, s, None, "bonus", depth, s.bonus, "bonus", label=text, ctx=ctx), parent=last.id,
-        )
+    return edges
+
+
+def _words(trace: RunTrace, step: int, notes: list[str]) -> tuple[str, str]:
+    """The tree's title and subtitle."""
+    s = get_step(trace, step)
+    i = step_position(trace, step)
+    verified = sum(not n.pruned for n in s.tree)
+    pruned = len(s.tree) - verified
+    drafts_ok = max(0, len(s.tokens) - 1)
+    title = (f"Draft tree, step {i} of 0–{len(trace.steps) - 1}: {verified} token{'s' if verified != 1 else ''} "
+             f"verified in one pass, {drafts_ok} draft token{'s' if drafts_ok != 1 else ''} accepted")
+    ctx = context_before(trace, step)
+    sub = f"root x_{{i+1}} = {html.escape(ngram_text(trace, [s.root], ctx), quote=False)}"
+    if pruned:
+        sub += f" · {pruned} pruned token{'s' if pruned != 1 else ''} shown dashed"
+    if s.bonus is not None:
+        sub += f" · bonus (next root) = {html.escape(ngram_text(trace, [s.bonus], ctx + list(s.tokens)), quote=False)}"
+    if not s.forward:
+        sub += " · no forward pass needed: the root was the last token"
+    if notes:
+        sub += " · not drawn: " + ", ".join(notes)
+    return title, sub
+
+
+def tree_layout(trace: RunTrace, step: int, width: int | None = None, look: Look | None = None) -> TreeLayout:
+    """Where every box of the step's tree goes, its style, label and hover text."""
+    look = look or Look(width=width)
+    s = get_step(trace, step)
+    sel = select(trace, step, look)
+    lanes, n_cols = sel.lanes, sel.n_cols
+    rows = {lane: r for r, lane in enumerate(lanes)}
+    if look.mode == "app":
+        frame = _app_frame(len(lanes), n_cols, look.compact)
+    elif look.mode == "slide":
+        title, sub = _words(trace, step, sel.notes)
+        title_px = title_block(title, sub, TITLE_SIZE, MIN_FONT + 2, SLIDE_W - 2 * SLIDE_PAD)[2]
+        frame = _slide_frame(trace, len(lanes), n_cols, title_px)
+    else:
+        frame = _page_frame(trace, len(lanes), n_cols, look.width)
+    views = _node_views(trace, step, rows, frame.label_chars, sel.max_depth)
+    edges = _edges(views, set(s.accepted_path))
+    nodes = list(views.values())
+    if s.bonus is not None and s.accepted_path:
+        b = _bonus_view(trace, step, views[s.accepted_path[-1]], frame.label_chars)
         nodes.append(b)
-        edges["bonus"].append((last, b))
-    return TreeLayout(nodes=nodes, n_lanes=n_lanes, n_cols=n_cols, lane_names=lane_names(trace),
-                      width=fig_w, height=fig_h, col_px=col_px, lane_px=lane_px, label_chars=chars, edges=edges,
-                      margin=margin)
+        edges["bonus"].append((views[s.accepted_path[-1]], b))
+    names = lane_names(trace)
+    return TreeLayout(nodes=nodes, n_lanes=len(lanes), n_cols=n_cols, lane_names=[names[x] for x in lanes],
+                      width=frame.width, height=frame.height, col_px=frame.col_px, lane_px=frame.lane_px,
+                      label_chars=frame.label_chars, edges=edges, margin=frame.margin,
+                      hidden=lane_count(trace) - len(lanes), title_px=frame.title_px, notes=sel.notes,
+                      tail=(sel.tail, sel.max_depth + 1, rows[1]) if sel.tail and 1 in rows else None)
+
+
+# ---------------------------------------------------------------- drawing
+
+def _box_style(v: NodeView, c: dict[str, str]) -> tuple[str, str, float, str]:
+    """Fill, outline colour, outline width and dash of a node's box."""
+    base = PALETTE[v.color_key]
+    if v.status == "accepted":
+        return base, c["outline"], 3, "solid"
+    if v.status == "rejected":
+        return blend(base, c["bg"], 0.45), base, 1.5, "solid"
+    if v.status == "pruned":
+        # Hollow; tinted with the bonus colour when the model wanted exactly this cut token.
+        return (blend(PALETTE["bonus"], c["bg"], 0.45) if v.wanted else c["bg"]), base, 1.5, "dash"
+    return base, c["outline"], 2, "dot"  # bonus
+
+
+def _box_shapes(lay: TreeLayout, c: dict[str, str]) -> list[dict]:
+    """The boxes, as shapes below the edges and labels (set at once: add_shape is quadratic)."""
+    shapes = []
+    for v in lay.nodes:
+        fill, line, lw, dash = _box_style(v, c)
+        shapes.append(dict(type="rect", x0=v.depth - BOX_W / 2, x1=v.depth + BOX_W / 2,
+                           y0=v.lane - BOX_H / 2, y1=v.lane + BOX_H / 2, layer="below",
+                           fillcolor=fill, line=dict(color=line, width=lw, dash=dash),
+                           name=f"node {v.id}" if v.id >= 0 else "bonus"))
+    return shapes
 
 
 def _elbow(p: NodeView, c: NodeView) -> tuple[list[float | None], list[float | None]]:
@@ -319,65 +571,55 @@ def _edge_trace(pairs, name, color, width, dash, showlegend=True) -> go.Scatter:
                       legendrank=500)
 
 
-def _legend_marker(name: str, fill: str, line_color: str, line_width: float, symbol: str = "square",
-                   rank: int = 100) -> go.Scatter:
-    return go.Scatter(x=[None], y=[None], mode="markers", name=name, hoverinfo="skip", legendrank=rank,
-                      marker=dict(symbol=symbol, size=18, color=fill, line=dict(color=line_color, width=line_width)))
+def _edge_items(c: dict[str, str]) -> list[tuple[str, KeyItem]]:
+    """The four edge styles, by the edge set they draw."""
+    return [("draft", KeyItem("draft edge", "", c["edge"], 1.3, "line")),
+            ("pruned", KeyItem("edge to a pruned token", "", c["edge"], 1.3, "line", "dash")),
+            ("path", KeyItem("accepted path", "", PALETTE["accepted"], 5, "line")),
+            ("bonus", KeyItem("to the bonus token", "", c["outline"], 2.5, "line", "dot"))]
 
 
-def tree_figure(trace: RunTrace, step: int, theme: str = "light", width: int | None = None) -> go.Figure:
-    """The draft tree of one step: where each token came from and what the model did with it."""
+def key_items(trace: RunTrace, theme: str = "light") -> list[KeyItem]:
+    """The tree's key: origin colours, then fills, then edge styles (legend and HTML key alike)."""
     c = theme_colors(theme)
-    s = get_step(trace, step)
-    lay = tree_layout(trace, step, width)
-    fig = go.Figure()
+    grey = c["muted"]
+    items = [KeyItem(LEGEND_NAMES[k], PALETTE[k], PALETTE[k], 1, rank=10 + i) for i, k in enumerate(_origins(trace))]
+    items += [KeyItem("bonus: model's next token", PALETTE["bonus"], c["outline"], 2, rank=30),
+              KeyItem("accepted: filled, bold", grey, c["outline"], 3, rank=40),
+              KeyItem("verified, rejected: faded", blend(grey, c["bg"], 0.45), grey, 1.5, rank=41),
+              KeyItem("pruned, not verified: dashed", grey, grey, 2, "square-open", rank=42)]
+    if trace.method != "vanilla":
+        items.append(KeyItem("pruned, yet the model's choice", blend(PALETTE["bonus"], c["bg"], 0.45),
+                             grey, 1.5, rank=43))
+    return items + [item for _, item in _edge_items(c)]
 
-    # Boxes: shapes below the edges and labels (set at once: add_shape is quadratic).
-    shapes = []
-    for v in lay.nodes:
-        base = PALETTE[v.color_key]
-        if v.status == "accepted":
-            fill, line, lw, dash = base, c["outline"], 3, "solid"
-        elif v.status == "rejected":
-            fill, line, lw, dash = blend(base, c["bg"], 0.45), base, 1.5, "solid"
-        elif v.status == "pruned":
-            # Hollow; tinted with the bonus colour when the model wanted exactly this cut token.
-            fill = blend(PALETTE["bonus"], c["bg"], 0.45) if v.wanted else c["bg"]
-            line, lw, dash = base, 1.5, "dash"
-        else:  # bonus
-            fill, line, lw, dash = base, c["outline"], 2, "dot"
-        shapes.append(dict(type="rect", x0=v.depth - BOX_W / 2, x1=v.depth + BOX_W / 2,
-                           y0=v.lane - BOX_H / 2, y1=v.lane + BOX_H / 2, layer="below",
-                           fillcolor=fill, line=dict(color=line, width=lw, dash=dash),
-                           name=f"node {v.id}" if v.id >= 0 else "bonus"))
 
-    # Edges.
-    fig.add_trace(_edge_trace(lay.edges["draft"], "draft edge", c["edge"], 1.3, "solid"))
-    fig.add_trace(_edge_trace(lay.edges["pruned"], "edge to a pruned token", c["edge"], 1.3, "dash"))
-    fig.add_trace(_edge_trace(lay.edges["path"], "accepted path", PALETTE["accepted"], 5, "solid"))
-    fig.add_trace(_edge_trace(lay.edges["bonus"], "to the bonus token", c["outline"], 2.5, "dot"))
+def _label_color(v: NodeView, c: dict[str, str]) -> str:
+    if v.status in ("accepted", "bonus"):
+        return text_on(PALETTE[v.color_key])
+    return c["text"] if v.status == "rejected" else c["muted"]
 
-    # Labels inside the boxes.
-    def label_color(v: NodeView) -> str:
-        if v.status in ("accepted", "bonus"):
-            return text_on(PALETTE[v.color_key])
-        return c["text"] if v.status == "rejected" else c["muted"]
 
-    shown = [v for v in lay.nodes if v.label]
-    fig.add_trace(go.Scatter(
-        x=[v.depth for v in shown], y=[v.lane for v in shown], mode="text", name="token labels",
-        text=[html.escape(v.label, quote=False) for v in shown], textposition="middle center", hoverinfo="skip",
-        textfont=dict(family=MONO_FAMILY, size=LABEL_FONT, color=[label_color(v) for v in shown]),
-        customdata=[v.id for v in shown], showlegend=False,
-    ))
+def _label_trace(lay: TreeLayout, c: dict[str, str]) -> go.Scatter:
+    """The token labels inside the boxes (every box has one, "" where there is no room)."""
+    return go.Scatter(
+        x=[v.depth for v in lay.nodes], y=[v.lane for v in lay.nodes], mode="text", name="token labels",
+        text=[html.escape(v.label, quote=False) for v in lay.nodes], textposition="middle center",
+        hoverinfo="skip", textfont=dict(family=MONO_FAMILY, size=LABEL_FONT, color=[_label_color(v, c) for v in lay.nodes]),
+        customdata=[v.id for v in lay.nodes], showlegend=False,
+    )
 
-    # Invisible hover targets, one trace per status (the tests read the node ids from them).
+
+def _hover_traces(lay: TreeLayout, c: dict[str, str], static: bool) -> list[go.Scatter]:
+    """Invisible hover targets, one trace per status (the tests read the node ids from them);
+    empty on a `static` figure, which nobody hovers."""
+    out = []
     for status, title in (("accepted", "accepted path nodes"), ("rejected", "verified, rejected nodes"),
                           ("pruned", "pruned nodes"), ("bonus", "bonus token")):
-        group = [v for v in lay.nodes if v.status == status]
+        group = [] if static else [v for v in lay.nodes if v.status == status]
         if status == "accepted":
             group.sort(key=lambda v: v.depth)
-        fig.add_trace(go.Scatter(
+        out.append(go.Scatter(
             x=[v.depth for v in group] or [None], y=[v.lane for v in group] or [None], mode="markers",
             name=title, showlegend=False, customdata=[[v.id, v.status, v.token] for v in group] or None,
             hovertext=[v.hover for v in group] or None, hovertemplate="%{hovertext}<extra></extra>",
@@ -386,60 +628,119 @@ def tree_figure(trace: RunTrace, step: int, theme: str = "light", width: int | N
             hoverlabel=dict(bgcolor=c["bg"], font=dict(color=c["text"], family=MONO_FAMILY, size=MIN_FONT + 1),
                             bordercolor=[PALETTE[v.color_key] for v in group] or c["edge"]),
         ))
+    return out
 
-    # Legend: colours, then fills, then lines.
-    grey = c["muted"]
-    origins = _origins(trace)
-    legend_names = {"root": "root x_{i+1}", "g1": "g1 continuation", "pld": "prompt lookup chain",
-                    "g2-top": "g2 branch, rank 1-8", "g2-mid": "g2 branch, rank 9-32",
-                    "g2-tail": "g2 branch, rank 33+"}
-    for i, key in enumerate(origins):
-        fig.add_trace(_legend_marker(legend_names[key], PALETTE[key], PALETTE[key], 1, rank=10 + i))
-    fig.add_trace(_legend_marker("bonus: model's next token", PALETTE["bonus"], c["outline"], 2, rank=30))
-    fig.add_trace(_legend_marker("accepted: filled, bold outline", grey, c["outline"], 3, rank=40))
-    fig.add_trace(_legend_marker("verified, rejected: faded", blend(grey, c["bg"], 0.45), grey, 1.5, rank=41))
-    fig.add_trace(_legend_marker("pruned, never verified: hollow, dashed", grey, grey, 2,
-                                 symbol="square-open", rank=42))
-    if trace.method not in ("vanilla",):
-        fig.add_trace(_legend_marker("pruned, yet the model's next token", blend(PALETTE["bonus"], c["bg"], 0.45),
-                                     grey, 1.5, rank=43))
 
-    # Words.
-    i = step_position(trace, step)
-    verified = sum(not n.pruned for n in s.tree)
-    pruned = len(s.tree) - verified
-    drafts_ok = max(0, len(s.tokens) - 1)
-    title = (f"Draft tree, step {i} of 0–{len(trace.steps) - 1}: {verified} token{'s' if verified != 1 else ''} "
-             f"verified in one pass, {drafts_ok} draft token{'s' if drafts_ok != 1 else ''} accepted")
-    ctx = context_before(trace, step)
-    sub = f"root x_{{i+1}} = {html.escape(ngram_text(trace, [s.root], ctx), quote=False)}"
-    if pruned:
-        sub += f" · {pruned} pruned token{'s' if pruned != 1 else ''} shown dashed"
-    if s.bonus is not None:
-        sub += f" · bonus (next root) = {html.escape(ngram_text(trace, [s.bonus], ctx + list(s.tokens)), quote=False)}"
-    if not s.forward:
-        sub += " · no forward pass needed: the root was the last token"
-    layout = base_layout(theme, title, width=lay.width, height=lay.height, margin=lay.margin,
-                         hovermode="closest", dragmode="pan")
-    layout["title"]["subtitle"] = dict(text=sub, font=dict(size=MIN_FONT + 2, color=c["muted"]))
-    layout["title"]["y"] = 1 - 12 / lay.height
-    layout["title"]["yanchor"] = "top"
-    layout["title"]["yref"] = "container"
-    layout["legend"].update(orientation="h", x=0, xanchor="left", y=1 + 62 / (lay.height - lay.margin["t"] - lay.margin["b"]),
-                            yanchor="bottom", traceorder="normal", entrywidth=0, font=dict(size=MIN_FONT + 1, color=c["text"]))
+def _legend_marker(item: KeyItem) -> go.Scatter:
+    return go.Scatter(x=[None], y=[None], mode="markers", name=item.name, hoverinfo="skip", legendrank=item.rank,
+                      marker=dict(symbol=item.symbol, size=18, color=item.fill,
+                                  line=dict(color=item.line, width=item.width)))
+
+
+def _traces(trace: RunTrace, lay: TreeLayout, theme: str, static: bool) -> list[go.Scatter]:
+    """Edges, labels, hover targets and the legend's boxes, in drawing order."""
+    c = theme_colors(theme)
+    edges = [_edge_trace(lay.edges[kind], it.name, it.line, it.width, it.dash) for kind, it in _edge_items(c)]
+    boxes = [_legend_marker(it) for it in key_items(trace, theme) if it.symbol != "line"]
+    return edges + [_label_trace(lay, c)] + _hover_traces(lay, c, static) + boxes
+
+
+def _axes(layout: dict, lay: TreeLayout, s: StepRecord, c: dict[str, str], mode: str) -> None:
+    depth_title = "Depth in the tree" if mode == "app" else f"Depth in the tree (position id = {s.context_len} + depth)"
     layout["xaxis"].update(
         range=[-0.6, lay.n_cols - 0.5], tickvals=list(range(lay.n_cols)),
         ticktext=[str(d) for d in range(lay.n_cols)], side="top", showgrid=False, zeroline=False,
-        title=dict(text=f"Depth in the tree (position id = {s.context_len} + depth)", standoff=6,
-                   font=dict(size=MIN_FONT + 2, color=c["text"])),
-        fixedrange=False,
+        title=dict(text=depth_title, standoff=6, font=dict(size=MIN_FONT + 2, color=c["text"])), fixedrange=False,
     )
+    plot_h = lay.height - lay.margin["t"] - lay.margin["b"]
+    rows = max(lay.n_lanes, plot_h / lay.lane_px)  # a slide with few lanes keeps their pitch
     layout["yaxis"].update(
-        range=[lay.n_lanes - 0.5, -0.5], tickvals=list(range(lay.n_lanes)), ticktext=lay.lane_names,
+        range=[rows - 0.5, -0.5], tickvals=list(range(lay.n_lanes)), ticktext=lay.lane_names,
         showgrid=False, zeroline=False, showline=False, tickfont=dict(size=MIN_FONT, color=c["text"]),
         title=dict(text="Branch", font=dict(size=MIN_FONT + 2, color=c["text"])),
     )
-    layout["shapes"] = shapes
-    layout["meta"] = dict(step=i, n_lanes=lay.n_lanes, n_cols=lay.n_cols, label_font=LABEL_FONT)
+
+
+def _frame_words(layout: dict, trace: RunTrace, lay: TreeLayout, words: tuple[str, str], theme: str,
+                 mode: str) -> None:
+    """Title and legend where the look puts them: above the plot (page), beside it (slide), or
+    nowhere (app: the page shows them in HTML)."""
+    c = theme_colors(theme)
+    legend_font = dict(size=MIN_FONT + 1, color=c["text"])
+    if mode == "app":
+        layout["title"] = dict(text="")
+        layout["showlegend"] = False
+        return
+    layout["showlegend"] = True
+    if mode == "slide":
+        slide_title(layout, *words, TITLE_SIZE, MIN_FONT + 2, c["text"], c["muted"])
+        layout["legend"] = right_legend(MIN_FONT + 1, c["text"], SLIDE_W - lay.margin["l"] - lay.margin["r"])
+        return
+    layout["title"]["subtitle"] = dict(text=words[1], font=dict(size=MIN_FONT + 2, color=c["muted"]))
+    layout["title"].update(y=1 - 12 / lay.height, yanchor="top", yref="container")
+    plot_h = lay.height - lay.margin["t"] - lay.margin["b"]
+    layout["legend"].update(orientation="h", x=0, xanchor="left", y=1 + 62 / plot_h, yanchor="bottom",
+                            traceorder="normal", entrywidth=0, font=legend_font)
+
+
+def _draw(trace: RunTrace, step: int, theme: str, look: Look) -> tuple[go.Figure, TreeLayout]:
+    """The tree as `look` draws it, and its layout."""
+    c = theme_colors(theme)
+    s = get_step(trace, step)
+    lay = tree_layout(trace, step, look=look)
+    words = _words(trace, step, lay.notes)
+    layout = base_layout(theme, words[0], width=lay.width, height=lay.height, margin=lay.margin,
+                         hovermode="closest", dragmode="pan")
+    _frame_words(layout, trace, lay, words, theme, look.mode)
+    _axes(layout, lay, s, c, look.mode)
+    layout["shapes"] = _box_shapes(lay, c)
+    if lay.tail:  # where a slide cut the lookup chain
+        n, col, row = lay.tail
+        layout["annotations"] = [dict(x=col, y=row, text=f"+{n} ⋯", showarrow=False, xanchor="center",
+                                      font=dict(size=MIN_FONT, color=c["muted"], family=MONO_FAMILY))]
+    layout["meta"] = dict(step=step_position(trace, step), n_lanes=lay.n_lanes, n_cols=lay.n_cols,
+                          label_font=LABEL_FONT, hidden=lay.hidden)
+    fig = go.Figure(data=_traces(trace, lay, theme, static=look.mode == "slide"))
     fig.update_layout(layout)
-    return pretty(fig)
+    return pretty(fig), lay
+
+
+def _label_fit(fig: go.Figure, lay: TreeLayout) -> dict:
+    """What the browser needs to cut the labels to the width it finds (ui/figures.js)."""
+    index = next(i for i, t in enumerate(fig.data) if t.name == "token labels")
+    return {"labels": {"trace": index, "full": [v.full for v in lay.nodes], "box": BOX_W, "pad": LABEL_PAD_PX,
+                       "char_px": LABEL_FONT * MONO_CHAR_EM, "min_lane_px": LABEL_FONT / BOX_H}}
+
+
+def tree_figure(trace: RunTrace, step: int, theme: str = "light", width: int | None = None,
+                fit: bool = False, compact: bool = False) -> go.Figure:
+    """The draft tree of one step: where each token came from and what the model did with it.
+
+    fit: drawn for the app (visual.fit.for_app): it fills its container, its title and key are
+    shown in HTML (caption_html, tree_key_html), and it carries its 16:9 slide (always compact).
+    compact: only the lanes with something verified in them (shown_lanes).
+    """
+    if not fit:
+        return _draw(trace, step, theme, Look("page", compact, width))[0]
+    app, lay = _draw(trace, step, theme, Look("app", compact))
+    slide, _ = _draw(trace, step, theme, Look("slide", True))
+    title, sub = _words(trace, step, lay.notes)
+    return for_app(app, slide, title, sub, _label_fit(app, lay))
+
+
+def _swatch(item: KeyItem) -> str:
+    dash = {"dash": "dashed", "dot": "dotted"}.get(item.dash, "solid")
+    if item.symbol == "line":
+        return (f'<span class="key-line" style="border-top:{max(2, item.width):.0f}px {dash} {item.line}">'
+                "</span>")
+    fill = "transparent" if item.symbol == "square-open" else item.fill
+    style = "dashed" if item.symbol == "square-open" else "solid"
+    return (f'<span class="key-box" style="background:{fill};border:{max(1, item.width):.0f}px {style} '
+            f'{item.line}"></span>')
+
+
+def tree_key_html(trace: RunTrace, theme: str = "light") -> str:
+    """The tree's key as HTML, for beside the app's tree (it wraps to any width)."""
+    rows = "".join(f"<li>{_swatch(it)}<span>{sub_x(html.escape(it.name, quote=False))}</span></li>"
+                   for it in key_items(trace, theme))
+    return f'<ul class="tree-key" aria-label="Key of the draft tree">{rows}</ul>'

@@ -1,4 +1,7 @@
-"""The paper's observations, measured on one run."""
+"""The paper's observations, measured on one run.
+
+Each figure is drawn for a page (PAGE_SIZE), or for the app (`fit=True`, visual.fit: the
+container's width, the words in an HTML caption, a 16:9 slide inside)."""
 from __future__ import annotations
 
 from collections import Counter
@@ -20,22 +23,16 @@ from .data import (
     outcome,
     true_next_next,
 )
-from .style import (
-    ACCEPT_COLORS,
-    MIN_FONT,
-    PALETTE,
-    base_layout,
-    pretty,
-    style_axes,
-    text_on,
-    theme_colors,
-    top_legend,
-)
+from .fit import SLIDE_H, SLIDE_W, for_app, frame, wrap_html
+from .style import ACCEPT_COLORS, MIN_FONT, PALETTE, base_layout, pretty, style_axes, text_on, theme_colors
 from .text import accept_label
 
 PAPER_TOPK = (60, 0.50)  # over 50% of next-next tokens lie within the top-60
 PAPER_G2_SUCCESS = 0.9776  # retrieval success with g2
 PAPER_PLAIN_FAILURE = 0.30  # plain lookup fails on over 30% of steps
+PAGE_W = 1100
+APP_HEIGHTS = {"topk": 420, "retrieval": 500, "accepted": 400, "time": 500}
+PAGE_HEIGHTS = {"topk": 540, "retrieval": 640, "accepted": 500, "time": 660}
 
 
 def topk_hits(trace: RunTrace) -> list[tuple[int, int | None]]:
@@ -69,47 +66,76 @@ def topk_hit_curve(trace: RunTrace, K: int | None = None) -> list[float]:
 
 
 def _empty(fig: go.Figure, theme: str, message: str) -> go.Figure:
-    fig.add_annotation(text=message, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False,
+    text, _ = wrap_html(message, 300, MIN_FONT + 4)  # centred: narrow enough for a phone
+    fig.add_annotation(text=text, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False,
                        font=dict(size=MIN_FONT + 4, color=theme_colors(theme)["muted"]))
     return fig
 
 
-def topk_hit_figure(trace: RunTrace, theme: str = "light", K: int | None = None) -> go.Figure:
-    """How often the true next-next token is among the top-k candidates, k = 1..K."""
+def _size(kind: str, mode: str) -> tuple[int, int]:
+    if mode == "slide":
+        return SLIDE_W, SLIDE_H
+    return PAGE_W, (APP_HEIGHTS if mode == "app" else PAGE_HEIGHTS)[kind]
+
+
+def _fitted(draw, words: tuple[str, str], fit: bool, *args) -> go.Figure:
+    """A figure as `draw` makes it for a page, or for the app with its slide (visual.fit)."""
+    if not fit:
+        return draw(*args, "page")
+    return for_app(draw(*args, "app"), draw(*args, "slide"), *words)
+
+
+def _subplots_layout(fig: go.Figure, layout: dict, theme: str) -> None:
+    """A subplot figure takes the framed layout but keeps its own axes."""
+    layout.pop("xaxis")
+    layout.pop("yaxis")
+    fig.update_layout(layout)
+    style_axes(fig, theme)
+
+
+def _topk_words(trace: RunTrace) -> tuple[str, str]:
+    n = len(topk_hits(trace))
+    return ("How often the true x_{i+2} is among the top-k candidates",
+            f"measured on {n} forward steps of this run; each step's true x_{{i+2}} is the token the output has there")
+
+
+def _draw_topk(trace: RunTrace, theme: str, K: int | None, mode: str) -> go.Figure:
     c = theme_colors(theme)
     curve = topk_hit_curve(trace, K)
-    n = len(topk_hits(trace))
-    fig = go.Figure()
-    title = "How often the true x_{i+2} is among the top-k candidates"
-    layout = base_layout(theme, title, height=540, margin=dict(l=90, r=40, t=140, b=80), hovermode="x")
-    top_legend(layout, theme)
-    layout["xaxis"].update(title=dict(text="k: candidates taken from the last logits"), rangemode="tozero")
+    words = _topk_words(trace)
+    kp, vp = PAPER_TOPK
+    paper = f"paper: over {100 * vp:.0f}% within the top {kp}"
+    layout = base_layout(theme, words[0], height=_size("topk", mode)[1], hovermode="x")
+    frame(layout, mode, *words, ["this run", paper] if curve else [], c, _size("topk", mode))
+    layout["xaxis"].update(title=dict(text="k: candidates from the logits"), rangemode="tozero")
     layout["yaxis"].update(title=dict(text="Steps with x_{i+2} in the top k (%)"), range=[0, 105])
-    fig.update_layout(layout)
+    fig = go.Figure(layout=layout)
     if not curve:
         return pretty(_empty(fig, theme, "no step with candidates (only LogitSpec speculates x_{i+2})"))
-    ks = list(range(1, len(curve) + 1))
     fig.add_trace(go.Scatter(
-        x=ks, y=[100 * v for v in curve], mode="lines+markers", name="this run",
+        x=list(range(1, len(curve) + 1)), y=[100 * v for v in curve], mode="lines+markers", name="this run",
         line=dict(color=PALETTE["logitspec"], width=4), marker=dict(size=6),
         hovertemplate="top %{x}: %{y:.1f}% of steps<extra></extra>",
     ))
-    kp, vp = PAPER_TOPK
+    # The paper's point names itself in the legend; a framed figure also writes it beside the point.
     fig.add_trace(go.Scatter(
-        x=[kp], y=[100 * vp], mode="markers+text", name="paper: over 50% within the top 60",
+        x=[kp], y=[100 * vp], mode="markers" if mode == "app" else "markers+text", name=paper,
         marker=dict(symbol="diamond", size=16, color=PALETTE["g1"], line=dict(color=c["outline"], width=1.5)),
-        text=["paper: > 50% within the top 60"], textposition="top left",
+        text=[f"paper: > {100 * vp:.0f}% within the top {kp}"], textposition="top left",
         textfont=dict(size=MIN_FONT + 1, color=c["text"]), hoverinfo="name",
     ))
     fig.add_hline(y=100 * vp, line=dict(color=c["muted"], width=1.5, dash="dash"))
     last = curve[-1]
-    fig.add_annotation(x=len(curve), y=100 * last, text=f"this run, top {len(curve)}: {100 * last:.1f}%",
-                       showarrow=True, arrowhead=2, ax=-80, ay=45 if last < 0.5 else -45, font=dict(size=MIN_FONT + 1, color=c["text"]),
-                       bgcolor=c["bg"], arrowcolor=c["muted"])
-    fig.update_layout(title_subtitle=dict(
-        text=f"measured on {n} forward steps of this run; each step's true x_{{i+2}} is the token the output has there",
-        font=dict(size=MIN_FONT + 1, color=c["muted"])))
+    fig.add_annotation(x=len(curve), y=100 * last, text=f"{'' if mode == 'app' else 'this run, '}top {len(curve)}: "
+                       f"{100 * last:.1f}%", showarrow=True, arrowhead=2, ax=-60, ay=45 if last < 0.5 else -45,
+                       font=dict(size=MIN_FONT + 1, color=c["text"]), bgcolor=c["bg"], arrowcolor=c["muted"],
+                       xanchor="right")
     return pretty(fig)
+
+
+def topk_hit_figure(trace: RunTrace, theme: str = "light", K: int | None = None, fit: bool = False) -> go.Figure:
+    """How often the true next-next token is among the top-k candidates, k = 1..K."""
+    return _fitted(_draw_topk, _topk_words(trace), fit, trace, theme, K)
 
 
 def retrieval_outcomes(trace: RunTrace) -> list[str]:
@@ -117,51 +143,50 @@ def retrieval_outcomes(trace: RunTrace) -> list[str]:
     return [outcome(s) for s in forward_steps(trace)]
 
 
-def retrieval_success_figure(trace: RunTrace, theme: str = "light") -> go.Figure:
-    """Retrieval success of g1 alone against g1 or g2, and the outcome of every step."""
-    c = theme_colors(theme)
-    outs = retrieval_outcomes(trace)
-    n = len(outs)
-    counts = Counter(outs)
-    fig = make_subplots(rows=2, cols=1, row_heights=[0.66, 0.34], vertical_spacing=0.3)
-    layout = base_layout(theme, "Does retrieval find a continuation?", height=640,
-                         margin=dict(l=200, r=60, t=110, b=80), barmode="overlay", bargap=0.45)
-    layout.pop("xaxis")
-    layout.pop("yaxis")
-    fig.update_layout(layout)
-    style_axes(fig, theme)
-    if not n or counts.get(NO_RETRIEVAL) == n:
-        return pretty(_empty(fig, theme, "this run did no retrieval"))
+# (trace name, y label, colour, the paper's share, the paper's words)
+LOOKUP_BARS = {
+    "g1 or g2": ("g1 or g2 (LogitSpec)", "g1 or g2<br>(LogitSpec)", PALETTE["g2"], PAPER_G2_SUCCESS,
+                 "paper: 97.76% with g2"),
+    "g1": ("g1 alone (plain lookup)", "g1 alone<br>(plain lookup)", PALETTE["g1"], 1 - PAPER_PLAIN_FAILURE,
+           "paper: plain lookup fails on > 30%"),
+    "pld": ("prompt lookup", "prompt<br>lookup", PALETTE["pld"], 1 - PAPER_PLAIN_FAILURE,
+            "paper: plain lookup fails on > 30%"),
+}
 
-    pld = any(o in OUTCOMES_PLD for o in outs)
-    if pld:
-        bars = [("prompt lookup", counts[PLD_MATCHED] / n, PALETTE["pld"], 1 - PAPER_PLAIN_FAILURE,
-                 "paper: plain lookup fails on > 30%")]
-        order = OUTCOMES_PLD
+
+def _lookup_bars(fig: go.Figure, outs: list[str], c: dict[str, str], mode: str) -> None:
+    """Row 1: each lookup's share of steps that matched, against the paper's mark."""
+    n, counts = len(outs), Counter(outs)
+    if any(o in OUTCOMES_PLD for o in outs):
+        shares = {"pld": counts[PLD_MATCHED] / n}
     else:
-        g1 = counts[G1_MATCHED] / n
-        both = (counts[G1_MATCHED] + counts[G2_RESCUED]) / n
-        bars = [("g1 or g2 (LogitSpec)", both, PALETTE["g2"], PAPER_G2_SUCCESS, "paper: 97.76% with g2"),
-                ("g1 alone (plain lookup)", g1, PALETTE["g1"], 1 - PAPER_PLAIN_FAILURE,
-                 "paper: plain lookup fails on > 30%")]
-        order = OUTCOMES_LOGITSPEC
-    for name, share, color, ref, ref_text in bars:
+        shares = {"g1 or g2": (counts[G1_MATCHED] + counts[G2_RESCUED]) / n, "g1": counts[G1_MATCHED] / n}
+    for i, (key, share) in enumerate(shares.items()):
+        name, label, color, ref, ref_text = LOOKUP_BARS[key]
         fig.add_trace(go.Bar(
-            y=[name], x=[100 * share], orientation="h", name=name, marker=dict(color=color),
+            y=[label], x=[100 * share], orientation="h", name=name, marker=dict(color=color),
             text=[f"{100 * share:.1f}%"], textposition="inside", insidetextanchor="start",
             textfont=dict(size=MIN_FONT + 4, color=text_on(color)),
             hovertemplate=f"{name}: %{{x:.1f}}% of {n} steps<extra></extra>", showlegend=False,
         ), row=1, col=1)
+        # The paper's number: a bold mark, named in the legend once (and beside it on a framed figure).
         fig.add_trace(go.Scatter(
-            y=[name], x=[100 * ref], mode="markers", name=ref_text, showlegend=False,
-            marker=dict(symbol="line-ns", size=46, line=dict(color=c["outline"], width=4)),
+            y=[label], x=[100 * ref], mode="markers", name="│ the paper's number", showlegend=i == 0,
+            legendgroup="paper", marker=dict(symbol="line-ns", size=46, line=dict(color=c["outline"], width=4)),
             hovertemplate=f"{ref_text}<extra></extra>",
         ), row=1, col=1)
-        fig.add_annotation(x=100 * ref, y=name, text=ref_text, showarrow=False, xanchor="right", yanchor="bottom",
-                           yshift=30, font=dict(size=MIN_FONT, color=c["text"]), xref="x", yref="y")
-    fig.update_xaxes(range=[0, 105], title_text="Forward steps where a lookup matched (%)", row=1, col=1)
+        if mode != "app":
+            fig.add_annotation(x=100 * ref, y=label, text=ref_text, showarrow=False, xanchor="right",
+                               yanchor="bottom", yshift=30, font=dict(size=MIN_FONT, color=c["text"]),
+                               xref="x", yref="y")
+    fig.update_xaxes(range=[0, 105], title_text="Steps where a lookup matched (%)", row=1, col=1)
     fig.update_yaxes(showgrid=False, row=1, col=1)
 
+
+def _outcome_strip(fig: go.Figure, trace: RunTrace, outs: list[str], c: dict[str, str]) -> None:
+    """Row 2: every forward step's outcome."""
+    counts = Counter(outs)
+    order = OUTCOMES_PLD if any(o in OUTCOMES_PLD for o in outs) else OUTCOMES_LOGITSPEC
     fwd = [i for i, s in enumerate(trace.steps) if s.forward]
     for o in order:
         xs = [i + 1 for i, oo in zip(fwd, outs) if oo == o]
@@ -172,30 +197,61 @@ def retrieval_success_figure(trace: RunTrace, theme: str = "light") -> go.Figure
                         line=dict(color=c["bg"], width=1)),
             hovertemplate=f"step %{{x}}: {o}<extra></extra>",
         ), row=2, col=1)
-    fig.update_xaxes(title_text="Step", row=2, col=1, range=[0, len(trace.steps) + 1])
+    fig.update_xaxes(title_text="Step (every step's outcome)", row=2, col=1, range=[0, len(trace.steps) + 1])
     fig.update_yaxes(visible=False, range=[-1, 1], row=2, col=1)
-    strip_top = fig.layout.yaxis2.domain[1]
-    fig.update_layout(
-        legend=dict(orientation="h", x=0, y=strip_top + 0.01, xanchor="left", yanchor="bottom",
-                    font=dict(size=MIN_FONT + 1, color=c["text"]),
-                    title=dict(text="Every step:", font=dict(size=MIN_FONT + 1, color=c["text"]))),
-        title_subtitle=dict(text=f"{n} forward steps of this run; the vertical marks are the paper's numbers",
-                            font=dict(size=MIN_FONT + 1, color=c["muted"])))
+
+
+def _retrieval_words(trace: RunTrace) -> tuple[str, str]:
+    n = len(retrieval_outcomes(trace))
+    return ("Does retrieval find a continuation?",
+            f"{n} forward steps of this run; the vertical marks are the paper's numbers")
+
+
+def _draw_retrieval(trace: RunTrace, theme: str, mode: str) -> go.Figure:
+    c = theme_colors(theme)
+    outs = retrieval_outcomes(trace)
+    words = _retrieval_words(trace)
+    fig = make_subplots(rows=2, cols=1, row_heights=[0.66, 0.34], vertical_spacing=0.3)
+    layout = base_layout(theme, words[0], height=_size("retrieval", mode)[1], barmode="overlay", bargap=0.45)
+    counts = Counter(outs)
+    if not outs or counts.get(NO_RETRIEVAL) == len(outs):
+        frame(layout, mode, *words, [], c, _size("retrieval", mode))
+        _subplots_layout(fig, layout, theme)
+        return pretty(_empty(fig, theme, "this run did no retrieval"))
+    order = OUTCOMES_PLD if any(o in OUTCOMES_PLD for o in outs) else OUTCOMES_LOGITSPEC
+    names = ["│ the paper's number"] + [f"{o} ({counts[o]})" for o in order]
+    frame(layout, mode, *words, names, c, _size("retrieval", mode), left=120)
+    _subplots_layout(fig, layout, theme)
+    _lookup_bars(fig, outs, c, mode)
+    _outcome_strip(fig, trace, outs, c)
     return pretty(fig)
 
 
-def accepted_hist_figure(trace: RunTrace, theme: str = "light") -> go.Figure:
-    """How many tokens each forward pass committed."""
+def retrieval_success_figure(trace: RunTrace, theme: str = "light", fit: bool = False) -> go.Figure:
+    """Retrieval success of g1 alone against g1 or g2, and the outcome of every step."""
+    return _fitted(_draw_retrieval, _retrieval_words(trace), fit, trace, theme)
+
+
+def _accepted_words(trace: RunTrace) -> tuple[str, str]:
+    steps = forward_steps(trace)
+    return ("Tokens committed per forward pass",
+            f"{len(steps)} forward passes made {len(trace.tokens)} tokens"
+            + (" (the last token needed no pass)" if len(steps) < len(trace.steps) else "")
+            + "; vanilla commits exactly 1 per pass; a pass commits x_{i+1} and the drafts it accepted")
+
+
+def _draw_accepted(trace: RunTrace, theme: str, mode: str) -> go.Figure:
     c = theme_colors(theme)
     steps = forward_steps(trace)
     counts = Counter(len(s.tokens) for s in steps)
-    fig = go.Figure()
-    layout = base_layout(theme, "Tokens committed per forward pass", height=500,
-                         margin=dict(l=90, r=40, t=110, b=80), bargap=0.15)
-    layout["xaxis"].update(title=dict(text="Tokens committed by one forward pass (x_{i+1} + accepted drafts)"),
-                           dtick=1)
+    words = _accepted_words(trace)
+    mean = trace.mean_accepted_tokens  # all tokens over forward passes, as the engine counts
+    mean_name = f"mean {mean:.2f} tokens per pass"
+    layout = base_layout(theme, words[0], height=_size("accepted", mode)[1], bargap=0.15)
+    frame(layout, mode, *words, [mean_name] if steps else [], c, _size("accepted", mode))
+    layout["xaxis"].update(title=dict(text="Tokens committed by one pass"), dtick=1)
     layout["yaxis"].update(title=dict(text="Forward passes"))
-    fig.update_layout(layout)
+    fig = go.Figure(layout=layout)
     if not steps:
         return pretty(_empty(fig, theme, "no forward step yet"))
     xs = sorted(counts)
@@ -206,17 +262,15 @@ def accepted_hist_figure(trace: RunTrace, theme: str = "light") -> go.Figure:
         textfont=dict(size=MIN_FONT + 1, color=c["text"]), name="forward passes",
         hovertemplate="%{y} passes committed %{x} tokens<extra></extra>", showlegend=False,
     ))
-    mean = trace.mean_accepted_tokens  # all tokens over forward passes, as the engine counts
-    fig.add_vline(x=mean, line=dict(color=c["outline"], width=2, dash="dash"))
-    fig.add_annotation(x=mean, y=1, yref="paper", text=f"mean {mean:.2f} tokens per pass", showarrow=False,
-                       xanchor="left", xshift=8, yanchor="top", font=dict(size=MIN_FONT + 2, color=c["text"]),
-                       bgcolor=c["bg"])
-    fig.update_layout(title_subtitle=dict(
-        text=(f"{len(steps)} forward passes made {len(trace.tokens)} tokens"
-              + (" (the last token needed no pass)" if len(steps) < len(trace.steps) else "")
-              + "; vanilla commits exactly 1 per pass"),
-        font=dict(size=MIN_FONT + 1, color=c["muted"])))
+    # The mean: a dashed line named in the legend (nothing to collide with on a narrow screen).
+    fig.add_trace(go.Scatter(x=[mean, mean], y=[0, max(counts.values()) * 1.12], mode="lines", name=mean_name,
+                             line=dict(color=c["outline"], width=2, dash="dash"), hoverinfo="name"))
     return pretty(fig)
+
+
+def accepted_hist_figure(trace: RunTrace, theme: str = "light", fit: bool = False) -> go.Figure:
+    """How many tokens each forward pass committed."""
+    return _fitted(_draw_accepted, _accepted_words(trace), fit, trace, theme)
 
 
 def time_breakdown(trace: RunTrace) -> dict[str, float]:
@@ -228,22 +282,21 @@ def time_breakdown(trace: RunTrace) -> dict[str, float]:
     }
 
 
-TIME_WORDS = {"prefill": "prefill (the prompt)", "draft": "drafting (speculate, retrieve, build tree)",
-              "forward": "forward pass (verify)", "bookkeeping": "bookkeeping (inputs, accept, cache)"}
+TIME_WORDS = {"prefill": "prefill (the prompt)", "draft": "drafting", "forward": "forward pass (verify)",
+              "bookkeeping": "bookkeeping"}
 
 
-def time_breakdown_figure(trace: RunTrace, theme: str = "light") -> go.Figure:
-    """Where the time went: totals, then every step."""
-    c = theme_colors(theme)
+def _time_words(trace: RunTrace) -> tuple[str, str]:
+    tb = time_breakdown(trace)
+    parts = " · ".join(f"{k} {v:.2f} s" for k, v in tb.items())
+    return "Where the time went", (f"{sum(tb.values()):.2f} s of compute in all: {parts}; drafting = speculate, "
+                                   "retrieve, build the tree; bookkeeping = inputs, acceptance, cache")
+
+
+def _time_bars(fig: go.Figure, trace: RunTrace, c: dict[str, str]) -> None:
+    """Row 1: the whole run's seconds by kind; row 2: every step's milliseconds."""
     tb = time_breakdown(trace)
     total = sum(tb.values())
-    fig = make_subplots(rows=2, cols=1, row_heights=[0.22, 0.78], vertical_spacing=0.2)
-    layout = base_layout(theme, "Where the time went", height=660, barmode="stack",
-                         margin=dict(l=110, r=40, t=150, b=80))
-    layout.pop("xaxis")
-    layout.pop("yaxis")
-    fig.update_layout(layout)
-    style_axes(fig, theme)
     for key, secs in tb.items():
         share = secs / total if total else 0.0
         fig.add_trace(go.Bar(
@@ -260,12 +313,23 @@ def time_breakdown_figure(trace: RunTrace, theme: str = "light") -> go.Figure:
             x=xs, y=ys, name=TIME_WORDS[key], legendgroup=key, showlegend=False,
             marker=dict(color=PALETTE[key]), hovertemplate=f"step %{{x}}: {key} %{{y:.1f}} ms<extra></extra>",
         ), row=2, col=1)
+
+
+def _draw_time(trace: RunTrace, theme: str, mode: str) -> go.Figure:
+    c = theme_colors(theme)
+    words = _time_words(trace)
+    fig = make_subplots(rows=2, cols=1, row_heights=[0.22, 0.78], vertical_spacing=0.2)
+    layout = base_layout(theme, words[0], height=_size("time", mode)[1], barmode="stack")
+    frame(layout, mode, *words, list(TIME_WORDS.values()), c, _size("time", mode), left=110)
+    _subplots_layout(fig, layout, theme)
+    _time_bars(fig, trace, c)
     fig.update_xaxes(title_text="Seconds of compute", row=1, col=1)
     fig.update_yaxes(showgrid=False, row=1, col=1)
     fig.update_xaxes(title_text="Step", row=2, col=1)
     fig.update_yaxes(title_text="Milliseconds", row=2, col=1)
-    parts = " · ".join(f"{k} {v:.2f} s" for k, v in tb.items())
-    top_legend(layout, theme)
-    fig.update_layout(legend=layout["legend"], title_subtitle=dict(
-        text=f"{total:.2f} s of compute in all: {parts}", font=dict(size=MIN_FONT + 1, color=c["muted"])))
     return pretty(fig)
+
+
+def time_breakdown_figure(trace: RunTrace, theme: str = "light", fit: bool = False) -> go.Figure:
+    """Where the time went: totals, then every step."""
+    return _fitted(_draw_time, _time_words(trace), fit, trace, theme)

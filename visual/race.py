@@ -1,15 +1,38 @@
-"""The race: tokens generated against compute time, one line per decoder lane."""
+"""The race: tokens generated against compute time, one line per decoder lane.
+
+Drawn for a page or a slide (each lane's end labelled in the right margin) or for the app (`fit=True`,
+visual.fit: the container's width, each lane's result in its legend entry, the words in an
+HTML caption, a 16:9 slide inside).
+"""
 from __future__ import annotations
 
 import html
+from dataclasses import dataclass
 
 import plotly.graph_objects as go
 
-from logitspec.serve.race import result_of
+from logitspec.serve.race import RaceResult, result_of
 from logitspec.trace import RunTrace
 
 from .data import is_finished
-from .style import MIN_FONT, base_layout, lane_color, pretty, theme_colors, top_legend
+from .fit import SLIDE_H, SLIDE_W, for_app, frame
+from .style import MIN_FONT, base_layout, lane_color, pretty, theme_colors
+
+PAGE_SIZE = (1240, 560)
+APP_HEIGHT = 460
+END_LABELS_PX = 360  # a page's right margin, where each lane's end is labelled
+LABEL_GAP_PX = 50  # end labels stacked at least this far apart
+
+
+@dataclass
+class LaneEnd:
+    """Where a lane's line ends, and what is said about it."""
+
+    name: str
+    seconds: float
+    tokens: int
+    color: str
+    label: str
 
 
 def race_points(trace: RunTrace) -> tuple[list[float], list[int]]:
@@ -30,71 +53,104 @@ def _vanilla(lanes: dict[str, RunTrace]) -> str | None:
     return next((k for k, t in lanes.items() if t.method == "vanilla"), None)
 
 
-def race_figure(lanes: dict[str, RunTrace], theme: str = "light", width: int | None = None,
-                stopped: bool = False) -> go.Figure:
-    """Tokens generated against elapsed compute time (prefill included), one line per lane.
-
-    Speed-ups are those of the race's verdict: over the tokens every lane reached, so a race
-    `stopped` before its end compares equal counts (and its unfinished lanes say "stopped").
-    """
-    c = theme_colors(theme)
-    fig = go.Figure()
+def _result(lanes: dict[str, RunTrace], stopped: bool) -> RaceResult | None:
+    """The verdict's numbers once every lane is over (or the race was stopped), else None."""
     van = _vanilla(lanes)
     over = all(is_finished(t) for t in lanes.values()) or stopped
-    res = result_of(lanes, van) if van is not None and over else None
-    results = []
-    ends = []
+    return result_of(lanes, van) if van is not None and over else None
+
+
+def _ends(lanes: dict[str, RunTrace], res: RaceResult | None, stopped: bool) -> list[LaneEnd]:
+    """Each lane's end point and its label: tokens, seconds, and its speed-up once known."""
+    van = _vanilla(lanes)
+    out = []
     for name, tr in lanes.items():
         xs, ys = race_points(tr)
-        color = lane_color(name, tr.method)
+        label = f"{html.escape(name, quote=False)}: {ys[-1]} tokens in {xs[-1]:.2f} s"
+        if not is_finished(tr):
+            label += " (stopped)" if stopped else " (running)"
+        if res is not None and name != van and res.speedups.get(name):
+            scope = "" if res.complete else f" over {res.compared_tokens} tokens"
+            label += f"<br><b>{res.speedups[name]:.2f}× vanilla's speed{scope}</b>"
+        out.append(LaneEnd(name, xs[-1], ys[-1], lane_color(name, tr.method), label))
+    return out
+
+
+def _lines(fig: go.Figure, lanes: dict[str, RunTrace], ends: list[LaneEnd], mode: str) -> None:
+    """One line per lane (dotted while it runs) and a dot at its end; in the app the legend
+    entry carries the end's label."""
+    for (name, tr), end in zip(lanes.items(), ends):
+        xs, ys = race_points(tr)
         done = is_finished(tr)
+        legend_name = end.label.replace("<br>", " · ") if mode == "app" else html.escape(name, quote=False)
         fig.add_trace(go.Scatter(
-            x=xs, y=ys, mode="lines", name=html.escape(name, quote=False), line=dict(color=color, width=4,
-                                                                   dash="solid" if done else "dot"),
+            x=xs, y=ys, mode="lines", name=legend_name, line=dict(color=end.color, width=4,
+                                                                  dash="solid" if done else "dot"),
             hovertemplate=f"{html.escape(name, quote=False)}<br>%{{y}} tokens after %{{x:.3f}} s<extra></extra>",
         ))
         fig.add_trace(go.Scatter(
             x=[xs[-1]], y=[ys[-1]], mode="markers", showlegend=False, hoverinfo="skip",
-            marker=dict(size=12, color=color, symbol="circle" if done else "circle-open",
-                        line=dict(color=color, width=2)),
+            marker=dict(size=12, color=end.color, symbol="circle" if done else "circle-open",
+                        line=dict(color=end.color, width=2)),
         ))
-        label = f"{html.escape(name, quote=False)}: {ys[-1]} tokens in {xs[-1]:.2f} s"
-        if not done:
-            label += " (stopped)" if stopped else " (running)"
-        if res is not None and name != van and res.speedups.get(name):
-            sp = res.speedups[name]
-            scope = "" if res.complete else f" over {res.compared_tokens} tokens"
-            label += f"<br><b>{sp:.2f}× vanilla's speed{scope}</b>"
-            results.append((name, sp))
-        ends.append((ys[-1], xs[-1], label, color))
-    # End labels in the right margin, stacked so they never overlap.
-    ymax = max((e[0] for e in ends), default=1) or 1
-    plot_h = 560 - 140 - 80
+
+
+def _end_labels(fig: go.Figure, ends: list[LaneEnd], c: dict[str, str], plot_h: float, ymax: float) -> None:
+    """End labels in the right margin, stacked so they never overlap."""
     last_px = None
-    for y, x, label, color in sorted(ends, key=lambda e: (-e[0], e[1])):
-        px = y / (ymax * 1.08) * plot_h
-        if last_px is not None and px > last_px - 50:
-            px = last_px - 50
+    for end in sorted(ends, key=lambda e: (-e.tokens, e.seconds)):
+        at = end.tokens / (ymax * 1.08) * plot_h
+        px = at if last_px is None or at <= last_px - LABEL_GAP_PX else last_px - LABEL_GAP_PX
         last_px = px
-        fig.add_annotation(x=1.01, xref="paper", y=y, yref="y", yshift=px - y / (ymax * 1.08) * plot_h,
-                           text=label, showarrow=False, xanchor="left", align="left",
-                           font=dict(size=MIN_FONT + 1, color=c["text"]), bgcolor=c["bg"], bordercolor=color,
-                           borderwidth=2)
+        fig.add_annotation(x=1.01, xref="paper", y=end.tokens, yref="y", yshift=px - at, text=end.label,
+                           showarrow=False, xanchor="left", align="left", font=dict(size=MIN_FONT + 1, color=c["text"]),
+                           bgcolor=c["bg"], bordercolor=end.color, borderwidth=2)
+
+
+def _words(lanes: dict[str, RunTrace], res: RaceResult | None) -> tuple[str, str]:
     title = "Race: tokens generated against compute time"
-    layout = base_layout(theme, title, height=560, hovermode="closest", margin=dict(l=90, r=360, t=140, b=80))
-    top_legend(layout, theme)
-    if width:
-        layout["width"] = width
-    sub = "prefill included as the start; lossless decoders end with the same text"
-    if results:
-        best = max(results, key=lambda r: r[1])
-        same = "same output" if res.lossless else "output DIFFERENT from vanilla"
-        scope = "" if res.complete else f", over the first {res.compared_tokens} tokens of a stopped race"
-        sub = (f"{html.escape(best[0], quote=False)} ran at {best[1]:.2f}× vanilla's speed "
-               f"(tokens per second of compute, {same}{scope})")
-    layout["title"]["subtitle"] = dict(text=sub, font=dict(size=MIN_FONT + 1, color=c["muted"]))
-    xmax = max((race_points(t)[0][-1] for t in lanes.values()), default=1.0) or 1.0
-    layout["xaxis"].update(title=dict(text="Compute time (seconds, prefill + every step)"), range=[0, xmax * 1.04])
+    van = _vanilla(lanes)
+    results = [(n, sp) for n, sp in (res.speedups.items() if res else ()) if n != van and sp]
+    if not results:
+        return title, "prefill included as the start; lossless decoders end with the same text"
+    best = max(results, key=lambda r: r[1])
+    same = "same output" if res.lossless else "output DIFFERENT from vanilla"
+    scope = "" if res.complete else f", over the first {res.compared_tokens} tokens of a stopped race"
+    return title, (f"{html.escape(best[0], quote=False)} ran at {best[1]:.2f}× vanilla's speed "
+                   f"(tokens per second of compute, {same}{scope})")
+
+
+def _draw(lanes: dict[str, RunTrace], theme: str, stopped: bool, mode: str, size: tuple[int, int]) -> go.Figure:
+    c = theme_colors(theme)
+    res = _result(lanes, stopped)
+    ends = _ends(lanes, res, stopped)
+    words = _words(lanes, res)
+    layout = base_layout(theme, words[0], height=size[1], hovermode="closest")
+    framed = mode != "app"  # a page or slide labels each lane's end in its right margin
+    frame(layout, mode, *words, [] if framed else list(lanes), c, size)
+    if framed:
+        layout.update(margin=dict(layout["margin"], r=END_LABELS_PX), showlegend=False)
+    ymax = max((e.tokens for e in ends), default=1) or 1
+    xmax = max((e.seconds for e in ends), default=1.0) or 1.0
+    layout["xaxis"].update(title=dict(text="Compute time (s, prefill + steps)"), range=[0, xmax * 1.04])
     layout["yaxis"].update(title=dict(text="Tokens generated"), range=[0, ymax * 1.08])
-    fig.update_layout(layout)
+    fig = go.Figure(layout=layout)
+    _lines(fig, lanes, ends, mode)
+    if framed:
+        _end_labels(fig, ends, c, size[1] - layout["margin"]["t"] - layout["margin"]["b"], ymax)
     return pretty(fig)
+
+
+def race_figure(lanes: dict[str, RunTrace], theme: str = "light", width: int | None = None,
+                stopped: bool = False, fit: bool = False) -> go.Figure:
+    """Tokens generated against elapsed compute time (prefill included), one line per lane.
+
+    Speed-ups are those of the race's verdict: over the tokens every lane reached, so a race
+    `stopped` before its end compares equal counts (and its unfinished lanes say "stopped").
+    fit: drawn for the app, with its 16:9 slide (visual.fit).
+    """
+    if not fit:
+        return _draw(lanes, theme, stopped, "page", (width or PAGE_SIZE[0], PAGE_SIZE[1]))
+    app = _draw(lanes, theme, stopped, "app", (PAGE_SIZE[0], APP_HEIGHT))
+    slide = _draw(lanes, theme, stopped, "slide", (SLIDE_W, SLIDE_H))
+    return for_app(app, slide, *_words(lanes, _result(lanes, stopped)))

@@ -1,13 +1,14 @@
 """Figures of a bench report: speed-up and accepted tokens per category, and c(n)."""
 from __future__ import annotations
 
-import shutil
 import subprocess
-import tempfile
+import sys
 from pathlib import Path
 
-# Okabe-Ito, colour-blind safe; the same lane colours as the app's race.
-COLORS = {"vanilla": "#999999", "pld": "#E69F00", "logitspec-static": "#56B4E9", "logitspec": "#009E73"}
+from .render import find_chromium, screenshot
+from .style import PALETTE, lane_color
+
+HELD_COLOR = PALETTE["root"]  # what the drafts held: reddish purple, apart from the four methods' lane colours
 LAYOUT = dict(font=dict(size=16), paper_bgcolor="white", plot_bgcolor="white", barmode="group",
               legend=dict(orientation="h", y=1.12, x=0), margin=dict(t=110, l=70, r=20, b=110))
 
@@ -19,7 +20,7 @@ def _bars(report: dict, key: str, title: str, ytitle: str):
     fig = go.Figure()
     for m, entry in report["methods"].items():
         vals = [(entry["overall"] if c == "overall" else entry["per_category"][c]).get(key) or 0 for c in cats]
-        fig.add_bar(name=m, x=cats, y=vals, marker_color=COLORS.get(m), text=[f"{v:.2f}" for v in vals],
+        fig.add_bar(name=m, x=cats, y=vals, marker_color=lane_color(m, m), text=[f"{v:.2f}" for v in vals],
                     textposition="outside", textfont=dict(size=11))
     if key == "speedup_vs_vanilla":
         fig.add_hline(y=1.0, line_dash="dash", line_color="#555", annotation_text="vanilla")
@@ -41,8 +42,8 @@ def drafted_figure(report: dict, method: str = "logitspec"):
     cats = report["settings"]["categories"] + ["overall"]
     rows = [entry["overall"] if c == "overall" else entry["per_category"][c] for c in cats]
     fig = go.Figure()
-    for key, name, colour in (("mean_accepted_tokens", "accepted per pass", COLORS.get(method)),
-                              ("drafted_tokens_per_step", "held by the drafts per pass", "#CC79A7")):
+    for key, name, colour in (("mean_accepted_tokens", "accepted per pass", lane_color(method, method)),
+                              ("drafted_tokens_per_step", "held by the drafts per pass", HELD_COLOR)):
         vals = [r.get(key) or 0 for r in rows]
         fig.add_bar(name=name, x=cats, y=vals, marker_color=colour, text=[f"{v:.2f}" for v in vals],
                     textposition="outside", textfont=dict(size=11))
@@ -70,22 +71,8 @@ def cost_curve_figure(report: dict):
     return fig
 
 
-def screenshot(html: Path, png: Path, width: int = 1400, height: int = 700) -> bool:
-    """Render an HTML file to PNG with Debian's chromium, when it is installed."""
-    chromium = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
-    if not chromium:
-        return False
-    with tempfile.TemporaryDirectory() as profile:
-        cmd = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-               "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
-               "--hide-scrollbars", "--virtual-time-budget=5000", f"--window-size={width},{height}",
-               f"--screenshot={png.resolve()}", html.resolve().as_uri()]
-        subprocess.run(cmd, capture_output=True, timeout=120)
-    return png.exists()
-
-
 def write_plots(report: dict, out: Path) -> list[Path]:
-    """Write each figure as standalone HTML (plotly.js embedded) and as PNG when possible."""
+    """Write each figure as standalone HTML (plotly.js embedded) and as PNG when chromium is there."""
     out.mkdir(parents=True, exist_ok=True)
     figs = {
         "speedup": _bars(report, "speedup_vs_vanilla", "Speed-up over vanilla greedy decoding", "× vanilla tokens/s"),
@@ -97,11 +84,14 @@ def write_plots(report: dict, out: Path) -> list[Path]:
     if drafted is not None:
         figs["drafted"] = drafted
     written = []
+    chromium = find_chromium()
     for name, fig in figs.items():
         html = out / f"{name}.html"
         fig.write_html(html, include_plotlyjs=True, full_html=True)
         written.append(html)
-        png = out / f"{name}.png"
-        if screenshot(html, png):
-            written.append(png)
+        if chromium is not None:
+            try:
+                written.append(screenshot(html, out / f"{name}.png", 1400, 700, chromium, timeout=120))
+            except (RuntimeError, subprocess.TimeoutExpired) as e:  # the HTML stands; say why there is no PNG
+                print(f"no PNG of {name}: {str(e).splitlines()[0]}", file=sys.stderr)
     return written

@@ -3,7 +3,6 @@ through Debian's chromium in headless mode."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -15,6 +14,10 @@ from .style import PLOT_CONFIG, theme_colors
 
 PLOTLY_JS = "plotly.min.js"
 CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
+# Chromium's flags for every drawing here (and the browser tests): no sandbox, no network chatter.
+BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                "--disable-sync", "--no-first-run", "--disable-extensions", "--mute-audio",
+                "--force-device-scale-factor=1"]
 
 
 def find_chromium() -> str | None:
@@ -78,6 +81,13 @@ def figure_size(fig: go.Figure, default: tuple[int, int] = (1200, 700)) -> tuple
     return int(w), int(h)
 
 
+def chromium_command(exe: str, profile: str, url: str, png_path: Path, width: int, height: int,
+                     budget_ms: int = 15000) -> list[str]:
+    """Headless chromium drawing `url` into `png_path` at `width` x `height` (BROWSER_ARGS, no network)."""
+    return [exe, "--headless", *BROWSER_ARGS, "--hide-scrollbars", f"--user-data-dir={profile}",
+            f"--screenshot={png_path}", f"--window-size={width},{height}", f"--virtual-time-budget={budget_ms}", url]
+
+
 def screenshot(html_path: str | Path, png_path: str | Path, width: int, height: int,
                chromium: str | None = None, timeout: float = 60.0) -> Path:
     """A PNG of an HTML page as Debian's chromium draws it (headless, no network)."""
@@ -87,21 +97,11 @@ def screenshot(html_path: str | Path, png_path: str | Path, width: int, height: 
     png_path = Path(png_path).resolve()
     png_path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="visual-chromium-") as profile:
-        cmd = [
-            exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
-            "--disable-extensions", "--mute-audio", "--force-device-scale-factor=1",
-            f"--user-data-dir={profile}", f"--screenshot={png_path}", f"--window-size={width},{height}",
-            "--virtual-time-budget=15000", Path(html_path).resolve().as_uri(),
-        ]
+        cmd = chromium_command(exe, profile, Path(html_path).resolve().as_uri(), png_path, width, height)
         res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout, text=True)
     if not png_path.exists():
         raise RuntimeError(f"chromium made no screenshot (exit {res.returncode}): {res.stderr[-2000:]}")
     return png_path
-
-
-def have_browser() -> bool:
-    return find_chromium() is not None or shutil.which("chromium") is not None
 
 
 class Shooter:
@@ -149,7 +149,6 @@ class Shooter:
             page.close()
         return png_path
 
-
     def figure(self, fig: go.Figure, png_path: str | Path, theme: str = "light") -> Path:
         """A PNG of a figure as plotly.js draws it; one page loads plotly.js once for all figures."""
         width, height = figure_size(fig, (1280, 640))
@@ -179,8 +178,3 @@ class Shooter:
         png_path.parent.mkdir(parents=True, exist_ok=True)
         pg.screenshot(path=str(png_path))
         return png_path
-
-
-BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                "--disable-sync", "--no-first-run", "--disable-extensions", "--mute-audio",
-                "--force-device-scale-factor=1"]

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from helpers.paths import ROOT
+from visual.render import BROWSER_ARGS
 
 CHROMIUM = Path("/usr/bin/chromium")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]
+ARGS = BROWSER_ARGS  # the figure renderer's chromium flags: one list for every browser here
 SHOTS = ROOT / "artifacts" / "browser"
 MODEL_WAIT_MS = 300_000  # the model loads in the background at start: minutes on a busy machine
 DESKTOP = {"width": 1440, "height": 900}

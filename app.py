@@ -6,12 +6,12 @@ by Gradio itself.
 """
 from __future__ import annotations
 
-import json
+import functools
 import os
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import gradio as gr
@@ -19,7 +19,8 @@ import gradio as gr
 import visual
 from visual.verdict import counters_html, verdict_text
 from logitspec.errors import DecodeError
-from logitspec.limits import MAX_TEMPERATURE, InputError, Limits, check_context, check_prompt, check_settings
+from logitspec.bench.questions import load_questions
+from logitspec.limits import MAX_TEMPERATURE, InputError, Limits, check_context, check_prompt, checked_settings
 from logitspec.serve.race import RaceStopped, interleave, load_race, model_lanes, result_of
 from logitspec.serve.examples import example_cache_folder
 from logitspec.serve.model_cache import BUNDLED, ModelCache, allowed_models, check_model_choice, model_label, warm_cost_curves
@@ -27,6 +28,11 @@ from logitspec.serve.stop import StopSignals, run_deadline
 from logitspec.trace import read_trace_file
 from logitspec.settings import DecodeSettings
 from logitspec.trace import RunTrace
+from ui import links, trie_view
+from ui.figures import FIGURES_CSS, FIGURES_JS, figure_slot, tree_slot
+from ui.debugger import OUTCOMES, DebuggerTab
+from ui.explain import ExplainTab
+from ui.keys import KEYS_JS
 
 ROOT = Path(__file__).resolve().parent
 TRACES_DIR = ROOT / "traces"
@@ -34,7 +40,6 @@ QUESTIONS = ROOT / "data" / "spec_bench_subset.jsonl"
 # One example per kind of text; ids refer to data/spec_bench_subset.jsonl.
 EXAMPLE_IDS = {"Summarisation": 242, "Code": 122, "Translation": 161, "Maths": 401,
                "Chat": 321, "RAG": 482}
-OUTCOMES = ["g1 matched", "g2 rescued", "both failed"]
 LIVE_REDRAW_SECONDS = 2.0  # the least time between redraws of the heavy figures during a race
 MODEL_POLL_SECONDS = 0.5  # how often a race waiting for its model looks again (and for Stop)
 RECORDED_RACE = TRACES_DIR / "races" / "summarization-242.json"  # the first screen's race
@@ -52,6 +57,8 @@ class View:
     step: int = 0
     source: str = ""  # what the traces came from, for the status line
     stop_reason: str | None = None  # "stopped" or "time limit" when the race was cut short
+    tree_view: str = "lanes"  # the explorer's draft tree: "lanes" or "trie"
+    compact_tree: bool = True  # the lanes: only branches with a verified token
 
     @classmethod
     def of_trace(cls, trace: RunTrace, source: str) -> "View":
@@ -67,11 +74,7 @@ class View:
 
 def load_examples() -> list[tuple[str, str]]:
     """(label, prompt) for the example kinds, from the shipped Spec-Bench subset."""
-    by_id = {}
-    for line in QUESTIONS.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            q = json.loads(line)
-            by_id[q["question_id"]] = q["turns"][0]
+    by_id = {q["question_id"]: q["turns"][0] for q in load_questions(QUESTIONS)}
     return [(label, by_id[qid]) for label, qid in EXAMPLE_IDS.items() if qid in by_id]
 
 
@@ -92,23 +95,10 @@ def recorded_examples() -> list[tuple[str, str, str]]:
     return out
 
 
-def _whole(value):
-    """A whole float as an int (Gradio's number boxes send floats); anything else as it came,
-    for check_settings to refuse with its own message."""
-    return int(value) if isinstance(value, float) and value.is_integer() else value
-
-
 def settings_from(k, capacity, ngram, continuation, max_new, tree, temperature=None, top_p=None, seed=None):
-    """DecodeSettings from the form, checked against the limits (InputError otherwise).
-    Sampling fields left out (None) keep DecodeSettings' defaults."""
-    try:
-        sizes = tuple(sorted({int(n) for n in (ngram or [])}))
-        s = DecodeSettings(max_new_tokens=int(max_new), k=int(k), capacity=int(capacity),
-                           ngram_sizes=sizes, continuation=int(continuation), tree=str(tree))
-    except (TypeError, ValueError) as e:
-        raise InputError(f"a decoder parameter is not a whole number: {e}") from e
-    sampling = {"temperature": temperature, "top_p": top_p, "seed": _whole(seed)}
-    return check_settings(replace(s, **{k: v for k, v in sampling.items() if v is not None}))
+    """Checked DecodeSettings from the form's values, in the form's order (InputError otherwise)."""
+    return checked_settings(dict(k=k, capacity=capacity, ngram_sizes=ngram or [], continuation=continuation,
+                                 max_new_tokens=max_new, tree=tree, temperature=temperature, top_p=top_p, seed=seed))
 
 
 def sampling_note(settings: dict) -> str:
@@ -117,6 +107,16 @@ def sampling_note(settings: dict) -> str:
         return ""
     return (f"Sampled at temperature {settings['temperature']:g}, top-p {settings.get('top_p', 1.0):g}, "
             f"seed {settings.get('seed', 0)}: the same seed repeats this race token for token. ")
+
+
+@functools.lru_cache(maxsize=1)
+def recorded_logitspec() -> tuple[RunTrace | None, str]:
+    """The recorded race's LogitSpec lane (else the first shipped trace) and its file name: what the
+    Explain tab explains to a visitor with no run of their own. Read once, never changed."""
+    if RECORDED_RACE.is_file():
+        return load_race(RECORDED_RACE)[0].get("logitspec"), RECORDED_RACE.name
+    files = shipped_traces()
+    return (RunTrace.load(files[0]), files[0].name) if files else (None, "")
 
 
 def write_trace_file(trace: RunTrace) -> str:
@@ -137,62 +137,10 @@ CSS = """
 .verdict { font-size: 1.2rem; margin-top: .5rem; }
 #attribution { font-size: .85rem; opacity: .8; }
 @media (max-width: 640px) {
-  .counters { font-size: .85rem; }
-  .counters th, .counters td { padding: 3px 5px; }
+  .counters { font-size: .8rem; }
+  .counters th, .counters td { padding: 3px 4px; }
 }
 """
-
-EXPLAIN_MD = """
-## How LogitSpec drafts, in five steps
-LogitSpec is a *lossless* speculative decoder: the output is exactly what plain greedy decoding
-would produce, only faster when its guesses are right. Each **step** is one forward pass.
-
-1. **Root.** The model's last logits give the next token x₍ᵢ₊₁₎ = argmax. It is certain, so it
-   becomes the root of a draft tree (pink in the **tree** panel).
-2. **Next-next speculation.** The same logits hold more: their other top-k entries are guesses for
-   the token *after* it, x₍ᵢ₊₂₎. The **candidates** chart shows them as bars of probability, and,
-   once the next step is known, which one was right. The **Observations** tab measures how often
-   the true next-next token lies in the top k on your run.
-3. **Retrieval.** The context (prompt + everything generated) is indexed by n-grams. Query **g1**
-   looks up what followed the last tokens ending in x₍ᵢ₊₁₎ (orange); query **g2** does the same for
-   every candidate x̂₍ᵢ₊₂₎ (blue, darker for higher ranks). The **retrieval** panel shows each
-   n-gram tried, the one that matched, where in the context, and the continuation taken.
-4. **Draft tree.** The root, the g1 continuation and one branch per candidate form a tree, pruned
-   by rank to the tree's capacity (grey dashed nodes were cut and never sent to the model).
-5. **Verification.** One forward pass checks the whole tree with a tree attention mask. The
-   longest path the model agrees with is accepted (green, thick); the model's own next token after
-   it (the *bonus*, yellow) becomes the next root.
-
-**The race** runs vanilla greedy decoding and LogitSpec (optionally prompt lookup, PLD) one step
-each in turn; each lane's clock counts only its own measured compute. The **text** is coloured by
-how many tokens the step that produced it accepted: click a coloured block to open that step.
-The **retrieval debugger** lists every step by retrieval outcome — g1 matched, g1 failed but g2
-rescued it, or both failed — and opens a step when you select its row.
-
-## Sampling
-At a **temperature** above 0 every lane samples instead of taking the argmax, and LogitSpec
-still equals plain sampling token for token. The trick: the randomness of the token at each
-position j of the text is fixed in advance by the **seed** and j alone (Gumbel noise G_j), and
-the token there is the argmax of the model's logits / temperature plus G_j, after **top-p**
-(and top-k) cut the unlikely tokens. Drafting does not change the logits at j, nor G_j, so the
-tree walk takes exactly the token plain sampling would take, one position at a time. The same
-seed repeats a race exactly; a higher temperature accepts fewer drafts, so the trees shrink.
-The tree's hover shows the probability the model gave each drafted token.
-"""
-
-
-def debugger_rows(trace: RunTrace | None, outcomes: list[str] | None) -> list[dict]:
-    """visual.failure_rows of the trace, kept to the chosen outcomes."""
-    if trace is None:
-        return []
-    keep = set(outcomes or OUTCOMES)
-    return [r for r in visual.failure_rows(trace) if r.get("outcome") in keep]
-
-
-def rows_table(rows: list[dict]):
-    import pandas as pd
-
-    return pd.DataFrame(rows) if rows else pd.DataFrame(columns=["step", "outcome"])
 
 
 def selected_index(evt: gr.SelectData | None) -> int | None:
@@ -298,8 +246,10 @@ class ExplorerUI:
             self.slider: gr.Slider(minimum=0, maximum=max(1, len(t.steps) - 1), value=i, step=1),
             self.step_label: f"### Step {i} (steps 0–{len(t.steps) - 1})  ·  {t.method}",
             self.summary_md: visual.step_summary_md(t, i),
-            self.tree_plot: visual.tree_figure(t, i),
-            self.cand_plot: visual.candidates_figure(t, i),
+            **self.tree_fig.fill_tree(trie_view.figure(t, i, view.tree_view, view.compact_tree), t),
+            self.tree_view: view.tree_view,
+            self.trie_download: trie_view.download(t, i, view.tree_view),
+            **self.cand_fig.fill(visual.candidates_figure(t, i, fit=True)),
             self.retrieval_view: visual.retrieval_html(t, i),
             self.state: view,
         }
@@ -312,14 +262,14 @@ class ExplorerUI:
         out = self.step_outputs(view)
         out.update({
             self.text_view: visual.text_spans(t),
-            self.debug_table: rows_table(debugger_rows(t, outcomes)),
-            self.obs_topk: visual.topk_hit_figure(t),
-            self.obs_retrieval: visual.retrieval_success_figure(t),
-            self.obs_accepted: visual.accepted_hist_figure(t),
-            self.obs_time: visual.time_breakdown_figure(t),
-            self.race_plot: visual.race_figure(view.traces, stopped=view.stop_reason is not None),
+            **self.obs_topk_fig.fill(visual.topk_hit_figure(t, fit=True)),
+            **self.obs_retrieval_fig.fill(visual.retrieval_success_figure(t, fit=True)),
+            **self.obs_accepted_fig.fill(visual.accepted_hist_figure(t, fit=True)),
+            **self.obs_time_fig.fill(visual.time_breakdown_figure(t, fit=True)),
+            **self.race_fig.fill(visual.race_figure(view.traces, stopped=view.stop_reason is not None, fit=True)),
             self.answer: visual.answer_text(t),
         })
+        out.update(self.debugger.trace_outputs(t, outcomes))
         return out
 
     # ------------------------------------------------------------ the race
@@ -412,7 +362,7 @@ class ExplorerUI:
                 out.update(self.step_outputs(view, len(traces["logitspec"].steps) - 1))
                 out[self.text_view] = visual.text_spans(traces["logitspec"])
                 out[self.answer] = visual.answer_text(traces["logitspec"])
-                out[self.race_plot] = visual.race_figure(traces)
+                out.update(self.race_fig.fill(visual.race_figure(traces, fit=True)))
                 cost = time.monotonic() - t0
                 next_draw = t0 + cost + max(LIVE_REDRAW_SECONDS, 4 * cost)
             yield out
@@ -441,23 +391,35 @@ class ExplorerUI:
     # ------------------------------------------------------------ traces
 
     def open_trace(self, path, outcomes, view: View):
-        """Explore a trace file (shipped or uploaded); a bad file leaves the current view as it was."""
+        """Explore a trace file (shipped or uploaded). A bad file leaves every panel as it was and says
+        why in the status line; no error badge, since nothing shown is wrong."""
         if not path:
             return gr.skip()
         p = Path(path if isinstance(path, str) else path.name)
         try:
-            trace = read_trace_file(p, Limits.from_env().trace_bytes)
-            lm = MODELS.loaded(BUNDLED)
-            if lm is not None and trace.model == lm.name:  # check ids against the real vocabulary
-                trace = read_trace_file(p, Limits.from_env().trace_bytes, len(lm.tokenizer))
+            trace = self.read_trace(p)
         except InputError as e:
-            raise gr.Error(str(e)) from None
+            return {self.status_md: f"**Not opened:** {p.name}: {e}"}
         new = View.of_trace(trace, p.name)
         out = self.trace_outputs(new, outcomes)
         out[self.status_md] = (f"**Exploring** {p.name}: {len(trace.tokens)} tokens in {len(trace.steps)} "
                                f"steps ({trace.model})")
         out[self.counters] = counters_html(new.traces, False)
         return out
+
+    @staticmethod
+    def read_trace(p: Path) -> RunTrace:
+        """The checked trace in file `p` (ids checked against the real vocabulary once its model is
+        loaded); InputError saying what is wrong otherwise."""
+        limit = Limits.from_env().trace_bytes
+        try:
+            trace = read_trace_file(p, limit)
+            lm = MODELS.loaded(BUNDLED)
+            if lm is not None and trace.model == lm.name:
+                trace = read_trace_file(p, limit, len(lm.tokenizer))
+        except OSError as e:
+            raise InputError(f"the trace file could not be read ({e.strerror or e})") from None
+        return trace
 
     def open_shipped(self, name, outcomes, view: View):
         if not name or name not in {p.name for p in shipped_traces()}:
@@ -477,13 +439,37 @@ class ExplorerUI:
         if not name or name not in {p.name for p in shipped_traces()}:
             return gr.skip()
         try:
-            trace = read_trace_file(TRACES_DIR / name, Limits.from_env().trace_bytes)
+            trace = self.read_trace(TRACES_DIR / name)
         except InputError as e:
-            raise gr.Error(str(e)) from None
-        return View.of_trace(trace, name)
+            return {self.status_md: f"**Not opened:** {name}: {e}"}
+        return {self.state: View.of_trace(trace, name)}
 
-    def initial_view(self, outcomes):
-        """What a new visitor sees at once: a recorded race of both lanes, else the first shipped trace."""
+    def initial_view(self, outcomes, request: gr.Request = None):
+        """What a new visitor sees at once: the shipped run a link names (?trace=NAME&step=N&tab=TAB),
+        else a recorded race of both lanes, else the first shipped trace."""
+        link = links.parse_link(links.request_params(request), [p.name for p in shipped_traces()])
+        if link.trace:
+            out = self.open_shipped(link.trace, outcomes, View())
+            out[self.shipped] = link.trace
+        else:
+            out = self._first_view(outcomes)
+        return self._follow_link(link, out)
+
+    def _follow_link(self, link: links.Link, out: dict) -> dict:
+        """The step and tab a link names; what was wrong with it, in one line before the status."""
+        view = out.get(self.state)
+        if isinstance(view, View) and view.trace is not None:
+            step = links.check_step(link, len(view.trace.steps))
+            if step is not None:
+                out.update(self.step_outputs(view, step))
+        if link.tab:
+            out[self.tabs] = gr.Tabs(selected=link.tab)
+        if link.problems:
+            out[self.status_md] = f"**This link:** {link.message}. " + out.get(self.status_md, "")
+        return out
+
+    def _first_view(self, outcomes) -> dict:
+        """A recorded race of both lanes, else the first shipped trace."""
         if RECORDED_RACE.is_file():
             traces, machine = load_race(RECORDED_RACE)
             view = View(traces=traces, lane="logitspec", source=RECORDED_RACE.name)
@@ -502,7 +488,23 @@ class ExplorerUI:
     # ------------------------------------------------------------ moving through steps
 
     def go_step(self, view: View, step):
+        """The step the slider or its number box names; the step already shown is not redrawn
+        (a drag's release after its inputs)."""
+        if step is None or view.trace is None or int(step) == view.step:
+            return gr.skip()
         return self.step_outputs(view, step)
+
+    def set_tree_view(self, view: View, mode: str):
+        """Draw the explorer's tree as lanes or as a trie (with its JSON to download)."""
+        if mode not in trie_view.VIEWS:
+            return gr.skip()
+        view.tree_view = mode
+        return self.step_outputs(view)
+
+    def set_compact_tree(self, view: View, compact: bool):
+        """Draw only the branches with a verified token, or every lane of the run."""
+        view.compact_tree = bool(compact)
+        return self.step_outputs(view)
 
     def prev_step(self, view: View):
         return self.step_outputs(view, view.step - 1)
@@ -520,15 +522,12 @@ class ExplorerUI:
 
     def on_row(self, view: View, outcomes, evt: gr.SelectData):
         """Selecting a debugger row opens that step in the explorer."""
-        rows, r = debugger_rows(view.trace, outcomes), selected_index(evt)
+        rows, r = visual.debugger_rows(view.trace, outcomes), selected_index(evt)
         if r is None or not 0 <= r < len(rows):
             return gr.skip()
         out = self.step_outputs(view, int(rows[r]["step"]))
         out[self.tabs] = gr.Tabs(selected="explorer")
         return out
-
-    def filter_rows(self, view: View, outcomes):
-        return rows_table(debugger_rows(view.trace, outcomes))
 
     def tick(self, view: View):
         """Play: the next step, stopping at the last."""
@@ -600,8 +599,8 @@ class ExplorerUI:
                 self.counters = gr.HTML(elem_id="counters")
                 self.answer = gr.Textbox(label="LogitSpec's answer, as plain text", lines=4, max_lines=12,
                                          interactive=False, elem_id="answer", buttons=["copy"])
-                self.race_plot = gr.Plot(show_label=False, label="Race: tokens against each lane's compute time",
-                                         elem_id="race-plot")
+                self.race_fig = figure_slot("race-plot", "Race: tokens against each lane's compute time")
+                self.race_plot = self.race_fig.plot
                 self.text_view = gr.HighlightedText(
                     label="LogitSpec output: one colour block per step (colour = tokens accepted); "
                           "click a block to open its step",
@@ -611,7 +610,7 @@ class ExplorerUI:
 
     def _layout_tabs(self, f: Form) -> None:
         """The tabs under the race: explorer, debugger, observations, explanation, trace files."""
-        with gr.Tabs(elem_id="tabs") as self.tabs:
+        with gr.Tabs(elem_id="tabs", overflow_behavior="wrap") as self.tabs:
             with gr.Tab("Step explorer", id="explorer"):
                 with gr.Row():
                     f.prev_btn = gr.Button("◀ Previous", elem_id="prev", scale=0, min_width=120)
@@ -620,27 +619,36 @@ class ExplorerUI:
                     self.play_btn = gr.Button("▶ Play", elem_id="play", scale=0, min_width=120)
                 self.step_label = gr.Markdown(elem_id="step-label")
                 self.summary_md = gr.Markdown(elem_id="step-summary")
-                self.tree_plot = gr.Plot(show_label=False, label="Draft tree", elem_id="tree-plot")
                 with gr.Row():
-                    self.cand_plot = gr.Plot(show_label=False, label="Next-next candidates", elem_id="cand-plot")
+                    self.tree_view = gr.Radio(list(trie_view.VIEWS), value="lanes", label="Draft tree as",
+                                              info="lanes: a fixed row per branch; trie: the verified tree, "
+                                                   "shared prefixes drawn once", elem_id="tree-view", scale=3)
+                    self.trie_download = gr.DownloadButton("Download this step's trie (node-link JSON)",
+                                                           visible=False, elem_id="trie-download", scale=1)
+                self.tree_fig = tree_slot()
+                self.tree_plot = self.tree_fig.plot
+                with gr.Row():
+                    self.cand_fig = figure_slot("cand-plot", "Next-next candidates", min_width=320)
+                    self.cand_plot = self.cand_fig.plot
                     self.retrieval_view = gr.HTML(label="Retrieval", elem_id="retrieval")
                 self.play_timer = gr.Timer(1.0, active=False)
             with gr.Tab("Retrieval debugger", id="debugger"):
-                gr.Markdown("Steps by retrieval outcome: **g1 matched**, **g2 rescued** (g1 failed, a "
-                            "candidate's g2 query matched) or **both failed**. Select a row to open the step.")
-                f.outcome = gr.CheckboxGroup(OUTCOMES, value=OUTCOMES, label="Show", elem_id="outcome")
-                self.debug_table = gr.Dataframe(interactive=False, wrap=True, elem_id="debug-table")
+                self.debugger = DebuggerTab()
+                self.debugger.build()
+                f.outcome, self.debug_table = self.debugger.outcome, self.debugger.table
             with gr.Tab("Observations", id="observations"):
                 gr.Markdown("The paper's observations, measured on the run or trace you are exploring.")
                 with gr.Row():
-                    self.obs_topk = gr.Plot(show_label=False, label="True next-next token within the top-k")
-                    self.obs_retrieval = gr.Plot(show_label=False, label="Retrieval success per step")
+                    self.obs_topk_fig = figure_slot("obs-topk", "True next-next token within the top-k",
+                                                    min_width=320)
+                    self.obs_retrieval_fig = figure_slot("obs-retrieval", "Retrieval success per step",
+                                                         min_width=320)
                 with gr.Row():
-                    self.obs_accepted = gr.Plot(show_label=False, label="Accepted tokens per step")
-                    self.obs_time = gr.Plot(show_label=False, label="Where the time went")
-            with gr.Tab("Explain", id="explain"):
-                gr.Markdown(EXPLAIN_MD)
-                self._explain_figure()
+                    self.obs_accepted_fig = figure_slot("obs-accepted", "Accepted tokens per step", min_width=320)
+                    self.obs_time_fig = figure_slot("obs-time", "Where the time went", min_width=320)
+            with gr.Tab("Explain", id="explain") as self.explain_tab:
+                self.explain = ExplainTab(recorded_logitspec)
+                self.explain.build()
             with gr.Tab("Traces", id="traces"):
                 gr.Markdown("Download the trace of your run, open one of the traces recorded on the "
                             "bundled model, or upload a trace file (no model needed).")
@@ -654,10 +662,11 @@ class ExplorerUI:
 
     def _outputs(self) -> tuple[list, list]:
         """The explorer's outputs, and everything a whole trace fills."""
-        explorer = [self.slider, self.step_label, self.summary_md, self.tree_plot, self.cand_plot,
-                    self.retrieval_view, self.state]
-        whole = explorer + [self.text_view, self.answer, self.debug_table, self.obs_topk, self.obs_retrieval,
-                            self.obs_accepted, self.obs_time, self.race_plot, self.counters, self.status_md]
+        explorer = [self.slider, self.step_label, self.summary_md, *self.tree_fig.outputs, self.tree_view,
+                    self.trie_download, *self.cand_fig.outputs, self.retrieval_view, self.state]
+        figures = [self.obs_topk_fig, self.obs_retrieval_fig, self.obs_accepted_fig, self.obs_time_fig, self.race_fig]
+        whole = explorer + [self.text_view, self.answer, *self.debugger.trace_components,
+                            *(c for f in figures for c in f.outputs), self.counters, self.status_md]
         return explorer, whole
 
     def _wire_recorded(self, f: Form, trace_out: list, view_kw: dict) -> None:
@@ -673,7 +682,7 @@ class ExplorerUI:
                 example_labels=[label for label, _, _ in recorded], cache_examples=True,
                 cache_mode="eager", preload=False, label="Recorded runs (open at once, no model needed)",
                 api_name="recorded", elem_id="recorded")
-        rec.cache_event.then(self.adopt_recorded, [self.shipped, self.state], [self.state], **view_kw)
+        rec.cache_event.then(self.adopt_recorded, [self.shipped, self.state], [self.state, self.status_md], **view_kw)
 
     def _wire(self, demo: gr.Blocks, f: Form) -> None:
         """Every event: the race, Stop, the model status, and moving through a trace."""
@@ -687,7 +696,8 @@ class ExplorerUI:
         # race itself keeps the page as it is while queued (no overlay blanking the panels).
         f.run_btn.click(arm_run, None, [self.status_md], queue=False).then(
             self.race, race_in, trace_out + [self.download], api_name="race", concurrency_limit=1,
-            concurrency_id="model", show_progress="hidden")
+            concurrency_id="model", show_progress="hidden").success(
+            self.explain.show, [self.state, self.explain.picked], self.explain.outputs, **view_kw)
         # No `cancels`: the race sees the flag within one step and ends in its final state.
         f.stop_btn.click(stop_run, None, [self.status_md], api_name="stop", queue=False)
         demo.unload(on_leave)
@@ -696,9 +706,18 @@ class ExplorerUI:
         f.model.change(pick_model, [f.model], model_out, concurrency_limit=None)
         f.status_timer.tick(model_status, [f.model], model_out, concurrency_limit=None)
         demo.load(model_status, [f.model], model_out, concurrency_limit=None)
-        demo.load(self.initial_view, [f.outcome], trace_out + [self.shipped], **view_kw)
+        demo.load(self.initial_view, [f.outcome], trace_out + [self.shipped, self.tabs], **view_kw).then(
+            self.explain.on_link, [self.state, self.explain.picked], self.explain.outputs, **view_kw)
+        demo.load(None, None, None, js=KEYS_JS)
+        demo.load(None, None, None, js=FIGURES_JS)  # fits the figures to the page, exports their slides
+        self.explain.wire(self.explain_tab, self.state, **view_kw)
 
-        self.slider.release(self.go_step, [self.state, self.slider], explorer_out, **view_kw)
+        # Arrow keys and the number box send `input` only, a drag ends with `release`: both move the view.
+        for moved in (self.slider.input, self.slider.release):
+            moved(self.go_step, [self.state, self.slider], explorer_out, trigger_mode="always_last", **view_kw)
+        self.tree_view.input(self.set_tree_view, [self.state, self.tree_view], explorer_out, **view_kw)
+        self.tree_fig.compact.input(self.set_compact_tree, [self.state, self.tree_fig.compact], explorer_out,
+                                    **view_kw)
         f.prev_btn.click(self.prev_step, [self.state], explorer_out, **view_kw)
         f.next_btn.click(self.next_step, [self.state], explorer_out, **view_kw)
         self.play_btn.click(toggle_play, [self.playing], [self.playing, self.play_timer, self.play_btn],
@@ -707,27 +726,17 @@ class ExplorerUI:
                              explorer_out + [self.play_timer, self.playing, self.play_btn], **view_kw)
         self.text_view.select(self.on_span, [self.state], explorer_out, **view_kw)
         self.debug_table.select(self.on_row, [self.state, f.outcome], explorer_out + [self.tabs], **view_kw)
-        f.outcome.change(self.filter_rows, [self.state, f.outcome], [self.debug_table], **view_kw)
+        self.debugger.wire(self.state, **view_kw)
         self.shipped.input(self.open_shipped, [self.shipped, f.outcome, self.state], trace_out, **view_kw)
         f.upload.upload(self.open_trace, [f.upload, f.outcome, self.state], trace_out, api_name="open_trace",
                         **view_kw)
 
-    @staticmethod
-    def _explain_figure() -> None:
-        """An illustrated step: the shipped step that accepted the most tokens."""
-        files = shipped_traces()
-        if not files:
-            return
-        t = RunTrace.load(files[0])
-        best = max(range(len(t.steps)), key=lambda i: len(t.steps[i].tokens))
-        gr.Markdown(f"An example: step {best} of the shipped trace `{files[0].name}` accepted "
-                    f"{len(t.steps[best].tokens)} tokens in one forward pass.")
-        gr.Plot(value=visual.tree_figure(t, best), label="Example draft tree", show_label=False)
-
 
 def build_app() -> gr.Blocks:
     """The Blocks app; building it loads no model."""
-    drawn_from = shipped_traces() + [Path(__file__)] + sorted((ROOT / "visual").glob("*.py"))
+    drawn_from = (shipped_traces() + [Path(__file__)] + sorted((ROOT / "visual").glob("*.py"))
+                  + sorted((ROOT / "ui").glob("*.py"))
+                  + [ROOT / "logitspec" / f"{m}.py" for m in ("whatif", "retrieval", "drafts")])
     os.environ.setdefault("GRADIO_EXAMPLES_CACHE",
                           str(example_cache_folder(ROOT / ".gradio" / "cached_examples", drawn_from)))
     return ExplorerUI().build()
@@ -744,8 +753,9 @@ def main() -> None:
 
     threading.Thread(target=report, daemon=True).start()
     demo = build_app()
+    # max_file_size: the browser refuses a larger trace before sending it, and the server stops reading it.
     demo.queue(default_concurrency_limit=1, max_size=64).launch(
-        show_error=True, theme=gr.themes.Soft(), css=CSS)
+        show_error=True, theme=gr.themes.Soft(), css=CSS + FIGURES_CSS, max_file_size=Limits.from_env().trace_bytes)
 
 
 if __name__ == "__main__":

@@ -58,13 +58,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def generate(args: argparse.Namespace) -> int:
-    from .limits import check_context, check_prompt, check_settings
+    from .limits import check_context, check_prompt, checked_settings
 
-    settings = DecodeSettings(max_new_tokens=args.max_new_tokens, k=args.k, capacity=args.capacity,
-                              ngram_sizes=args.ngram, continuation=args.continuation, tree=args.tree,
-                              temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, seed=args.seed)
+    settings = checked_settings(dict(max_new_tokens=args.max_new_tokens, k=args.k, capacity=args.capacity,
+                                     ngram_sizes=args.ngram, continuation=args.continuation, tree=args.tree,
+                                     temperature=args.temperature, top_p=args.top_p, top_k=args.top_k,
+                                     seed=args.seed), args.method)
     prompt = check_prompt(args.prompt)
-    check_settings(settings, args.method)
 
     # torch and transformers load only once the input has passed its checks.
     from .models import load_model

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
 from .settings import METHODS, DecodeSettings
@@ -107,6 +108,24 @@ def check_settings(s: DecodeSettings, method: str = "logitspec", limits: Limits 
         raise InputError(f"tree must be 'static' or 'cost', got {s.tree!r}")
     check_sampling(s)
     return s
+
+
+def checked_settings(values: Mapping[str, object], method: str = "logitspec", limits: Limits | None = None) -> DecodeSettings:
+    """DecodeSettings from named values (a form, command-line options), checked against the
+    limits; a value left out or None keeps DecodeSettings' default."""
+    given = {name: _whole(v) for name, v in values.items() if v is not None}
+    if "ngram_sizes" in given:
+        try:
+            given["ngram_sizes"] = tuple(sorted({int(n) for n in given["ngram_sizes"]}))
+        except (TypeError, ValueError) as e:
+            raise InputError(f"n-gram sizes must be whole numbers: {e}") from e
+    return check_settings(DecodeSettings(**given), method, limits)
+
+
+def _whole(value):
+    """A whole float as an int (number boxes send floats); anything else as it came, for
+    check_settings to refuse with its own message."""
+    return int(value) if isinstance(value, float) and value.is_integer() and value == value else value
 
 
 def check_context(prompt_tokens: int, max_new_tokens: int, model_context: int, limits: Limits | None = None) -> None:

@@ -20,6 +20,11 @@ from .limits import InputError
 # times larger. Both formats load.
 TRACE_FORMAT = "logitspec-trace/2"
 
+# A step's retrieval outcome, read by the debugger's filter, the pictures and the bench.
+G1_MATCHED, G2_RESCUED, BOTH_FAILED = "g1 matched", "g2 rescued", "both failed"
+PLD_MATCHED, PLD_FAILED = "matched", "failed"
+NO_RETRIEVAL = "no retrieval"
+
 
 @dataclass
 class Candidate:
@@ -120,6 +125,26 @@ class StepRecord:
     @property
     def accepted(self) -> int:
         return len(self.tokens)
+
+    @property
+    def outcome(self) -> str:
+        """g1 matched / g2 rescued (g1 failed, a g2 query matched) / both failed; pld: matched / failed."""
+        if not self.queries:
+            return NO_RETRIEVAL
+        first = self.queries[0]
+        if first.kind == "pld":
+            return PLD_MATCHED if first.matched else PLD_FAILED
+        g1 = next((q for q in self.queries if q.kind == "g1"), None)
+        if g1 is not None and g1.matched:
+            return G1_MATCHED
+        if any(q.matched for q in self.queries if q.kind == "g2"):
+            return G2_RESCUED
+        return BOTH_FAILED
+
+    @property
+    def retrieved(self) -> bool:
+        """Whether any query of the step found a continuation."""
+        return self.outcome in (G1_MATCHED, G2_RESCUED, PLD_MATCHED)
 
     @property
     def seconds(self) -> float:

@@ -61,7 +61,7 @@ def transformers_pld(lm, ids: list[int], settings, lookup: int) -> tuple[int, in
 
 
 def main(argv: list[str] | None = None) -> int:
-    from logitspec.bench.run import load_questions
+    from logitspec.bench.questions import load_questions
     from logitspec.models import load_model
     from logitspec.runner import run_trace
     from logitspec.settings import DecodeSettings

@@ -67,7 +67,7 @@ def best_guess_right(steps: list[tuple[list[dict], int]], kind) -> float:
 def main() -> int:
     import torch
 
-    from logitspec.bench.run import load_questions
+    from logitspec.bench.questions import load_questions
     from logitspec.costcurve import warm_up
     from logitspec.costtree import rank_bucket
     from logitspec.decoders import decode

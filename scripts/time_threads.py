@@ -28,7 +28,7 @@ SETUPS = {
 
 
 def one_setup(setup: str, max_new_tokens: int, runs: int) -> None:
-    from logitspec.bench.run import load_questions
+    from logitspec.bench.questions import load_questions
     from logitspec.decoders import decode
     from logitspec.models import load_model
     from logitspec.settings import DecodeSettings

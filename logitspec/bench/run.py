@@ -19,6 +19,8 @@ from pathlib import Path
 from ..drafts import drafted_bound
 from ..runtime.fewrows import kernel_status
 from ..settings import DecodeSettings
+from ..trace import G2_RESCUED
+from .questions import QuestionFileError, load_questions
 
 METHOD_SPECS = {
     "vanilla": ("vanilla", None),
@@ -30,33 +32,6 @@ METHOD_SPECS = {
 
 class BenchInputError(ValueError):
     """A questions file or argument the bench cannot use; the message says why."""
-
-
-def load_questions(path: Path, categories: list[str] | None, limit: int | None) -> list[dict]:
-    """Questions in Spec-Bench format (question_id, category, turns); first turn used."""
-    if not path.is_file():
-        raise BenchInputError(f"questions file not found: {path}")
-    out, per_cat = [], defaultdict(int)
-    for lineno, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            q = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise BenchInputError(f"{path}:{lineno}: not valid JSON ({e.msg})") from e
-        if not isinstance(q, dict) or not {"question_id", "category", "turns"} <= q.keys():
-            raise BenchInputError(f"{path}:{lineno}: a question needs question_id, category and turns")
-        if not isinstance(q["turns"], list) or not q["turns"] or not isinstance(q["turns"][0], str):
-            raise BenchInputError(f"{path}:{lineno}: turns must be a non-empty list of strings")
-        if categories and q["category"] not in categories:
-            continue
-        if limit is not None and per_cat[q["category"]] >= limit:
-            continue
-        per_cat[q["category"]] += 1
-        out.append(q)
-    if not out:
-        raise BenchInputError(f"no questions selected from {path}")
-    return out
 
 
 def summarise(rows: list[dict], vanilla_rows: list[dict] | None) -> dict:
@@ -115,10 +90,10 @@ def measure(lm, prompt_ids: list[int], method: str, settings: DecodeSettings) ->
     }
     row["tokens"] = len(row["tokens_list"])
     if name != "vanilla":
-        row["retrieved"] = sum(any(q.matched for q in st.queries) for st in fwd)
+        row["retrieved"] = sum(st.retrieved for st in fwd)
         row["drafted_bound"] = drafted_bound(steps)
     if name == "logitspec":
-        row["g2_rescued"] = sum((not st.queries[0].matched) and any(q.matched for q in st.queries[1:]) for st in fwd)
+        row["g2_rescued"] = sum(st.outcome == G2_RESCUED for st in fwd)
         row["tree_nodes"] = sum(len(st.verified_nodes) for st in fwd)
     return row
 
@@ -344,9 +319,11 @@ def print_table(report: dict) -> None:
 
 
 def decode_settings(args: argparse.Namespace) -> DecodeSettings:
-    """The settings every method decodes with (check_settings refuses bad sampling values)."""
-    return DecodeSettings(max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_p=args.top_p,
-                          seed=args.seed)
+    """The settings every method decodes with, checked (InputError for bad sampling values)."""
+    from ..limits import checked_settings
+
+    return checked_settings(dict(max_new_tokens=args.max_new_tokens, temperature=args.temperature,
+                                 top_p=args.top_p, seed=args.seed))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -376,7 +353,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ..limits import InputError, check_settings
+    from ..limits import InputError
     from ..models import ModelLoadError
 
     args = build_parser().parse_args(argv)
@@ -390,9 +367,9 @@ def main(argv: list[str] | None = None) -> int:
             raise BenchInputError("--background-load must be 0 or more processes")
         if args.repeats < 1 or (args.limit_per_category is not None and args.limit_per_category < 1):
             raise BenchInputError("--repeats and --limit-per-category must be at least 1")
-        check_settings(decode_settings(args))
+        decode_settings(args)
         report = run_bench(args)
-    except (BenchInputError, InputError, ModelLoadError) as e:
+    except (BenchInputError, QuestionFileError, InputError, ModelLoadError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     print_table(report)

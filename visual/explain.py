@@ -137,12 +137,14 @@ def _branch_counts(f: StepFacts, qi: int) -> tuple[int, int]:
 def logits_sentences(f: StepFacts) -> tuple[str, str]:
     s = f.s
     p = f" (probability {s.root_prob:.3f})" if s.root_prob is not None else ""
-    first = (f"The last forward pass's logits chose x_{{i+1}} = {f.t([s.root])} as their argmax{p}, so step {f.i} "
-             "commits it whatever happens to the drafts.")
+    temp = f.trace.settings.get("temperature") or 0
+    how = f"drew x_{{i+1}} = {f.t([s.root])} (sampling at temperature {temp:g})" if temp else \
+        f"chose x_{{i+1}} = {f.t([s.root])} as their argmax"
+    first = f"The last forward pass's logits {how}{p}, so step {f.i} commits it whatever happens to the drafts."
     k = len(s.candidates)
     if not k:
         return first, "This step took no next-next guesses from the logits (no forward pass drafted any)."
-    head = f"The next {k} entries of the same logits are guesses for the token after it"
+    head = f"The {k} most likely other tokens in the same logits are guesses for the token after it"
     if f.truth is None:
         return first, head + "; which one was right is not known, as the run ended here."
     if f.truth_rank is None:
@@ -199,22 +201,25 @@ def g2_sentences(f: StepFacts) -> tuple[str, str]:
                 f"{_tried(f, q)}; none had occurred earlier.",
                 f"So its branch is the guess alone: {ver} verified, {acc} accepted.")
     seq = query_tail(f.s, q, f.ctx)
-    return (f"The right guess, {truth} (rank {f.truth_rank}), got its own lookup g2: the {a.n}-gram "
-            f"{ngram_text(f.trace, a.ngram, ngram_before(seq, a.ngram))}, ending in x_{{i+1}} and the guess, matched at "
-            f"position {q.match_pos}.",
+    return (f"The right guess, {truth} (rank {f.truth_rank}), got its own lookup, g2, over the n-grams ending "
+            f"with it after x_{{i+1}}: the {a.n}-gram {ngram_text(f.trace, a.ngram, ngram_before(seq, a.ngram))} "
+            f"matched at position {q.match_pos}.",
             f"Its branch, the guess and the {_plural(len(q.continuation), 'token')} that followed it there, put "
             f"{ver} tokens into the verified tree, {acc} of them accepted.")
 
 
 def tree_sentences(f: StepFacts) -> tuple[str, str]:
+    if not f.s.tree or not f.s.forward:
+        return ("This step drafted no tree: it needed no forward pass.", "So nothing was pruned.")
     d = drafted_graph(f.trace, f.i)
     drafted = d.number_of_nodes()
     fetched = sum(len(c) for _, _, c in drafted_chains(f.s))
     verified = sum(not n.pruned for n in f.s.tree)
     saved = fetched - (drafted - 1)
-    first = (f"The root and the lookups' branches, {_plural(fetched, 'draft token')} in all, merge into a trie of "
-             f"{drafted} nodes, root included" + (f": branches that share a prefix share its nodes, saving {saved}."
-                                                  if saved else "; no two branches shared a prefix."))
+    first = (f"The lookups' branches hold {_plural(fetched, 'draft token')} in all; merged under the root into a "
+             f"trie they make {drafted} nodes, root included" +
+             (f": branches that share a prefix share its nodes, saving {saved}." if saved
+              else "; no two branches shared a prefix."))
     mode = f.s.sizing.mode if f.s.sizing is not None else f.trace.settings.get("tree", "static")
     how = ("by expected gain per modelled second (cost-aware sizing)" if mode == "cost"
            else f"by the paper's rule (branch length by rank, capacity {f.trace.settings.get('capacity', '?')})")
@@ -224,6 +229,9 @@ def tree_sentences(f: StepFacts) -> tuple[str, str]:
 
 def verify_sentences(f: StepFacts) -> tuple[str, str]:
     s = f.s
+    if not s.forward:
+        return ("This step needed no forward pass: its root was the last token the run wanted.",
+                "So nothing was verified.")
     verified = [n for n in s.tree if not n.pruned]
     first = (f"One forward pass scored all {_plural(len(verified), 'verified token')} at once: each saw the "
              f"{s.context_len}-token cache and its own ancestors only (a tree attention mask), at position id "

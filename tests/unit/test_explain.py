@@ -59,7 +59,7 @@ def _check_sentences(t: RunTrace, i: int) -> None:
     truth = s.tokens[1] if len(s.tokens) > 1 else s.bonus
     rank = next((c.rank for c in s.candidates if c.token == truth), None)
     assert f"{s.root_prob:.3f}" in said["logits"][0] and f"step {i}" in said["logits"][0]
-    assert f"next {len(s.candidates)} entries" in said["logits"][1]
+    assert f"The {len(s.candidates)} most likely other tokens" in said["logits"][1]
     assert (f"was guess {rank} " in said["logits"][1]) if rank else ("was not among them" in said["logits"][1])
     # 2 · g1: where it matched, or that nothing matched in a context of this length.
     g1 = next(q for q in s.queries if q.kind == "g1")
@@ -104,7 +104,7 @@ def test_the_tree_sentence_counts_the_merged_trie(traces):
     fetched = sum(len(c) for c in chains)
     nodes = 1 + len({tuple(c[:j]) for c in chains for j in range(1, len(c) + 1)})
     first, second = sentences(t, 4)["tree"]
-    assert f"{fetched} draft tokens in all, merge into a trie of {nodes} nodes" in first
+    assert f"hold {fetched} draft tokens in all; merged under the root into a trie they make {nodes} nodes" in first
     assert f"saving {fetched - (nodes - 1)}" in first and fetched > nodes - 1
     assert f"of the {nodes} for the one forward pass and cut {nodes - sum(not n.pruned for n in s.tree)}" in second
 

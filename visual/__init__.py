@@ -13,7 +13,7 @@ from .observations import (
     topk_hit_figure,
 )
 from .race import race_figure
-from .retrieval import failure_rows, retrieval_html
+from .retrieval import debugger_rows, failure_rows, retrieval_html
 from .style import ACCEPT_COLORS, PALETTE, PLOT_CONFIG
 from .text import answer_text, span_steps, step_summary_md, text_spans
 from .tree import tree_figure
@@ -25,6 +25,7 @@ __all__ = [
     "accepted_hist_figure",
     "answer_text",
     "candidates_figure",
+    "debugger_rows",
     "failure_rows",
     "race_figure",
     "retrieval_html",

@@ -15,6 +15,7 @@ from .data import (
     G1_MATCHED,
     G2_RESCUED,
     NO_RETRIEVAL,
+    OUTCOMES_LOGITSPEC,
     PLD_FAILED,
     PLD_MATCHED,
     branch_nodes,
@@ -225,3 +226,55 @@ def failure_rows(trace: RunTrace) -> list[dict[str, Any]]:
         })
     return rows
 
+
+
+# The debugger's columns: (header, key of failure_rows); headers short enough for a phone.
+DEBUG_COLUMNS = [("step", "step"), ("outcome", "outcome"), ("root", "root"), ("g1 n-grams tried", "g1 n-grams tried"),
+                 ("g1 n", "g1 matched n"), ("g2 hits", "g2 matches"), ("kept", "accepted")]
+# What an outcome in the filter reads as, for the sentence an empty list shows.
+_HAD = {G1_MATCHED: "its g1 query match", G2_RESCUED: "g1 fail and a g2 query rescue it",
+        BOTH_FAILED: "both queries fail", PLD_MATCHED: "its prompt lookup match", PLD_FAILED: "its prompt lookup fail"}
+# A prompt lookup run has one query per step: the filter's g1 stands for it, "both failed" for its failure.
+_PLD_FILTER = {G1_MATCHED: PLD_MATCHED, BOTH_FAILED: PLD_FAILED}
+
+
+def _kept_outcomes(trace: RunTrace, outcomes: list[str] | None) -> set[str]:
+    chosen = set(OUTCOMES_LOGITSPEC if outcomes is None else outcomes)
+    if trace.method == "pld":
+        return {_PLD_FILTER[o] for o in chosen if o in _PLD_FILTER}
+    return chosen
+
+
+def debugger_rows(trace: RunTrace | None, outcomes: list[str] | None) -> list[dict[str, Any]]:
+    """failure_rows of the trace, kept to the outcomes chosen in the filter (None: all)."""
+    if trace is None:
+        return []
+    keep = _kept_outcomes(trace, outcomes)
+    return [r for r in failure_rows(trace) if r["outcome"] in keep]
+
+
+def debugger_table(rows: list[dict[str, Any]]) -> dict[str, list]:
+    """The rows as a gr.Dataframe value, under the debugger's short headers."""
+    data = []
+    for r in rows:
+        g2 = f"{r['g2 matches']}/{r['g2 queries']}" if r["g2 queries"] else "–"
+        cells = {**r, "g2 matches": g2, "g1 matched n": "–" if r["g1 matched n"] is None else str(r["g1 matched n"])}
+        data.append([cells[key] for _, key in DEBUG_COLUMNS])
+    return {"headers": [h for h, _ in DEBUG_COLUMNS], "data": data}
+
+
+def debugger_note(trace: RunTrace | None, outcomes: list[str] | None, shown: int) -> str:
+    """One line over the debugger's table: how many steps it lists, or why it lists none."""
+    if trace is None:
+        return "No run or trace is open: run the race or open a trace."
+    forward = sum(s.forward for s in trace.steps)
+    if shown:
+        return f"{shown} of {forward} forward steps · select a row to open its step."
+    if not any(s.queries for s in trace.steps):
+        return f"This {trace.method} run does no lookups, so no step has a retrieval outcome."
+    if not outcomes:
+        return "No outcome is ticked: tick one above to list its steps."
+    had = [_HAD[o] for o in (PLD_MATCHED, PLD_FAILED, *OUTCOMES_LOGITSPEC) if o in _kept_outcomes(trace, outcomes)]
+    if not had:
+        return "A prompt lookup run has one query per step: tick g1 matched or both failed."
+    return f"No step of this run had {' or '.join(had)}."

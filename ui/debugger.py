@@ -1,0 +1,95 @@
+"""The Retrieval debugger tab: every step by retrieval outcome, and what-if retrieval.
+
+Layout and wiring only: the rows and sentences come from visual.retrieval, the replay from
+logitspec.whatif and its pictures from visual.whatif.
+"""
+from __future__ import annotations
+
+import gradio as gr
+
+from logitspec.limits import InputError, Limits
+from logitspec.settings import DecodeSettings
+from logitspec.trace import RunTrace
+from logitspec.whatif import RetrievalSetting, own_setting, recorded_k, what_if
+from visual.data import OUTCOMES_LOGITSPEC
+from visual.retrieval import debugger_note, debugger_rows, debugger_table
+from visual.whatif import whatif_figure, whatif_html
+
+OUTCOMES = list(OUTCOMES_LOGITSPEC)
+
+INTRO_MD = ("Steps by retrieval outcome: **g1 matched**, **g2 rescued** (g1 failed, a candidate's g2 query "
+            "matched) or **both failed**. Select a row to open the step.")
+WHATIF_MD = ("Retrieval again over this run's own text, with other n-gram sizes, continuation length or k, "
+             "no model needed: the output is fixed, so each step's context and candidates are in the trace. "
+             "Was a failure the setting or the text?")
+
+
+class DebuggerTab:
+    """The tab's components and handlers."""
+
+    def build(self) -> None:
+        """The tab's contents; call inside its gr.Tab."""
+        lim, s = Limits.from_env(), DecodeSettings()
+        gr.Markdown(INTRO_MD)
+        self.outcome = gr.CheckboxGroup(OUTCOMES, value=OUTCOMES, label="Show", elem_id="outcome")
+        self.note = gr.Markdown(elem_id="debug-note")
+        self.table = gr.Dataframe(interactive=False, wrap=True, elem_id="debug-table", max_height=520)
+        with gr.Accordion("What-if retrieval", open=True, elem_id="whatif"):
+            gr.Markdown(WHATIF_MD)
+            with gr.Row():
+                self.ngram = gr.CheckboxGroup(list(range(1, lim.ngram + 1)), value=list(s.ngram_sizes),
+                                              label="n-gram sizes", elem_id="whatif-ngram", min_width=200)
+                self.continuation = gr.Slider(1, lim.continuation, value=s.continuation, step=1,
+                                              label="g1 continuation length", elem_id="whatif-continuation",
+                                              min_width=200)
+                self.k = gr.Slider(0, s.k, value=s.k, step=1, label="k: candidates looked up with g2",
+                                   elem_id="whatif-k", min_width=200)
+            self.run = gr.Button("Re-run retrieval", elem_id="whatif-run")
+            self.summary = gr.HTML(elem_id="whatif-summary")
+            self.plot = gr.Plot(show_label=False, label="What-if retrieval", elem_id="whatif-plot")
+
+    @property
+    def trace_components(self) -> list:
+        """What trace_outputs fills."""
+        return [self.note, self.table, self.ngram, self.continuation, self.k, self.summary, self.plot]
+
+    def wire(self, state: gr.State, **kw) -> None:
+        self.outcome.change(self.filter, [state, self.outcome], [self.note, self.table], **kw)
+        self.run.click(self.rerun, [state, self.ngram, self.continuation, self.k], [self.summary, self.plot], **kw)
+
+    def rows_outputs(self, trace: RunTrace | None, outcomes: list[str] | None) -> dict:
+        """The table of the chosen outcomes, hidden under a sentence when it lists nothing."""
+        rows = debugger_rows(trace, outcomes)
+        return {self.note: debugger_note(trace, outcomes, len(rows)),
+                self.table: gr.Dataframe(value=debugger_table(rows), visible=bool(rows))}
+
+    def trace_outputs(self, trace: RunTrace, outcomes: list[str] | None) -> dict:
+        """Everything the tab shows for a newly explored trace: the what-if starts at the run's own setting."""
+        own, most = own_setting(trace), recorded_k(trace)
+        out = self.rows_outputs(trace, outcomes)
+        out[self.ngram] = list(own.ngram_sizes)
+        out[self.continuation] = own.continuation
+        out[self.k] = gr.Slider(minimum=0, maximum=max(1, most), value=own.k, interactive=most > 0,
+                                label=f"k: candidates looked up with g2 (this trace recorded {most})")
+        out.update(self.draw(trace, own))
+        return out
+
+    def draw(self, trace: RunTrace, setting: RetrievalSetting) -> dict:
+        """The what-if at `setting`; a setting it cannot honour is said in one line, the figure kept."""
+        try:
+            w = what_if(trace, setting)
+        except InputError as e:
+            return {self.summary: f'<p class="whatif-error"><b>Not re-run:</b> {e}</p>'}
+        return {self.summary: whatif_html(w, trace), self.plot: whatif_figure(w)}
+
+    def filter(self, view, outcomes):
+        return self.rows_outputs(view.trace, outcomes)
+
+    def rerun(self, view, ngram, continuation, k):
+        if view.trace is None:
+            return {self.summary: "<p>Open a run or a trace first.</p>"}
+        try:
+            setting = RetrievalSetting(tuple(int(n) for n in ngram or ()), int(continuation), int(k))
+        except (TypeError, ValueError):
+            return {self.summary: "<p class=\"whatif-error\"><b>Not re-run:</b> the settings must be whole numbers</p>"}
+        return self.draw(view.trace, setting)

@@ -12,11 +12,15 @@ import weakref
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from .trace import TreeNode
+
+if TYPE_CHECKING:
+    from transformers import Cache, PreTrainedModel
 
 SIZES = (1, 2, 3, 4, 6, 8, 16, 32, 64, 128, 256)  # dense where trees usually stop
 
@@ -61,12 +65,13 @@ class CurveMeasurement:
     lasted several rounds.
     """
 
-    def __init__(self, model, context_len: int = 256, max_n: int = 64, rounds: int = 4) -> None:
+    def __init__(self, model: PreTrainedModel, context_len: int = 256, max_n: int = 64,
+                 rounds: int = 4) -> None:
         self.model, self.context_len, self.max_n, self.rounds = model, context_len, max_n, rounds
         self.sizes = sorted({n for n in SIZES if n <= max_n} | {max_n})
         self.runs: dict[int, list[float]] = {n: [] for n in self.sizes}
         self._todo = [(r, n) for r in range(rounds + 1) for n in self.sizes]  # round 0 warms up
-        self._cache = None
+        self._cache: Cache | None = None  # holds a random context of `context_len` tokens
 
     @property
     def done(self) -> bool:
@@ -79,7 +84,7 @@ class CurveMeasurement:
 
         model, vocab = self.model, int(self.model.config.vocab_size)
         g = torch.Generator().manual_seed(0)
-        ctx = torch.randint(0, vocab, (1, self.context_len), generator=g).to(model.device)
+        ctx = torch.randint(0, vocab, (1, self.context_len), generator=g).to(model.device)  # [1, context_len]
         self._cache = new_cache(model.config, self.context_len + self.max_n)
         model(input_ids=ctx, cache=self._cache, use_cache=True)
         toks = torch.randint(0, vocab, (self.max_n,), generator=g).tolist()
@@ -122,7 +127,8 @@ class CurveMeasurement:
                          str(self.model.dtype).replace("torch.", ""))
 
 
-def measure_cost_curve(model, context_len: int = 256, max_n: int = 64, rounds: int = 4) -> CostCurve:
+def measure_cost_curve(model: PreTrainedModel, context_len: int = 256, max_n: int = 64,
+                       rounds: int = 4) -> CostCurve:
     """The whole curve at once (see `CurveMeasurement`)."""
     m = CurveMeasurement(model, context_len, max_n, rounds)
     while not m.step():
@@ -131,20 +137,15 @@ def measure_cost_curve(model, context_len: int = 256, max_n: int = 64, rounds: i
 
 
 # ---------------------------------------------------------------- c(n) under a changing load
-# Load from other work scales c(1) and c(n) roughly alike, so the curve is held as a shape
-# relative to c(1) times a load level that every step re-estimates. A curve measured while
-# the load came and went can still have a wrong shape; real passes of different sizes close
-# in time share the load, so their ratio corrects it. Trees that stay at one token never
-# show a tree pass, so now and then a step verifies a larger tree to ask.
 PAIR_WINDOW = 3.0  # seconds within which two passes are taken to share the machine's load
 PAIR_RECENT = 6  # passes remembered for pairing
 OBSERVED_KEPT = 12  # ratios kept per size: a recent window
 SHAPE_PRIOR = 2.0  # weight of the measured shape against real ratios, in observations
 LEVEL_RATE = 0.2  # weight of each step in the load level's moving average
-PROBE_EVERY = 8  # steps of trees of one or two tokens before a probe
-PROBE_SIZES = (4, 8, 6)  # tree sizes probed in turn, so the shape is learnt at a few points
+PROBE_EVERY = 8  # steps of trees that stayed the same size before a probe
+PROBE_SIZES = (4, 8, 6, 16)  # larger sizes probed in turn, so the shape is learnt at a few points
 PROBE_BACKOFF = 3  # each probe that did not grow the trees doubles the interval, up to 2**this
-SMALL_TREE = 2  # trees this small or smaller count towards a probe
+SMALL_TREE = 2  # trees of one and two tokens count as one size (they alternate on small gains)
 
 
 @dataclass
@@ -159,14 +160,22 @@ class Pass:
 @dataclass
 class LiveCost:
     """c(n) for one model and context bucket: the measured shape c(n)/c(1), corrected by
-    time-local ratios of real passes, times the load level (c(1) now)."""
+    time-local ratios of real passes, times the load level (c(1) now).
+
+    Load from other work scales c(1) and c(n) roughly alike, hence a shape times a level
+    that every step re-estimates. A curve measured while the load came and went can still
+    have a wrong shape; real passes of different sizes close in time share the load, so
+    their ratio corrects it. Trees that stay at one size never show a larger pass, so now
+    and then a step verifies a larger tree to ask (a probe).
+    """
 
     base: CostCurve
     level: float
     observed: dict[int, list[float]] = field(default_factory=dict)  # n -> real c(n)/c(1)
     recent: deque = field(default_factory=lambda: deque(maxlen=PAIR_RECENT))
     passes: dict[int, int] = field(default_factory=dict)  # passes seen per size
-    small_steps: int = 0  # consecutive chosen trees of at most SMALL_TREE tokens
+    settled: int = 1  # the size the trees last chose on their own
+    steady_steps: int = 0  # consecutive steps that chose `settled` again (a probe ends the run)
     vain_probes: int = 0  # probes since the trees last grew on their own
     probes: int = 0
     _curve: CostCurve | None = field(default=None, repr=False)
@@ -222,11 +231,13 @@ class LiveCost:
         self._curve = None
 
     def probe_size(self) -> int | None:
-        """The size to verify this step instead of the chosen one, or None: only after
-        PROBE_EVERY small trees in a row, less often after probes that changed nothing."""
-        if self.small_steps < PROBE_EVERY * 2 ** min(self.vain_probes, PROBE_BACKOFF):
+        """A larger size to verify this step instead of the chosen one, or None: only after
+        PROBE_EVERY steps at one size (any size: a wrong shape can hold trees at 3 as well as
+        at 1), less often after probes that changed nothing."""
+        if self.steady_steps < PROBE_EVERY * 2 ** min(self.vain_probes, PROBE_BACKOFF):
             return None
-        return PROBE_SIZES[self.probes % len(PROBE_SIZES)]
+        larger = [n for n in PROBE_SIZES if n > self.settled] or [2 * self.settled]
+        return larger[self.probes % len(larger)]
 
     def chose(self, size: int, probed: bool) -> None:
         """Hear the size a step verified."""
@@ -237,34 +248,37 @@ class LiveCost:
         if probed:
             self.probes += 1
             self.vain_probes += 1
-            self.small_steps = 0
-        elif size > SMALL_TREE:
-            self.small_steps = self.vain_probes = 0
-        else:
-            self.small_steps += 1
+            self.steady_steps = 0
+            return
+        if size > max(self.settled, SMALL_TREE):  # the trees grew on their own: probing paid
+            self.vain_probes = 0
+        same = size == self.settled or max(size, self.settled) <= SMALL_TREE
+        self.steady_steps = self.steady_steps + 1 if same else 0
+        self.settled = max(size, SMALL_TREE) if size <= SMALL_TREE else size
 
 
 _LIVE: "weakref.WeakKeyDictionary[torch.nn.Module, dict[int, LiveCost]]" = weakref.WeakKeyDictionary()
 _LOCK = threading.RLock()
 
 
-# Context lengths at which c(n) is measured. Attention over the cache is a small share of
-# a step next to the weights, so the curve's shape drifts slowly with context: one curve
-# serves short contexts and a second, measured when a run first gets there, long ones.
 CONTEXT_BUCKETS = ((1536, 512), (10**9, 3072))  # (contexts below this, measured at)
 
 
 def _bucket(context_len: int) -> int:
+    """The context length whose curve serves `context_len`. Attention over the cache is a
+    small share of a step next to the weights, so the curve's shape drifts slowly with
+    context: one curve serves short contexts and a second, measured when a run first gets
+    there, long ones."""
     return next(at for below, at in CONTEXT_BUCKETS if context_len < below)
 
 
-def measure_context(model, bucket: int, max_n: int) -> int:
+def measure_context(model: PreTrainedModel, bucket: int, max_n: int) -> int:
     """The context length a bucket's curve is measured at, within the model's positions."""
     limit = getattr(model.config, "max_position_embeddings", None) or bucket + max_n
     return min(bucket, limit - max_n - 1)
 
 
-def install_curve(model, bucket: int, base: CostCurve) -> LiveCost:
+def install_curve(model: PreTrainedModel, bucket: int, base: CostCurve) -> LiveCost:
     """Make `base` the measured shape of this model's bucket; what decoding has learnt
     (the load level and the real ratios) is kept."""
     with _LOCK:
@@ -277,12 +291,13 @@ def install_curve(model, bucket: int, base: CostCurve) -> LiveCost:
         return live
 
 
-def live_cost(model, bucket: int) -> LiveCost | None:
+def live_cost(model: PreTrainedModel, bucket: int) -> LiveCost | None:
     with _LOCK:
         return _LIVE.get(model, {}).get(bucket)
 
 
-def live_for(model, context_len: int, max_n: int, on_measure: Callable[[float], None] | None) -> LiveCost:
+def live_for(model: PreTrainedModel, context_len: int, max_n: int,
+             on_measure: Callable[[float], None] | None) -> LiveCost:
     """This bucket's LiveCost, measuring its shape here only when none was installed."""
     bucket = _bucket(context_len)
     with _LOCK:
@@ -297,7 +312,7 @@ def live_for(model, context_len: int, max_n: int, on_measure: Callable[[float], 
         return live
 
 
-def cost_curve_for(model, context_len: int, max_n: int,
+def cost_curve_for(model: PreTrainedModel, context_len: int, max_n: int,
                    on_measure: Callable[[float], None] | None = None) -> CostCurve:
     """The curve for this model at this context length now: the installed shape (measured
     here on first need when the app installed none) corrected by decoding, at the load level.
@@ -308,7 +323,8 @@ def cost_curve_for(model, context_len: int, max_n: int,
     return live_for(model, context_len, max_n, on_measure).curve()
 
 
-def observe_forward(model, context_len: int, n: int, seconds: float, at: float | None = None) -> None:
+def observe_forward(model: PreTrainedModel, context_len: int, n: int, seconds: float,
+                    at: float | None = None) -> None:
     """Set one decoding step's measured forward time (n tokens) against the curve."""
     with _LOCK:
         live = _LIVE.get(model, {}).get(_bucket(context_len))
@@ -316,7 +332,7 @@ def observe_forward(model, context_len: int, n: int, seconds: float, at: float |
             live.observe(n, seconds, time.monotonic() if at is None else at)
 
 
-def warm_up(model, max_context: int, capacity: int = 64) -> float:
+def warm_up(model: PreTrainedModel, max_context: int, capacity: int = 64) -> float:
     """Measure every curve a run up to `max_context` tokens may need; return the seconds."""
     from .verify import free_head_rows
 
@@ -329,7 +345,7 @@ def warm_up(model, max_context: int, capacity: int = 64) -> float:
     return time.perf_counter() - t
 
 
-def measured_curves(model) -> list[CostCurve]:
+def measured_curves(model: PreTrainedModel) -> list[CostCurve]:
     """Every curve in use for this model, by context length (as decoding has corrected it)."""
     with _LOCK:
         return sorted((live.curve() for live in _LIVE.get(model, {}).values()), key=lambda c: c.context_len)

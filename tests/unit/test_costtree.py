@@ -261,3 +261,22 @@ def test_decoding_reports_each_forward_pass_to_the_live_curve(one_thread):
     live = costcurve.live_cost(model, costcurve._bucket(len(prompt)))
     sizes = [sum(not n.pruned for n in s.tree) for s in steps if s.forward]
     assert live.passes == {n: sizes.count(n) for n in set(sizes)}
+
+
+# The shape a curve measured while a second process spun took in a bench run: one to three
+# tokens alike, then 2.5 times as dear from four. Trees then settled at three and never probed.
+STEPPED_SIZES = [1, 2, 3, 4, 6, 8, 16, 32, 64]
+STEPPED = CostCurve(STEPPED_SIZES, [0.043, 0.043, 0.043, 0.106, 0.106, 0.106, 0.145, 0.262, 0.377],
+                    512, "cpu", "float32")
+
+
+def test_trees_held_at_three_tokens_by_a_wrong_shape_grow_back_after_probes(no_measuring):
+    from logitspec.costcurve import install_curve
+
+    model = FakeModel()
+    install_curve(model, 512, STEPPED)
+    steps = run_steps(model, 160, cheap_trees)
+    assert steps[0] == (3, False)  # the stepped curve stops the tree before its cliff
+    assert any(probed for _, probed in steps)
+    tail = steps[-20:]  # the trees choose more than three tokens themselves; probes are rare
+    assert all(size > 3 for size, probed in tail if not probed) and sum(p for _, p in tail) <= 1, tail

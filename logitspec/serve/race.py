@@ -65,11 +65,10 @@ def lane_stats(name: str, trace: RunTrace) -> LaneStats:
 
 @dataclass
 class RaceUpdate:
-    """What changed: the lane that just stepped, its step, and every lane's counters."""
+    """What changed: the lane that just stepped and its step (the lanes' traces hold the rest)."""
 
     lane: str
     step: StepRecord
-    stats: dict[str, LaneStats]
 
 
 @dataclass
@@ -146,11 +145,7 @@ def interleave(
             except StopIteration:
                 ln.done = True
                 continue
-            yield RaceUpdate(ln.name, step, _stats(lanes))
-
-
-def _stats(lanes: list[Lane]) -> dict[str, LaneStats]:
-    return {ln.name: lane_stats(ln.name, ln.trace) for ln in lanes}
+            yield RaceUpdate(ln.name, step)
 
 
 def result_of(traces: dict[str, RunTrace], baseline: str = "vanilla") -> RaceResult:
@@ -199,22 +194,6 @@ def model_lanes(lm: LoadedModel, prompt_text: str, methods: Iterable[str],
         # Each step is decoded on the process's one model thread, whichever thread pulls it.
         lanes.append(Lane(m, run.trace, model_thread().iterate(iter(run)), finish=run.finish))
     return lanes
-
-
-def replay_lanes(traces: dict[str, RunTrace]) -> list[Lane]:
-    """Lanes that replay finished traces step by step (to show a saved race again)."""
-    lanes = []
-    for name in lane_order(traces):
-        src = traces[name]
-        fresh = RunTrace(**{**{f: getattr(src, f) for f in src.__dataclass_fields__}, "steps": []})
-        lanes.append(Lane(name, fresh, _appending(fresh, src.steps)))
-    return lanes
-
-
-def _appending(trace: RunTrace, steps: list[StepRecord]) -> Iterator[StepRecord]:
-    for s in steps:
-        trace.steps.append(s)
-        yield s
 
 
 RACE_FORMAT = "logitspec-race/1"

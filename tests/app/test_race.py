@@ -11,8 +11,9 @@ import time
 import pytest
 
 from helpers.paths import FIXTURES
-from logitspec.serve.race import (Lane, RaceStopped, interleave, lane_order, lane_stats, replay_lanes,
-                            result_of, seconds_to_reach, speedup)
+from helpers.race import replay_lanes
+from logitspec.serve.race import (Lane, RaceStopped, interleave, lane_order, lane_stats, result_of,
+                                  seconds_to_reach, speedup)
 from logitspec.trace import RunTrace
 
 
@@ -49,7 +50,7 @@ def test_each_lane_clock_counts_only_its_own_steps(summ, writing):
     src = {"vanilla": writing, "logitspec": summ}
     for u in interleave(lanes):
         seen[u.lane] += 1
-        for name, st in u.stats.items():
+        for name, st in ((ln.name, lane_stats(ln.name, ln.trace)) for ln in lanes):
             steps = src[name].steps[: seen[name]]
             assert st.seconds == pytest.approx(src[name].prefill_seconds + sum(s.seconds for s in steps))
             assert st.tokens == sum(len(s.tokens) for s in steps)

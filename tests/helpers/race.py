@@ -1,0 +1,23 @@
+"""Race lanes that replay recorded traces step by step, so race tests need no model."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from logitspec.serve.race import Lane, lane_order
+from logitspec.trace import RunTrace, StepRecord
+
+
+def replay_lanes(traces: dict[str, RunTrace]) -> list[Lane]:
+    """Lanes that replay finished traces step by step (to show a saved race again)."""
+    lanes = []
+    for name in lane_order(traces):
+        src = traces[name]
+        fresh = RunTrace(**{**{f: getattr(src, f) for f in src.__dataclass_fields__}, "steps": []})
+        lanes.append(Lane(name, fresh, _appending(fresh, src.steps)))
+    return lanes
+
+
+def _appending(trace: RunTrace, steps: list[StepRecord]) -> Iterator[StepRecord]:
+    for s in steps:
+        trace.steps.append(s)
+        yield s

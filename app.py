@@ -520,12 +520,13 @@ class ExplorerUI:
         steps = visual.span_steps(t)
         return self.step_outputs(view, steps[i]) if 0 <= i < len(steps) else gr.skip()
 
-    def on_row(self, view: View, outcomes, evt: gr.SelectData):
-        """Selecting a debugger row opens that step in the explorer."""
-        rows, r = visual.debugger_rows(view.trace, outcomes), selected_index(evt)
-        if r is None or not 0 <= r < len(rows):
+    def on_row(self, view: View, evt: gr.EventData):
+        """Clicking a debugger row opens its step in the explorer."""
+        step = getattr(evt, "_data", None) or {}
+        step = step.get("step") if isinstance(step, dict) else None
+        if view.trace is None or not isinstance(step, int) or not 0 <= step < len(view.trace.steps):
             return gr.skip()
-        out = self.step_outputs(view, int(rows[r]["step"]))
+        out = self.step_outputs(view, step)
         out[self.tabs] = gr.Tabs(selected="explorer")
         return out
 
@@ -725,7 +726,7 @@ class ExplorerUI:
         self.play_timer.tick(self.tick, [self.state],
                              explorer_out + [self.play_timer, self.playing, self.play_btn], **view_kw)
         self.text_view.select(self.on_span, [self.state], explorer_out, **view_kw)
-        self.debug_table.select(self.on_row, [self.state, f.outcome], explorer_out + [self.tabs], **view_kw)
+        self.debug_table.click(self.on_row, [self.state], explorer_out + [self.tabs], **view_kw)
         self.debugger.wire(self.state, **view_kw)
         self.shipped.input(self.open_shipped, [self.shipped, f.outcome, self.state], trace_out, **view_kw)
         f.upload.upload(self.open_trace, [f.upload, f.outcome, self.state], trace_out, api_name="open_trace",

@@ -12,7 +12,8 @@ from logitspec.settings import DecodeSettings
 from logitspec.trace import RunTrace
 from logitspec.whatif import RetrievalSetting, own_setting, recorded_k, what_if
 from visual.data import OUTCOMES_LOGITSPEC
-from visual.retrieval import debugger_note, debugger_rows, debugger_table
+from visual.fit import caption_html
+from visual.retrieval import DEBUG_TABLE_CSS, debugger_html, debugger_note, debugger_rows
 from visual.whatif import whatif_figure, whatif_html
 
 OUTCOMES = list(OUTCOMES_LOGITSPEC)
@@ -22,6 +23,13 @@ INTRO_MD = ("Steps by retrieval outcome: **g1 matched**, **g2 rescued** (g1 fail
 WHATIF_MD = ("Retrieval again over this run's own text, with other n-gram sizes, continuation length or k, "
              "no model needed: the output is fixed, so each step's context and candidates are in the trace. "
              "Was a failure the setting or the text?")
+# A click (or Enter) on a row sends its step to the server; the listener sits on the component,
+# so it outlives each redraw of the table.
+ROW_JS = """
+const open = (tr) => tr && trigger('click', {step: Number(tr.dataset.step)});
+element.addEventListener('click', (e) => open(e.target.closest('tr[data-step]')));
+element.addEventListener('keydown', (e) => { if (e.key === 'Enter') open(e.target.closest('tr[data-step]')); });
+"""
 
 
 class DebuggerTab:
@@ -33,7 +41,7 @@ class DebuggerTab:
         gr.Markdown(INTRO_MD)
         self.outcome = gr.CheckboxGroup(OUTCOMES, value=OUTCOMES, label="Show", elem_id="outcome")
         self.note = gr.Markdown(elem_id="debug-note")
-        self.table = gr.Dataframe(interactive=False, wrap=True, elem_id="debug-table", max_height=520)
+        self.table = gr.HTML(elem_id="debug-table", css_template=DEBUG_TABLE_CSS, js_on_load=ROW_JS)
         with gr.Accordion("What-if retrieval", open=True, elem_id="whatif"):
             gr.Markdown(WHATIF_MD)
             with gr.Row():
@@ -46,22 +54,23 @@ class DebuggerTab:
                                    elem_id="whatif-k", min_width=200)
             self.run = gr.Button("Re-run retrieval", elem_id="whatif-run")
             self.summary = gr.HTML(elem_id="whatif-summary")
+            self.caption = gr.HTML(elem_id="whatif-plot-caption")
             self.plot = gr.Plot(show_label=False, label="What-if retrieval", elem_id="whatif-plot")
 
     @property
     def trace_components(self) -> list:
         """What trace_outputs fills."""
-        return [self.note, self.table, self.ngram, self.continuation, self.k, self.summary, self.plot]
+        return [self.note, self.table, self.ngram, self.continuation, self.k, self.summary, self.caption, self.plot]
 
     def wire(self, state: gr.State, **kw) -> None:
         self.outcome.change(self.filter, [state, self.outcome], [self.note, self.table], **kw)
-        self.run.click(self.rerun, [state, self.ngram, self.continuation, self.k], [self.summary, self.plot], **kw)
+        self.run.click(self.rerun, [state, self.ngram, self.continuation, self.k],
+                       [self.summary, self.caption, self.plot], **kw)
 
     def rows_outputs(self, trace: RunTrace | None, outcomes: list[str] | None) -> dict:
-        """The table of the chosen outcomes, hidden under a sentence when it lists nothing."""
+        """The table of the chosen outcomes, or only a sentence saying why it lists nothing."""
         rows = debugger_rows(trace, outcomes)
-        return {self.note: debugger_note(trace, outcomes, len(rows)),
-                self.table: gr.Dataframe(value=debugger_table(rows), visible=bool(rows))}
+        return {self.note: debugger_note(trace, outcomes, len(rows)), self.table: debugger_html(rows)}
 
     def trace_outputs(self, trace: RunTrace, outcomes: list[str] | None) -> dict:
         """Everything the tab shows for a newly explored trace: the what-if starts at the run's own setting."""
@@ -80,7 +89,8 @@ class DebuggerTab:
             w = what_if(trace, setting)
         except InputError as e:
             return {self.summary: f'<p class="whatif-error"><b>Not re-run:</b> {e}</p>'}
-        return {self.summary: whatif_html(w, trace), self.plot: whatif_figure(w)}
+        fig = whatif_figure(w, fit=True)
+        return {self.summary: whatif_html(w, trace), self.caption: caption_html(fig), self.plot: fig}
 
     def filter(self, view, outcomes):
         return self.rows_outputs(view.trace, outcomes)

@@ -31,6 +31,7 @@ from .data import (
     token_labels,
     token_pieces,
 )
+from .style import PALETTE
 
 SNIPPET_BEFORE = 12  # context tokens shown before a match
 SNIPPET_AFTER = 4  # context tokens shown after the continuation
@@ -228,9 +229,73 @@ def failure_rows(trace: RunTrace) -> list[dict[str, Any]]:
 
 
 
-# The debugger's columns: (header, key of failure_rows); headers short enough for a phone.
-DEBUG_COLUMNS = [("step", "step"), ("outcome", "outcome"), ("root", "root"), ("g1 n-grams tried", "g1 n-grams tried"),
-                 ("g1 n", "g1 matched n"), ("g2 hits", "g2 matches"), ("kept", "accepted")]
+# The debugger's columns: (header, key of failure_rows, hover text, shown on a phone). On a phone
+# the n-grams tried get a line of their own under their row, and root and g1 n are left out:
+# the root ends each n-gram and ✓ marks the one that matched.
+DEBUG_COLUMNS = [
+    ("step", "step", "the step (forward pass); select the row to open it", True),
+    ("outcome", "outcome", "g1 matched / g2 rescued (g1 failed, a candidate's g2 matched) / both failed", True),
+    ("root", "root", "x_{i+1}: the token the step committed first", False),
+    ("g1 n-grams tried", "g1 n-grams tried", "the n-grams g1 looked up, longest first", False),
+    ("g1 n", "g1 matched n", "the n-gram length that matched", False),
+    ("g2 hits", "g2 matches", "candidates whose g2 lookup matched / candidates looked up", True),
+    ("accepted", "accepted", "tokens the step committed", True),
+]
+_NUM = {"step", "g1 matched n", "g2 matches", "accepted"}
+_TOK = {"root", "g1 n-grams tried"}
+# The table's own look (scoped to its component by gr.HTML): it never needs a sideways scroll.
+DEBUG_TABLE_CSS = """
+.dbg-scroll { max-height: 560px; overflow-y: auto; overflow-x: hidden; }
+table.dbg { width: 100%; border-collapse: collapse; font-size: .92rem; }
+.dbg th, .dbg td { padding: 4px 6px; text-align: left; vertical-align: top;
+  border-bottom: 1px solid var(--border-color-primary, rgba(128,128,128,.4)); }
+.dbg th { white-space: nowrap; font-weight: 600; position: sticky; top: 0; z-index: 1;
+  background: var(--background-fill-primary, #fff); }
+.dbg td.tok { font-family: 'DejaVu Sans Mono', Menlo, Consolas, monospace; overflow-wrap: anywhere; }
+.dbg .num, .dbg .word { text-align: right; white-space: nowrap; }
+.dbg .word { text-align: left; }
+.dbg tbody tr { cursor: pointer; }
+.dbg tbody tr:hover, .dbg tbody tr:focus { background: var(--background-fill-secondary, rgba(128,128,128,.12)); }
+.dbg tr.below { display: none; }
+@media (max-width: 640px) {
+  .dbg .wide { display: none; }
+  .dbg tr.below { display: table-row; }
+  .dbg tr.main td { border-bottom: none; padding-bottom: 0; }
+  .dbg th, .dbg td { padding: 3px 4px; }
+  .dbg .word { white-space: normal; }
+}
+"""
+
+
+def _debug_cell(key: str, value: str, phone: bool) -> str:
+    kind = "num" if key in _NUM else "word" if key in ("outcome", "root") else "tok" if key in _TOK else ""
+    cls = " ".join(c for c in (kind, "tok" if key == "root" else "", "" if phone else "wide") if c)
+    return f'<td class="{cls}">{value}</td>'
+
+
+def debugger_html(rows: list[dict[str, Any]]) -> str:
+    """The rows as an HTML table (empty when there are none); each row carries its step for a click."""
+    if not rows:
+        return ""
+    head = "".join(f'<th scope="col" title="{_e(tip)}" class="{"num" if key in _NUM else ""}{"" if phone else " wide"}">'
+                   f"{_e(h)}</th>" for h, key, tip, phone in DEBUG_COLUMNS)
+    phone_cols = sum(phone for *_, phone in DEBUG_COLUMNS)
+    body = []
+    for r in rows:
+        shown = {k: _e(str(v)) for k, v in r.items()}
+        shown["g2 matches"] = f"{r['g2 matches']}/{r['g2 queries']}" if r["g2 queries"] else "–"
+        shown["g1 matched n"] = "–" if r["g1 matched n"] is None else str(r["g1 matched n"])
+        color = PALETTE.get(r["outcome"], PALETTE[NO_RETRIEVAL])
+        shown["outcome"] = f'<span style="color:{color}">■</span> {shown["outcome"]}'
+        step = int(r["step"])
+        body.append(f'<tr class="main" data-step="{step}" tabindex="0">'
+                    + "".join(_debug_cell(key, shown[key], phone) for _, key, _, phone in DEBUG_COLUMNS) + "</tr>"
+                    f'<tr class="below" data-step="{step}"><td class="tok" colspan="{phone_cols}">'
+                    f'g1 tried: {shown["g1 n-grams tried"]}</td></tr>')
+    return (f'<div class="dbg-scroll"><table class="dbg"><thead><tr>{head}</tr></thead>'
+            f'<tbody>{"".join(body)}</tbody></table></div>')
+
+
 # What an outcome in the filter reads as, for the sentence an empty list shows.
 _HAD = {G1_MATCHED: "its g1 query match", G2_RESCUED: "g1 fail and a g2 query rescue it",
         BOTH_FAILED: "both queries fail", PLD_MATCHED: "its prompt lookup match", PLD_FAILED: "its prompt lookup fail"}
@@ -251,16 +316,6 @@ def debugger_rows(trace: RunTrace | None, outcomes: list[str] | None) -> list[di
         return []
     keep = _kept_outcomes(trace, outcomes)
     return [r for r in failure_rows(trace) if r["outcome"] in keep]
-
-
-def debugger_table(rows: list[dict[str, Any]]) -> dict[str, list]:
-    """The rows as a gr.Dataframe value, under the debugger's short headers."""
-    data = []
-    for r in rows:
-        g2 = f"{r['g2 matches']}/{r['g2 queries']}" if r["g2 queries"] else "–"
-        cells = {**r, "g2 matches": g2, "g1 matched n": "–" if r["g1 matched n"] is None else str(r["g1 matched n"])}
-        data.append([cells[key] for _, key in DEBUG_COLUMNS])
-    return {"headers": [h for h, _ in DEBUG_COLUMNS], "data": data}
 
 
 def debugger_note(trace: RunTrace | None, outcomes: list[str] | None, shown: int) -> str:

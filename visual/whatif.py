@@ -1,7 +1,8 @@
 """What-if retrieval drawn: the run's own lookups beside a replay at another setting.
 
 Drawn from logitspec.whatif.WhatIf (pure data): a figure with the tokens the drafts held per
-step and the retrieval outcome of every step for both, and an HTML summary of the totals.
+step and the retrieval outcome of every step for both (for a page, or for the app with its
+16:9 slide, visual.fit), and an HTML summary of the totals that wraps at any width.
 """
 from __future__ import annotations
 
@@ -14,46 +15,52 @@ from logitspec.trace import RunTrace
 from logitspec.whatif import Replay, WhatIf
 
 from .data import NO_RETRIEVAL, OUTCOMES_LOGITSPEC, OUTCOMES_PLD
-from .style import MIN_FONT, PALETTE, base_layout, pretty, style_axes, theme_colors, top_legend
+from .fit import SLIDE_H, SLIDE_W, for_app, frame
+from .style import PALETTE, base_layout, pretty, style_axes, theme_colors
 
 OWN_COLOR = PALETTE["logitspec"]
 NEW_COLOR = PALETTE["root"]  # reddish purple: apart from the outcome colours in the strip
 OUTCOMES_ORDER = (*OUTCOMES_LOGITSPEC, *OUTCOMES_PLD, NO_RETRIEVAL)
 _FAILED = (OUTCOMES_LOGITSPEC[-1], OUTCOMES_PLD[-1], NO_RETRIEVAL)
+WORDS = ("What-if retrieval on this run's steps",
+         "drafts held: x_{i+1} + the longest run of the true continuation on any drafted chain; "
+         "the settings are in the summary above")
+SIZES = {"page": (1100, 640), "app": (1100, 560), "slide": (SLIDE_W, SLIDE_H)}
 
 
 def _runs(w: WhatIf) -> list[tuple[str, Replay, str, str]]:
     """(name, replay, colour, dash) of this run and the what-if."""
-    return [(f"this run · {w.own.setting.label()}", w.own, OWN_COLOR, "solid"),
-            (f"what-if · {w.new.setting.label()}", w.new, NEW_COLOR, "dash")]
+    return [("this run", w.own, OWN_COLOR, "solid"), ("what-if", w.new, NEW_COLOR, "dash")]
 
 
-def whatif_figure(w: WhatIf, theme: str = "light") -> go.Figure:
+def whatif_figure(w: WhatIf, theme: str = "light", fit: bool = False) -> go.Figure:
     """Per step: tokens of the output the drafts held (and what the run committed), then each
-    run's retrieval outcome as a strip."""
+    run's retrieval outcome as a strip. fit: drawn for the app, with its 16:9 slide."""
+    if not fit:
+        return _draw(w, theme, "page")
+    return for_app(_draw(w, theme, "app"), _draw(w, theme, "slide"), *WORDS)
+
+
+def _draw(w: WhatIf, theme: str, mode: str) -> go.Figure:
     c = theme_colors(theme)
-    fig = make_subplots(rows=2, cols=1, row_heights=[0.72, 0.28], vertical_spacing=0.16, shared_xaxes=True)
-    layout = base_layout(theme, "What-if retrieval on this run's steps", height=620,
-                         margin=dict(l=110, r=30, t=150, b=70), hovermode="x unified")
+    fig = make_subplots(rows=2, cols=1, row_heights=[0.72, 0.28], vertical_spacing=0.12, shared_xaxes=True)
+    layout = base_layout(theme, WORDS[0], height=SIZES[mode][1], hovermode="x unified")
+    outcomes = [o for o in OUTCOMES_ORDER if o in w.own.outcomes or o in w.new.outcomes]
+    frame(layout, mode, *WORDS, ["committed", "this run", "what-if", *outcomes], c, SIZES[mode], left=100)
     layout.pop("xaxis")
     layout.pop("yaxis")
-    top_legend(layout, theme)
     fig.update_layout(layout)
     style_axes(fig, theme)
-    xs = w.own.steps
-    fig.add_trace(go.Bar(x=xs, y=w.accepted, name="committed by the run", marker=dict(color=PALETTE["vanilla"]),
-                         opacity=0.45, hovertemplate="committed %{y}<extra></extra>"), row=1, col=1)
+    fig.add_trace(go.Bar(x=w.own.steps, y=w.accepted, name="committed", marker=dict(color=PALETTE["vanilla"]),
+                         opacity=0.45, hovertemplate="committed by the run: %{y}<extra></extra>"), row=1, col=1)
     for name, r, color, dash in _runs(w):
         fig.add_trace(go.Scatter(
             x=r.steps, y=r.drafted, name=name, mode="lines+markers", line=dict(color=color, width=3, dash=dash),
             marker=dict(size=7, symbol="circle" if dash == "solid" else "diamond"),
-            hovertemplate=f"{name.split(' · ')[0]}: drafts held %{{y}}<extra></extra>"), row=1, col=1)
+            hovertemplate=f"{name}: drafts held %{{y}}<extra></extra>"), row=1, col=1)
     fig.update_yaxes(title_text="Tokens held", rangemode="tozero", row=1, col=1)
     _outcome_strip(fig, w, c)
     fig.update_xaxes(title_text="Step", row=2, col=1)
-    fig.update_layout(title_subtitle=dict(
-        text="drafts held: x_{i+1} + the longest run of the true continuation on any drafted chain",
-        font=dict(size=MIN_FONT + 1, color=c["muted"])))
     return pretty(fig)
 
 
@@ -75,23 +82,17 @@ def _outcome_strip(fig: go.Figure, w: WhatIf, c: dict[str, str]) -> None:
     fig.update_yaxes(showgrid=False, categoryorder="array", categoryarray=["what-if", "this run"], row=2, col=1)
 
 
-def _pct(r: Replay) -> str:
-    return f"{sum(r.retrieved)} of {len(r.retrieved)} steps ({100 * r.success_rate:.0f}%)"
+def _run_html(name: str, r: Replay, color: str) -> str:
+    found = f"{sum(r.retrieved)} of {len(r.retrieved)} steps ({100 * r.success_rate:.0f}%)"
+    return (f'<div class="whatif-run" style="margin:.2rem 0"><b style="color:{color}">{html.escape(name)}</b> · '
+            f"{html.escape(r.setting.label())}<br>a lookup found a continuation at <b>{found}</b> · "
+            f"the drafts held <b>{r.bound}</b> tokens of the output</div>")
 
 
 def whatif_html(w: WhatIf, trace: RunTrace) -> str:
-    """The totals of both runs and what they say, in a few lines."""
-    rows = "".join(
-        f'<tr><th scope="row" style="text-align:left;padding:3px 8px;color:{color}">{html.escape(name.split(" · ")[0])}'
-        f'</th><td style="padding:3px 8px">{html.escape(r.setting.label())}</td>'
-        f'<td style="padding:3px 8px">{_pct(r)}</td><td style="padding:3px 8px">{r.bound}</td></tr>'
-        for name, r, color, _ in _runs(w))
-    table = ('<div style="overflow-x:auto;max-width:100%"><table class="whatif-table" style="border-collapse:collapse">'
-             '<thead><tr><th></th><th style="text-align:left;padding:3px 8px">setting</th>'
-             '<th style="text-align:left;padding:3px 8px">a lookup found a continuation</th>'
-             '<th style="text-align:left;padding:3px 8px">drafts held (tokens)</th></tr></thead>'
-             f"<tbody>{rows}</tbody></table></div>")
-    return f'<div id="whatif-summary-body">{table}<p>{" ".join(_sentences(w, trace))}</p></div>'
+    """The totals of both runs and what they say, in a few lines that wrap at any width."""
+    runs = "".join(_run_html(name, r, color) for name, r, color, _ in _runs(w))
+    return f'<div id="whatif-summary-body">{runs}<p>{" ".join(_sentences(w, trace))}</p></div>'
 
 
 def _sentences(w: WhatIf, trace: RunTrace) -> list[str]:

@@ -464,6 +464,8 @@ class ExplorerUI:
                 out.update(self.step_outputs(view, step))
         if link.tab:
             out[self.tabs] = gr.Tabs(selected=link.tab)
+        if link.tab == "explain":
+            out[self.explain.picked] = self.explain.linked(view, link.step)
         if link.problems:
             out[self.status_md] = f"**This link:** {link.message}. " + out.get(self.status_md, "")
         return out
@@ -492,7 +494,11 @@ class ExplorerUI:
         (a drag's release after its inputs)."""
         if step is None or view.trace is None or int(step) == view.step:
             return gr.skip()
-        return self.step_outputs(view, step)
+        out = self.step_outputs(view, step)
+        if view.step == int(step):
+            # The slider shows this step already; setting it again would undo a key pressed meanwhile.
+            out.pop(self.slider, None)
+        return out
 
     def set_tree_view(self, view: View, mode: str):
         """Draw the explorer's tree as lanes or as a trie (with its JSON to download)."""
@@ -707,7 +713,8 @@ class ExplorerUI:
         f.model.change(pick_model, [f.model], model_out, concurrency_limit=None)
         f.status_timer.tick(model_status, [f.model], model_out, concurrency_limit=None)
         demo.load(model_status, [f.model], model_out, concurrency_limit=None)
-        demo.load(self.initial_view, [f.outcome], trace_out + [self.shipped, self.tabs], **view_kw).then(
+        demo.load(self.initial_view, [f.outcome], trace_out + [self.shipped, self.tabs, self.explain.picked],
+                  **view_kw).then(
             self.explain.on_link, [self.state, self.explain.picked], self.explain.outputs, **view_kw)
         demo.load(None, None, None, js=KEYS_JS)
         demo.load(None, None, None, js=FIGURES_JS)  # fits the figures to the page, exports their slides

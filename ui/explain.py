@@ -1,0 +1,176 @@
+"""The Explain tab: one step of the visitor's own last run (else a recorded one), panel by panel.
+
+Layout and wiring only: the step is chosen and every panel drawn by visual.explain.
+"""
+from __future__ import annotations
+
+import html
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import gradio as gr
+
+from logitspec.trace import RunTrace
+from visual.explain import TITLES, choose_step, walkthrough
+from visual.style import sub_x
+
+from .links import parse_link, request_params
+
+INTRO_MD = """
+LogitSpec is a *lossless* speculative decoder: its output is exactly plain decoding's, only
+faster when its guesses are right. Each **step** is one forward pass. Below, one step of a run
+is taken apart in six panels, every number and sentence read off that step's trace. ← / →
+move between steps when this tab is shown.
+"""
+
+PAGE_MD = """
+#### The rest of the page
+**The race** runs plain decoding and LogitSpec (optionally prompt lookup, PLD) one step each in
+turn; each lane's clock counts only its own measured compute. The **text** is coloured by how
+many tokens the step that produced it accepted: click a block to open that step in the **Step
+explorer**, where ← / → step and space plays. The **Retrieval debugger** lists the steps by
+retrieval outcome (g1 matched, g2 rescued a failed g1, both failed).
+
+#### Sampling
+At a **temperature** above 0 every lane samples instead of taking the argmax, and LogitSpec
+still equals plain sampling token for token. The randomness at each position j of the text is
+fixed in advance by the **seed** and j alone (Gumbel noise G_j), and the token there is the
+argmax of the logits / temperature plus G_j, after **top-p** (and top-k) cut the unlikely
+tokens. Drafting changes neither the logits at j nor G_j, so the tree walk takes exactly the
+token plain sampling would take; a higher temperature accepts fewer drafts.
+"""
+
+
+@dataclass
+class Pick:
+    """The step shown, for which run, and why."""
+
+    run: tuple  # identifies the run it belongs to
+    step: int
+    why: str
+
+
+def run_key(trace: RunTrace, source: str) -> tuple:
+    return (source, trace.method, trace.prompt_text, len(trace.steps))
+
+
+class ExplainTab:
+    """The tab's components and handlers. `recorded` gives the recorded race's LogitSpec trace
+    and its file name, for a visitor with nothing of their own to explain."""
+
+    def __init__(self, recorded: Callable[[], tuple[RunTrace | None, str]]) -> None:
+        self.recorded = recorded
+
+    def build(self) -> None:
+        """The tab's contents; call inside its gr.Tab."""
+        gr.Markdown(INTRO_MD)
+        self.head = gr.Markdown(elem_id="explain-head")
+        with gr.Row():
+            self.prev = gr.Button("◀ Previous step", elem_id="explain-prev", scale=0, min_width=150)
+            self.step = gr.Number(label="Step", precision=0, elem_id="explain-step", scale=1, min_width=120)
+            self.next = gr.Button("Next step ▶", elem_id="explain-next", scale=0, min_width=150)
+            self.auto = gr.Button("Pick a step for me", elem_id="explain-auto", scale=0, min_width=170)
+        self.texts, self.plots = {}, {}
+        keys = list(TITLES)
+        for row in range(0, len(keys), 2):
+            with gr.Row(equal_height=False):
+                for key in keys[row:row + 2]:
+                    with gr.Column(min_width=320):
+                        self.texts[key] = gr.HTML(elem_id=f"explain-{key}-text")
+                        self.plots[key] = gr.Plot(show_label=False, label=TITLES[key], elem_id=f"explain-{key}-plot")
+        gr.Markdown(PAGE_MD)
+        self.picked = gr.State(None)
+
+    @property
+    def outputs(self) -> list:
+        return [self.head, self.step, *self.texts.values(), *self.plots.values(), self.picked]
+
+    def wire(self, tab: gr.Tab, state: gr.State, **kw) -> None:
+        """Draw on opening the tab, on the step box (typing or Enter), the buttons and Pick."""
+        ins = [state, self.picked]
+        tab.select(self.show, ins, self.outputs, **kw)
+        self.step.input(self.show_step, ins + [self.step], self.outputs, trigger_mode="always_last", **kw)
+        self.prev.click(lambda v, p: self.move(v, p, -1), ins, self.outputs, **kw)
+        self.next.click(lambda v, p: self.move(v, p, 1), ins, self.outputs, **kw)
+        self.auto.click(lambda v, p: self.show(v, None), ins, self.outputs, **kw)
+
+    # ------------------------------------------------------------ what to explain
+
+    def run_of(self, view) -> tuple[RunTrace | None, str, str]:
+        """(trace, source, words for the heading): the view's LogitSpec lane, else the recorded race."""
+        name = getattr(view, "source", "") or ""
+        traces = getattr(view, "traces", None) or {}
+        t = traces.get("logitspec") or next((x for x in traces.values() if x.method == "logitspec"), None)
+        rec, rec_name = self.recorded()
+        if t is not None and t.steps:
+            if name == rec_name:
+                return t, name, (f"the recorded race `{rec_name}`: you have not run one yet (press ▶ Run the race, "
+                                 "then come back here to see your own)")
+            if name.endswith(".json"):
+                return t, name, f"the trace you opened, `{name}`"
+            return t, name, f"your last run ({len(t.tokens)} tokens in {len(t.steps)} steps, {name})"
+        if traces:
+            other = next(iter(traces.values())).method
+            why = f"the trace you opened was decoded by {other}, which drafts no next-next guesses"
+        else:
+            why = "there is no run to explain yet"
+        return rec, rec_name, f"the recorded race `{rec_name}` ({why})"
+
+    def show(self, view, picked: Pick | None, step: int | None = None, why: str | None = None) -> dict:
+        """Every output for the run the view holds, at `step` (else the step picked before for this
+        run, else the chooser's)."""
+        trace, source, words = self.run_of(view)
+        if trace is None or not trace.steps:
+            return {self.head: "Nothing to explain yet: run the race first.", self.picked: None}
+        key = run_key(trace, source)
+        note = ""
+        if step is not None:
+            if not 0 <= step < len(trace.steps):
+                note = f" (there is no step {step}: steps run 0–{len(trace.steps) - 1})"
+                step = min(max(step, 0), len(trace.steps) - 1)
+            pick = Pick(key, step, why or "the step you chose")
+        elif picked is not None and picked.run == key:
+            pick = picked
+        else:
+            choice = choose_step(trace)
+            pick = Pick(key, choice.step, choice.rule)
+        return self._draw(trace, words, pick, note)
+
+    def _draw(self, trace: RunTrace, words: str, pick: Pick, note: str) -> dict:
+        out = {self.head: (f"**Explaining** {words}. **Step {pick.step}** of 0–{len(trace.steps) - 1}: "
+                           f"{pick.why}{note}."),
+               self.step: pick.step, self.picked: pick}
+        for panel in walkthrough(trace, pick.step):
+            said = "".join(f"<p>{sub_x(html.escape(x, quote=False))}</p>" for x in panel.sentences)
+            out[self.texts[panel.key]] = (f'<div class="explain-panel"><h4>{sub_x(html.escape(panel.title))}</h4>'
+                                          f"{said}</div>")
+            out[self.plots[panel.key]] = panel.figure
+        return out
+
+    def show_step(self, view, picked: Pick | None, step):
+        if step is None:
+            return gr.skip()
+        return self.show(view, picked, int(step))
+
+    def move(self, view, picked: Pick | None, by: int):
+        base = picked.step if picked is not None else None
+        if base is None:
+            return self.show(view, picked)
+        trace, _, _ = self.run_of(view)
+        if trace is None or not 0 <= base + by < len(trace.steps):
+            return gr.skip()
+        return self.show(view, picked, base + by)
+
+    def linked(self, view, step: int | None) -> Pick | None:
+        """The pick a link makes: its step of the run the view holds (None: the chooser picks)."""
+        trace, source, _ = self.run_of(view)
+        if step is None or trace is None or not 0 <= step < len(trace.steps):
+            return None
+        return Pick(run_key(trace, source), step, "the step the link named")
+
+    def on_link(self, view, picked: Pick | None, request: gr.Request):
+        """After the first view: fill the tab when the page's link opened it (at the pick the
+        link made, which also holds when opening the tab draws it first)."""
+        if parse_link(request_params(request), []).tab != "explain":
+            return gr.skip()
+        return self.show(view, picked)

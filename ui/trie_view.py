@@ -1,0 +1,50 @@
+"""The Step explorer's draft tree: the lanes or the trie, and the trie's node-link JSON to download."""
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+import gradio as gr
+
+import visual
+from logitspec.trace import RunTrace
+from visual.trie import node_link_json, trie_figure
+
+VIEWS = ("lanes", "trie")
+_FOLDER: Path | None = None
+
+
+def figure(trace: RunTrace, step: int, view: str, compact: bool = True):
+    """The step's tree drawn as lanes (the default; compact: only branches with a verified
+    token, fitted to the app's width) or as a tidy trie."""
+    return trie_figure(trace, step) if view == "trie" else visual.tree_figure(trace, step, fit=True, compact=compact)
+
+
+def _folder() -> Path:
+    global _FOLDER
+    if _FOLDER is None:
+        _FOLDER = Path(tempfile.mkdtemp(prefix="logitspec-tries-"))
+    return _FOLDER
+
+
+def write_json(trace: RunTrace, step: int) -> Path:
+    """The step's node-link JSON in a file named by the run, the step and the content, so
+    sessions never write different content to one name."""
+    text = node_link_json(trace, step)
+    i = step % len(trace.steps)
+    digest = hashlib.sha1(text.encode("utf-8")).hexdigest()[:10]
+    path = _folder() / f"logitspec-trie-{trace.method}-step{i}-{digest}.json"
+    if not path.exists():
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)  # whole or absent, even with two sessions at once
+    return path
+
+
+def download(trace: RunTrace, step: int, view: str) -> gr.DownloadButton:
+    """The download button: the step's trie while the trie is shown, hidden with the lanes."""
+    if view != "trie":
+        return gr.DownloadButton(visible=False)
+    return gr.DownloadButton(value=str(write_json(trace, step)), visible=True)

@@ -9,6 +9,7 @@ sentence can say what this step did not do.
 from __future__ import annotations
 
 import html
+import math
 from dataclasses import dataclass
 
 import plotly.graph_objects as go
@@ -22,7 +23,7 @@ from .data import (
     ngram_text, outcome, query_tail, step_position, true_next_next,
 )
 from .style import MIN_FONT, MONO_FAMILY, PALETTE, base_layout, node_color_key, pretty, style_axes, text_on, theme_colors, truncate
-from .trie import drafted_graph, edge_trace, node_traces, step_graph, tidy_positions
+from .trie import BONUS, ELBOW, drafted_graph, edge_trace, node_traces, positions_with_bonus, step_graph, tidy_positions
 
 MIN_ACCEPTED = 3  # the chooser's bar: tokens one step committed (root included)
 PANEL_HEIGHT = 340
@@ -136,7 +137,7 @@ def _branch_counts(f: StepFacts, qi: int) -> tuple[int, int]:
 
 def logits_sentences(f: StepFacts) -> tuple[str, str]:
     s = f.s
-    p = f" (probability {s.root_prob:.3f})" if s.root_prob is not None else ""
+    p = f" (probability {s.root_prob:.3g})" if s.root_prob is not None else ""
     temp = f.trace.settings.get("temperature") or 0
     how = f"drew x_{{i+1}} = {f.t([s.root])} (sampling at temperature {temp:g})" if temp else \
         f"chose x_{{i+1}} = {f.t([s.root])} as their argmax"
@@ -151,7 +152,7 @@ def logits_sentences(f: StepFacts) -> tuple[str, str]:
         return first, head + f"; the true x_{{i+2}}, {f.t([f.truth], f.after_root)}, was not among them."
     c = candidate_by_rank(s)[f.truth_rank]
     return first, head + (f"; the true x_{{i+2}}, {f.t([f.truth], f.after_root)}, was guess {f.truth_rank} "
-                          f"(probability {c.prob:.3f}).")
+                          f"(probability {c.prob:.3g}).")
 
 
 def lookup_sentences(f: StepFacts, q: QueryRecord | None, qi: int | None, name: str) -> tuple[str, str]:
@@ -297,8 +298,8 @@ def walkthrough(trace: RunTrace, step: int, theme: str = "light") -> list[Panel]
     """The six panels of a step, each a small figure and two sentences."""
     f = step_facts(trace, step)
     said = sentences(trace, step)
-    figs = {"logits": logits_figure(f, theme), "g1": lookup_figure(f, f.g1, theme, PALETTE["g1"]),
-            "g2": lookup_figure(f, f.truth_query, theme, PALETTE["g2"]), "tree": pruning_figure(f, theme),
+    figs = {"logits": logits_figure(f, theme), "g1": lookup_figure(f, f.g1, theme),
+            "g2": lookup_figure(f, f.truth_query, theme), "tree": pruning_figure(f, theme),
             "verify": verify_figure(f, theme), "accept": accepted_figure(f, theme)}
     return [Panel(k, TITLES[k], said[k], figs[k]) for k in TITLES]
 
@@ -340,6 +341,10 @@ def logits_figure(f: StepFacts, theme: str = "light") -> go.Figure:
         xs, ys = [f"x_{{i+1}}: {_label(f, s.root, f.ctx)}"] + xs, [s.root_prob] + ys
         colors = [PALETTE["root"]] + colors
     fig = go.Figure(go.Bar(x=xs, y=ys, marker=dict(color=colors), hovertemplate="%{x}<br>p = %{y:.4f}<extra></extra>"))
+    if f.truth_rank is not None:
+        j = [c.rank for c in shown].index(f.truth_rank) + (s.root_prob is not None)
+        fig.add_annotation(x=xs[j], y=math.log10(ys[j]), text="true x_{i+2}", showarrow=True, ay=-30, ax=0,
+                           font=dict(size=MIN_FONT, color=PALETTE["accepted"]), bgcolor=theme_colors(theme)["bg"])
     layout = _small(theme)
     layout["xaxis"].update(tickangle=-45, tickfont=dict(family=MONO_FAMILY, size=MIN_FONT - 2))
     layout["yaxis"].update(type="log", title=dict(text="probability"))
@@ -347,36 +352,36 @@ def logits_figure(f: StepFacts, theme: str = "light") -> go.Figure:
     return pretty(fig)
 
 
-def lookup_figure(f: StepFacts, q: QueryRecord | None, theme: str, color: str) -> go.Figure:
-    """The n-grams a lookup tried, one row each, and where in the context the match and its
-    continuation lie (x = context position)."""
+def lookup_figure(f: StepFacts, q: QueryRecord | None, theme: str = "light") -> go.Figure:
+    """The n-grams a lookup tried, one row each, and where in the context the match (blue) and the
+    tokens that followed it (orange) lie, as in the retrieval panel (x = context position)."""
     if q is None:
         return _message(theme, "no lookup to show for this step")
     if not q.attempts:
         return _message(theme, "nothing to try: the context is too short")
     c = theme_colors(theme)
     seq = query_tail(f.s, q, f.ctx)
-    rows = [f"{a.n}-gram {ngram_text(f.trace, a.ngram, ngram_before(seq, a.ngram))}" for a in q.attempts]
-    rows = [html.escape(truncate(r, 28), quote=False) for r in rows]
-    fig = go.Figure()
-    fig.add_trace(go.Scatter(x=[0, len(f.ctx)] * len(rows), y=[r for r in rows for _ in (0, 1)], mode="lines",
-                             line=dict(color=c["grid"], width=6), hoverinfo="skip"))
+    rows = [html.escape(truncate(f"{a.n}-gram {ngram_text(f.trace, a.ngram, ngram_before(seq, a.ngram))}", 28),
+                        quote=False) for a in q.attempts]
+    n = len(f.ctx)
+    fig = go.Figure(go.Scatter(x=[0, n, None] * len(rows), y=[y for r in rows for y in (r, r, None)], mode="lines",
+                               line=dict(color=c["grid"], width=6), hoverinfo="skip"))
     for a, row in zip(q.attempts, rows):
         if not a.matched:
-            fig.add_annotation(x=len(f.ctx) / 2, y=row, text="✗ no earlier occurrence", showarrow=False,
+            fig.add_annotation(x=n / 2, y=row, text="✗ no earlier occurrence", showarrow=False,
                                font=dict(color=PALETTE["rejected"], size=MIN_FONT), bgcolor=c["bg"])
             continue
         start, end = q.match_pos, q.match_pos + a.n
-        fig.add_trace(go.Scatter(x=[start, end], y=[row, row], mode="lines+markers", line=dict(color=color, width=14),
-                                 hovertemplate=f"matched at {start}<extra></extra>"))
+        fig.add_trace(go.Scatter(x=[start, end], y=[row, row], mode="lines", line=dict(color=PALETTE["g2"], width=14),
+                                 hovertemplate=f"the {a.n}-gram, at context position {start}<extra></extra>"))
         if q.continuation:
             fig.add_trace(go.Scatter(x=[end, end + len(q.continuation)], y=[row, row], mode="lines",
-                                     line=dict(color=PALETTE["accepted"], width=8), hovertemplate=
-                                     f"{len(q.continuation)} tokens followed<extra></extra>"))
-        fig.add_annotation(x=start, y=row, text=f"✓ at {start}", showarrow=True, ay=-26, ax=0,
-                           font=dict(size=MIN_FONT, color=c["text"]), bgcolor=c["bg"])
+                                     line=dict(color=PALETTE["g1"], width=10),
+                                     hovertemplate=f"{len(q.continuation)} tokens followed it<extra></extra>"))
+        fig.add_annotation(x=start, y=row, text=f"✓ at {start}, then {len(q.continuation)} tokens", showarrow=True,
+                           ay=-26, ax=0, font=dict(size=MIN_FONT, color=c["text"]), bgcolor=c["bg"])
     layout = _small(theme)
-    layout["xaxis"].update(range=[-1, len(f.ctx) + 1], title=dict(text="position in the context"))
+    layout["xaxis"].update(range=[-1, n + 1], title=dict(text=f"position in the {n}-token context"))
     layout["yaxis"].update(autorange="reversed", tickfont=dict(family=MONO_FAMILY, size=MIN_FONT - 2))
     fig.update_layout(layout)
     return pretty(fig)
@@ -413,16 +418,17 @@ def verify_figure(f: StepFacts, theme: str = "light") -> go.Figure:
     c = theme_colors(theme)
     g = step_graph(f.trace, f.i)
     g.remove_nodes_from([n for n in list(g) if g.nodes[n]["fate"] == "pruned"])
-    pos = tidy_positions(g)
+    pos = positions_with_bonus(g)
     fig = go.Figure()
     fig.add_trace(edge_trace(g, pos, lambda a, b: not g.edges[a, b]["accepted"], "draft edge", c["edge"], 1))
     fig.add_trace(edge_trace(g, pos, lambda a, b: g.edges[a, b]["accepted"], "accepted", PALETTE["accepted"], 4))
     for tr in node_traces(g, pos, theme, labels=False):
         fig.add_trace(tr)
-    path = g.graph["accepted_path"]
-    if g.graph["bonus"] is not None and path:
-        x, y = pos[path[-1]]
-        fig.add_trace(go.Scatter(x=[x + 1], y=[y], mode="markers+text", text=[html.escape(
+    if BONUS in pos:
+        (xa, ya), (x, y) = pos[g.graph["accepted_path"][-1]], pos[BONUS]
+        fig.add_trace(go.Scatter(x=[xa, xa + ELBOW, xa + ELBOW, x], y=[ya, ya, y, y], mode="lines", hoverinfo="skip",
+                                 line=dict(color=c["outline"], dash="dot", width=1.5)))
+        fig.add_trace(go.Scatter(x=[x], y=[y], mode="markers+text", text=[html.escape(
             truncate(g.graph["bonus_text"], 8), quote=False)], textposition="middle right",
             marker=dict(symbol="star", size=16, color=PALETTE["bonus"], line=dict(color=c["outline"], width=1)),
             hoverinfo="skip"))
@@ -445,7 +451,7 @@ def accepted_figure(f: StepFacts, theme: str = "light") -> go.Figure:
         node = by_id.get(s.accepted_path[j]) if j < len(s.accepted_path) else None
         key = "bonus" if bonus else (node_color_key(node.origin, node.rank) if node is not None else "root")
         x = s.context_len + j
-        shapes.append(dict(type="rect", x0=x - 0.45, x1=x + 0.45, y0=-0.4, y1=0.4, fillcolor=PALETTE[key],
+        shapes.append(dict(type="rect", x0=x - 0.45, x1=x + 0.45, y0=-0.4, y1=0.4, fillcolor=PALETTE[key], layer="below",
                            line=dict(color=c["outline"], width=1.5, dash="dot" if bonus else "solid")))
         xs.append(x)
         labels.append(_label(f, t, f.ctx + toks[:j]))

@@ -20,14 +20,17 @@ from logitspec.trace import QueryRecord, RunTrace, StepRecord
 
 from .data import branch_nodes, context_before, get_step, step_position, tok
 from .style import (
-    MIN_FONT, MONO_FAMILY, PALETTE, base_layout, blend, node_color_key, pretty, theme_colors, truncate, visible,
+    MIN_FONT, MONO_FAMILY, PALETTE, base_layout, blend, node_color_key, pretty, theme_colors, top_legend, truncate,
+    visible,
 )
 from .tree import ORIGIN_WORDS, path_pieces
 
 FATES = ("accepted", "rejected", "pruned")
-SLOT_PX = 24  # vertical pitch of the leaves in the explorer's drawing
+SLOT_PX = 34  # vertical pitch of the leaves in the explorer's drawing (a label above each marker)
 DEPTH_PX = 120  # horizontal pitch of the depth columns
 LABEL_CHARS = 10
+ELBOW = 0.12  # where an edge turns, in depths after its parent
+BONUS = -1  # the bonus token's key where it is laid out beside the tree
 
 
 def origin_label(origin: str, rank: int | None) -> str:
@@ -114,9 +117,10 @@ def drafted_graph(trace: RunTrace, step: int) -> nx.DiGraph:
     return g
 
 
-def tidy_positions(g: nx.DiGraph, root: int = 0) -> dict[int, tuple[float, float]]:
+def tidy_positions(g: nx.DiGraph, root: int = 0, align: str = "centre") -> dict[int, tuple[float, float]]:
     """(depth, slot) per node: leaves on consecutive slots in depth-first order (children by id),
-    each parent centred between its first and last child, so no two subtrees overlap."""
+    so no two subtrees overlap; each parent centred between its first and last child, or level
+    with its first child (align="first": the root stays on top however tall the tree)."""
     pos: dict[int, tuple[float, float]] = {}
     if root not in g:
         return pos
@@ -129,7 +133,8 @@ def tidy_positions(g: nx.DiGraph, root: int = 0) -> dict[int, tuple[float, float
             pos[node] = (g.nodes[node]["depth"], float(slot))
             slot += 1
         elif done:
-            pos[node] = (g.nodes[node]["depth"], (pos[kids[0]][1] + pos[kids[-1]][1]) / 2)
+            first, last = pos[kids[0]][1], pos[kids[-1]][1]
+            pos[node] = (g.nodes[node]["depth"], first if align == "first" else (first + last) / 2)
         else:
             stack.append((node, True))
             stack.extend((k, False) for k in reversed(kids))
@@ -152,8 +157,8 @@ def edge_trace(g: nx.DiGraph, pos: dict, keep: Callable[[int, int], bool], name:
     for a, b in g.edges:
         if keep(a, b) and a in pos and b in pos:
             (xa, ya), (xb, yb) = pos[a], pos[b]
-            # An elbow at half depth: siblings share one vertical stroke, as in a tidy tree.
-            xs += [xa, xa + 0.5, xa + 0.5, xb, None]
+            # Down just after the parent, then across: siblings share one vertical stroke.
+            xs += [xa, xa + ELBOW, xa + ELBOW, xb, None]
             ys += [ya, ya, yb, yb, None]
     return go.Scatter(x=xs or [None], y=ys or [None], mode="lines", name=name, hoverinfo="skip",
                       line=dict(color=color, width=width, dash=dash))
@@ -194,7 +199,7 @@ def node_traces(g: nx.DiGraph, pos: dict, theme: str, labels: bool = True) -> li
         out.append(go.Scatter(
             x=[pos[n][0] for n in ns] or [None], y=[pos[n][1] for n in ns] or [None],
             mode="markers+text" if labels else "markers", name=fate, marker=_marker(fate, colors, c),
-            text=text if labels else None, textposition="middle right",
+            text=text if labels else None, textposition="top center",
             textfont=dict(family=MONO_FAMILY, size=MIN_FONT, color=c["muted"] if fate == "pruned" else c["text"]),
             customdata=[[n, fate, g.nodes[n]["token"]] for n in ns] or None,
             hovertext=[_hover(g, n) for n in ns] or None, hovertemplate="%{hovertext}<extra></extra>",
@@ -207,7 +212,7 @@ def trie_figure(trace: RunTrace, step: int, theme: str = "light") -> go.Figure:
     path bold, the bonus token after it."""
     c = theme_colors(theme)
     g = step_graph(trace, step)
-    pos = tidy_positions(g)
+    pos = positions_with_bonus(g, "first")
     fig = go.Figure()
     fates = nx.get_node_attributes(g, "fate")
     fig.add_trace(edge_trace(g, pos, lambda a, b: fates[b] == "pruned", "edge to a pruned token", c["edge"], 1.2, "dot"))
@@ -216,16 +221,30 @@ def trie_figure(trace: RunTrace, step: int, theme: str = "light") -> go.Figure:
     for tr in node_traces(g, pos, theme):
         fig.add_trace(tr)
     path = g.graph["accepted_path"]
-    if g.graph["bonus"] is not None and path:
-        x, y = pos[path[-1]]
-        fig.add_trace(go.Scatter(x=[x, x + 1], y=[y, y], mode="lines", line=dict(color=c["outline"], dash="dot", width=2),
-                                 hoverinfo="skip", showlegend=False))
+    if BONUS in pos:
+        (xa, ya), (x, y) = pos[path[-1]], pos[BONUS]
+        fig.add_trace(go.Scatter(x=[xa, xa + ELBOW, xa + ELBOW, x], y=[ya, ya, y, y], mode="lines", hoverinfo="skip",
+                                 line=dict(color=c["outline"], dash="dot", width=2), showlegend=False))
         fig.add_trace(go.Scatter(
-            x=[x + 1], y=[y], mode="markers+text", name="bonus: the model's next token",
+            x=[x], y=[y], mode="markers+text", name="bonus: the model's next token",
             marker=dict(symbol="star", size=20, color=PALETTE["bonus"], line=dict(color=c["outline"], width=1.5)),
-            text=[html.escape(truncate(g.graph["bonus_text"], LABEL_CHARS), quote=False)], textposition="middle right",
+            text=[html.escape(truncate(g.graph["bonus_text"], LABEL_CHARS), quote=False)], textposition="top center",
             textfont=dict(family=MONO_FAMILY, size=MIN_FONT, color=c["text"]), hoverinfo="skip"))
     return _trie_layout(fig, trace, step, g, pos, theme)
+
+
+def positions_with_bonus(g: nx.DiGraph, align: str = "centre") -> dict:
+    """`tidy_positions` with the bonus token (key BONUS) laid out as the last accepted node's last
+    child, so it never lands on a drafted token."""
+    path = g.graph["accepted_path"]
+    if g.graph["bonus"] is None or not path:
+        return tidy_positions(g, align=align)
+    h, last = g.copy(), max(g) + 1  # a key after every node's: laid out as the last child
+    h.add_node(last, depth=g.nodes[path[-1]]["depth"] + 1)
+    h.add_edge(path[-1], last)
+    pos = tidy_positions(h, align=align)
+    pos[BONUS] = pos.pop(last)
+    return pos
 
 
 def _trie_layout(fig: go.Figure, trace: RunTrace, step: int, g: nx.DiGraph, pos: dict, theme: str) -> go.Figure:
@@ -239,14 +258,14 @@ def _trie_layout(fig: go.Figure, trace: RunTrace, step: int, g: nx.DiGraph, pos:
              f"{fates.count('accepted')} accepted (root included)")
     sub = (f"{len(fates)} nodes · {shared} shared by several lookups · {fates.count('pruned')} pruned, hollow · "
            "colour = origin, as in the lanes")
-    height = int(max(360, slots * SLOT_PX + 190))
+    height = int(max(400, slots * SLOT_PX + 230))
     layout = base_layout(theme, title, height=height, width=int(max(700, depth * DEPTH_PX + 160)),
-                         margin=dict(l=40, r=40, t=150, b=40), hovermode="closest", dragmode="pan", showlegend=True)
+                         margin=dict(l=40, r=40, t=200, b=30), hovermode="closest", dragmode="pan", showlegend=True)
     layout["title"]["subtitle"] = dict(text=sub, font=dict(size=MIN_FONT + 1, color=c["muted"]))
-    layout["legend"].update(orientation="h", x=0, y=1.0, yanchor="bottom", xanchor="left")
+    top_legend(layout, theme, y_px=64)  # above the depth axis's title and ticks
     layout["xaxis"].update(range=[-0.5, depth], title=dict(text="depth (position id = context + depth)"),
                            side="top", dtick=1, showgrid=False, zeroline=False)
-    layout["yaxis"].update(range=[slots - 0.5, -0.5], visible=False)
+    layout["yaxis"].update(range=[slots - 0.4, -0.8], visible=False)
     layout["meta"] = dict(step=i, nodes=len(fates), shared=shared)
     fig.update_layout(layout)
     return pretty(fig)

@@ -58,9 +58,13 @@ def _check_sentences(t: RunTrace, i: int) -> None:
     # 1 · the logits: the root's probability, and where the true next-next token ranked.
     truth = s.tokens[1] if len(s.tokens) > 1 else s.bonus
     rank = next((c.rank for c in s.candidates if c.token == truth), None)
-    assert f"{s.root_prob:.3f}" in said["logits"][0] and f"step {i}" in said["logits"][0]
+    assert f"(probability {s.root_prob:.3g})" in said["logits"][0] and f"step {i}" in said["logits"][0]
     assert f"The {len(s.candidates)} most likely other tokens" in said["logits"][1]
-    assert (f"was guess {rank} " in said["logits"][1]) if rank else ("was not among them" in said["logits"][1])
+    if rank:
+        prob = next(c.prob for c in s.candidates if c.rank == rank)
+        assert f"was guess {rank} (probability {prob:.3g})" in said["logits"][1]
+    else:
+        assert "was not among them" in said["logits"][1]
     # 2 · g1: where it matched, or that nothing matched in a context of this length.
     g1 = next(q for q in s.queries if q.kind == "g1")
     if g1.matched_n:

@@ -1,0 +1,209 @@
+"""For teachers and researchers, in a real browser: deep links open a recorded run at a step
+and tab, the keyboard steps the explorer, the verified trie downloads as node-link JSON, and
+the Explain tab walks through the visitor's own fresh run.
+
+Screenshots go to artifacts/browser/ (explain.png, trie.png).
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from helpers.browser import MODEL_WAIT_MS, fresh_page, set_max_new, shot, text_of, tree_data
+from logitspec.trace import RunTrace
+
+SHORT_RACE = 24  # new tokens: enough for a few steps, quick on two busy cores
+
+
+def _open(browser, app_url, query: str):
+    page = fresh_page(browser, app_url.rstrip("/") + "/?" + query)
+    page.wait_for_selector("#tree-plot .js-plotly-plot", state="attached", timeout=60_000)  # hidden on other tabs
+    return page
+
+
+def _wait_step(page, n: int, timeout: int = 30_000) -> None:
+    page.wait_for_function("(n) => (document.querySelector('#step-label')?.innerText || '')"
+                           ".startsWith('Step ' + n + ' (')", arg=n, timeout=timeout)
+
+
+def _selected_tab(page) -> str:
+    return page.evaluate("() => (document.querySelector('#tabs [role=tab][aria-selected=true]')?.innerText"
+                         " || '').trim()")
+
+
+def _step_label(page) -> str:
+    return text_of(page, "#step-label")
+
+
+@pytest.mark.browser
+def test_a_deep_link_opens_the_run_step_and_tab(browser, app_url):
+    page = _open(browser, app_url, "trace=coding-122&step=5&tab=explorer")
+    _wait_step(page, 5)
+    assert _step_label(page).startswith("Step 5 (steps 0–39)"), _step_label(page)
+    assert "coding-122.json" in text_of(page, "#status"), text_of(page, "#status")
+    assert _selected_tab(page) == "Step explorer"
+    page.context.close()
+
+    page = _open(browser, app_url, "trace=translation-161.json&step=5&tab=explain")
+    page.wait_for_function("() => /Step 5 of 0–21/.test(document.querySelector('#explain-head')?.innerText || '')",
+                           timeout=60_000)
+    assert _selected_tab(page) == "Explain"
+    head = text_of(page, "#explain-head")
+    assert "translation-161.json" in head and "the step the link named" in head, head
+    page.context.close()
+
+    # Bad values: one line says what was wrong, and the page works as without a link.
+    page = _open(browser, app_url, "trace=../../etc/passwd&step=x7&tab=nope")
+    status = text_of(page, "#status")
+    assert status.startswith("This link:") and "no recorded run is called" in status, status
+    assert "step must be a whole number" in status and "there is no tab" in status, status
+    assert _step_label(page).startswith("Step 0 ("), _step_label(page)
+    page.locator("#next").click()
+    _wait_step(page, 1)
+    page.context.close()
+
+    page = _open(browser, app_url, "trace=coding-122&step=999")
+    status = text_of(page, "#status")
+    assert "step 999 is past this run's last step, 39" in status, status
+    assert _step_label(page).startswith("Step 0 (steps 0–39)")
+    page.context.close()
+
+
+@pytest.mark.browser
+def test_the_keyboard_steps_the_explorer(browser, app_url):
+    page = _open(browser, app_url, "trace=coding-122&step=7")
+    _wait_step(page, 7)
+    page.locator("#step-label").click()  # focus on the page, not on a box
+    page.keyboard.press("ArrowRight")
+    _wait_step(page, 8)
+    page.keyboard.press("ArrowLeft")
+    _wait_step(page, 7)
+
+    # Typing in a text box is left alone.
+    page.locator("#prompt textarea").click()
+    page.keyboard.type("ab")
+    page.keyboard.press("ArrowRight")
+    page.wait_for_timeout(1500)
+    assert _step_label(page).startswith("Step 7 ("), _step_label(page)
+
+    # The slider's own arrow keys move the view, not just the handle.
+    before = tree_data(page)
+    page.locator("#step-slider input[type=range]").focus()
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    _wait_step(page, 9)
+    page.wait_for_function("(b) => { const el = document.querySelector('#tree-plot .js-plotly-plot');"
+                           " return el && el.data && JSON.stringify(el.data.map(t => [t.x, t.y, t.text, "
+                           "t.hovertext])) !== b; }", arg=before, timeout=30_000)
+    # The step box moves the view when a number is typed and Enter pressed.
+    box = page.locator("#step-slider input[type=number]")
+    box.fill("12")
+    box.press("Enter")
+    _wait_step(page, 12)
+
+    # Space plays and pauses (from the page, not a text box).
+    page.locator("#step-label").click()
+    page.keyboard.press("Space")
+    page.wait_for_function("() => (document.querySelector('#play')?.innerText || '').includes('Pause')",
+                           timeout=10_000)
+    _wait_step(page, 13, timeout=90_000)  # a tick redraws a step: seconds on a busy machine
+    page.keyboard.press("Space")
+    page.wait_for_function("() => (document.querySelector('#play')?.innerText || '').includes('Play')",
+                           timeout=10_000)
+    page.context.close()
+
+
+@pytest.mark.browser
+def test_the_trie_view_and_its_node_link_export(browser, app_url):
+    page = _open(browser, app_url, "trace=summarization-242&step=9")
+    _wait_step(page, 9)
+    assert not page.locator("#trie-download").is_visible()
+    page.locator("#tree-view").get_by_label("trie").check()
+    page.wait_for_function("() => { const el = document.querySelector('#tree-plot .js-plotly-plot');"
+                           " return el && el.layout && el.layout.meta && el.layout.meta.shared !== undefined; }",
+                           timeout=30_000)
+    meta = page.evaluate("() => document.querySelector('#tree-plot .js-plotly-plot').layout.meta")
+    assert meta["step"] == 9 and meta["shared"] > 0, meta
+    shot(page, "trie", "#tree-plot", height=900)
+
+    button = page.locator("#trie-download")
+    button.wait_for(state="visible", timeout=10_000)
+    with page.expect_download(timeout=30_000) as info:
+        button.click()
+    data = json.loads(Path(info.value.path()).read_text(encoding="utf-8"))
+    assert len(data["nodes"]) == meta["nodes"] and len(data["links"]) == meta["nodes"] - 1
+    assert data["graph"]["step"] == 9 and data["directed"] is True
+    fates = {n["fate"] for n in data["nodes"]}
+    assert "accepted" in fates and fates <= {"accepted", "rejected", "pruned"}
+    assert sum(len(n["sources"]) > 1 for n in data["nodes"]) == meta["shared"]
+
+    # Next keeps the trie and its download on the new step; the lanes hide the download.
+    page.locator("#next").click()
+    _wait_step(page, 10)
+    page.wait_for_function("() => document.querySelector('#tree-plot .js-plotly-plot').layout.meta.step === 10"
+                           " && document.querySelector('#tree-plot .js-plotly-plot').layout.meta.shared !== undefined",
+                           timeout=30_000)
+    page.locator("#tree-view").get_by_label("lanes").check()
+    button.wait_for(state="hidden", timeout=10_000)
+    page.context.close()
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_explain_walks_through_the_visitors_fresh_run(browser, app_url):
+    from playwright.sync_api import expect
+
+    page = fresh_page(browser, app_url)
+    page.wait_for_selector("#tree-plot .js-plotly-plot", timeout=60_000)
+    page.get_by_role("button", name="Code").first.click()
+    expect(page.locator("#prompt textarea")).to_have_value(re.compile("Fibonacci"), timeout=10_000)
+    set_max_new(page, SHORT_RACE)
+    page.locator("#run").click()
+    page.wait_for_function("() => (document.querySelector('#status')?.innerText || '').startsWith('Done')",
+                           timeout=MODEL_WAIT_MS)
+
+    page.get_by_role("tab", name="Traces").click()
+    with page.expect_download(timeout=30_000) as info:
+        page.locator("#download").click()
+    trace = RunTrace.from_json(Path(info.value.path()).read_text(encoding="utf-8"))
+    assert len(trace.tokens) == SHORT_RACE
+
+    page.get_by_role("tab", name="Explain").click()
+    page.wait_for_function("() => /your last run/.test(document.querySelector('#explain-head')?.innerText || '')",
+                           timeout=60_000)
+    head = text_of(page, "#explain-head")
+    assert f"{SHORT_RACE} tokens in {len(trace.steps)} steps" in head, head
+    step = int(re.search(r"Step (\d+) of", head).group(1))
+    assert re.search(r"picked by the rule|no step met the rule", head), head
+    _check_panels(page, trace, step)
+    shot(page, "explain", "#explain-head", height=1400)
+
+    page.locator("#explain-head").click()
+    page.keyboard.press("ArrowRight" if step + 1 < len(trace.steps) else "ArrowLeft")
+    other = step + 1 if step + 1 < len(trace.steps) else step - 1
+    page.wait_for_function("(n) => (document.querySelector('#explain-head')?.innerText || '').includes("
+                           "'Step ' + n + ' of')", arg=other, timeout=30_000)
+    _check_panels(page, trace, other)
+    page.context.close()
+
+
+def _check_panels(page, trace: RunTrace, step: int) -> None:
+    """Six panels, each a drawn figure and the two sentences computed from the downloaded trace."""
+    from visual.explain import sentences
+    from visual.style import sub_x
+
+    want = sentences(trace, step)
+    for key, pair in want.items():
+        # Drawn (a panel with nothing to show draws a note, with no traces).
+        page.wait_for_function("(s) => { const el = document.querySelector(s + ' .js-plotly-plot');"
+                               " return !!(el && el.layout && el.querySelector('.main-svg')); }",
+                               arg=f"#explain-{key}-plot", timeout=30_000)
+        shown = page.evaluate("(s) => Array.from(document.querySelectorAll(s + ' p')).map(p => p.innerText.trim())",
+                              f"#explain-{key}-text")
+        assert len(shown) == 2, (key, shown)
+        for got, sentence in zip(shown, pair):
+            plain = re.sub(r"<sub>(.*?)</sub>", r"\1", sub_x(sentence))
+            assert got == plain, (key, got, plain)

@@ -71,11 +71,16 @@ def cost_curve_figure(report: dict):
     return fig
 
 
+def _baseline(report: dict) -> str:
+    t = report.get("settings", {}).get("decode", {}).get("temperature", 0)
+    return f"sampling at temperature {t:g}" if t else "greedy decoding"
+
+
 def write_plots(report: dict, out: Path) -> list[Path]:
     """Write each figure as standalone HTML (plotly.js embedded) and as PNG when chromium is there."""
     out.mkdir(parents=True, exist_ok=True)
     figs = {
-        "speedup": _bars(report, "speedup_vs_vanilla", "Speed-up over vanilla greedy decoding", "× vanilla tokens/s"),
+        "speedup": _bars(report, "speedup_vs_vanilla", f"Speed-up over vanilla {_baseline(report)}", "× vanilla tokens/s"),
         "accepted": _bars(report, "mean_accepted_tokens", "Mean tokens accepted per forward pass", "tokens / pass"),
     }
     if report.get("cost_curves"):

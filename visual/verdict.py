@@ -67,10 +67,18 @@ def verdict_text(res: RaceResult, stop_reason: str | None = None, lane: str = "l
                 else "output identical to vanilla, token for token")
     else:
         same = f"output DIFFERENT from vanilla from token {diff} on"
-    speed = f"LogitSpec <b>{sp:.2f}×</b> the tokens/s of vanilla greedy decoding"
+    speed = f"LogitSpec <b>{sp:.2f}×</b> the tokens/s of {_vanilla_words(res)}"
     text = f"{head}{scope} {speed}; {same}.".strip()
     why = shortfall(res, lane)
     return f"{text} {why}" if why else text
+
+
+def _vanilla_words(res: RaceResult) -> str:
+    """What the baseline lane did: greedy decoding, or sampling with the race's seed."""
+    settings = res.traces["vanilla"].settings if "vanilla" in res.traces else {}
+    if settings.get("temperature"):
+        return f"vanilla sampling with the same seed ({settings.get('seed', 0)})"
+    return "vanilla greedy decoding"
 
 
 def counters_html(traces: dict[str, RunTrace], running: bool, note: str = "",

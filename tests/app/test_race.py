@@ -185,3 +185,15 @@ def test_a_slower_logitspec_is_explained_in_one_sentence(summ):
     assert "one token" in why and why.count(".") == 1
     faster = result_of({"vanilla": _as(ls, "vanilla"), "logitspec": summ})
     assert faster.speedups["logitspec"] > 1.0 and shortfall(faster) == ""
+
+
+def test_a_sampled_race_is_compared_with_vanilla_sampling_not_greedy_decoding(summ):
+    from visual.verdict import verdict_text
+
+    greedy = result_of({"vanilla": _as(summ, "vanilla"), "logitspec": summ})
+    assert "vanilla greedy decoding" in verdict_text(greedy)
+    sampled = {name: _as(summ, name) for name in ("vanilla", "logitspec")}
+    for t in sampled.values():
+        t.settings = {**t.settings, "temperature": 0.7, "seed": 7}
+    text = verdict_text(result_of(sampled))
+    assert "greedy" not in text and "vanilla sampling with the same seed (7)" in text

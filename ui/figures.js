@@ -1,0 +1,122 @@
+() => {
+  // Figures drawn for the app (visual/fit.py) fill their container's width; here their token
+  // labels and tick labels are cut to the width the browser gives them (the rules of
+  // visual.tree.label_chars and visual.fit.thin_ticks), a click on a tree box shows its whole
+  // token beside the tree, and the download buttons export each figure's 16:9 slide with the
+  // Plotly.js Gradio loaded (window.Plotly). No network is needed.
+  const SLIDE = __SLIDE__;
+  const hooked = new WeakSet();
+
+  const esc = (t) => t.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+  const cut = (t, n) => {
+    const chars = Array.from(t);
+    return chars.length <= n ? t : (n > 1 ? chars.slice(0, n - 1).join("") + "…" : "…");
+  };
+  const pxPerUnit = (ax) => ax._length / Math.abs(ax.range[1] - ax.range[0]);
+  const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+
+  function labelText(gd, spec) {
+    const lay = gd._fullLayout;
+    const fits = pxPerUnit(lay.yaxis) >= spec.min_lane_px;
+    const n = fits ? Math.floor((pxPerUnit(lay.xaxis) * spec.box - spec.pad) / spec.char_px) : 0;
+    return spec.full.map((t) => (n >= 2 ? esc(cut(t, n)) : ""));
+  }
+
+  function thin(vals, unitPx, minPx, keep) {
+    const step = Math.max(1, Math.ceil(minPx / Math.max(unitPx, 1e-9)));
+    const chosen = keep.filter((k) => vals.includes(k));
+    for (const v of vals) {
+      if ((v - vals[0]) % step === 0 && chosen.every((k) => Math.abs(v - k) >= step)) chosen.push(v);
+    }
+    return new Set(chosen);
+  }
+
+  // A tree too deep for readable labels at this width shows its first columns, a slider under it for the rest.
+  function windowed(gd, w) {
+    if (gd._windowed) return false;
+    gd._windowed = true;
+    const cols = Math.max(2, Math.floor(gd._fullLayout.xaxis._length / w.col_px));
+    if (cols >= w.range[1] - w.range[0]) return false;
+    window.Plotly.relayout(gd, {"xaxis.range": [w.range[0], w.range[0] + cols],
+                                "xaxis.rangeslider": {visible: true, range: w.range, thickness: 0.08},
+                                "height": gd._fullLayout.height + w.slider_px});
+    return true;
+  }
+
+  function fit(gd) {
+    const spec = gd.layout && gd.layout.meta && gd.layout.meta.fit;
+    if (!spec || !gd._fullLayout || !gd._fullLayout.xaxis || !gd.offsetWidth) return;
+    if (spec.window && windowed(gd, spec.window)) return;  // fit() runs again once it is drawn
+    if (spec.labels) {
+      const text = labelText(gd, spec.labels);
+      if (!same(text, gd.data[spec.labels.trace].text)) window.Plotly.restyle(gd, {text: [text]}, [spec.labels.trace]);
+    }
+    if (spec.ticks) {
+      const t = spec.ticks;
+      const shown = thin(t.vals, pxPerUnit(gd._fullLayout[t.axis]), t.min_px, t.keep);
+      const vals = t.vals.filter((v) => shown.has(v));
+      const text = t.text.filter((_, i) => shown.has(t.vals[i]));
+      if (!same(vals, gd.layout[t.axis].tickvals)) {
+        window.Plotly.relayout(gd, {[t.axis + ".tickvals"]: vals, [t.axis + ".ticktext"]: text});
+      }
+    }
+  }
+
+  function showNode(gd, ev) {
+    const panel = document.getElementById("tree-node");
+    const point = ev && ev.points && ev.points.find((p) => p.data && p.data.hovertext);
+    if (!panel || !point || !gd.closest("#tree-plot")) return;
+    panel.innerHTML = point.data.hovertext[point.pointNumber];  // drawn by visual.tree, tokens escaped
+  }
+
+  function hook(gd) {
+    if (hooked.has(gd) || typeof gd.on !== "function") return;
+    hooked.add(gd);
+    gd.on("plotly_afterplot", () => fit(gd));
+    gd.on("plotly_click", (ev) => showNode(gd, ev));
+    // A plot drawn in a hidden tab, or in a container that changed width, is laid out again.
+    new ResizeObserver(() => {
+      if (gd._fullLayout && gd.offsetWidth && Math.abs(gd._fullLayout.width - gd.offsetWidth) > 1 && !gd.layout.width) {
+        window.Plotly.Plots.resize(gd);
+      }
+    }).observe(gd);
+    setTimeout(() => fit(gd), 0);
+  }
+
+  let queued = false;
+  new MutationObserver(() => {
+    if (queued) return;
+    queued = true;
+    requestAnimationFrame(() => {
+      queued = false;
+      document.querySelectorAll(".js-plotly-plot").forEach(hook);
+    });
+  }).observe(document.body, {childList: true, subtree: true});
+
+  function slideOf(gd) {
+    const patch = gd.layout.meta.slide;
+    const apply = (obj, changes) => {
+      const out = Object.assign({}, obj);
+      for (const [k, v] of Object.entries(changes || {})) {
+        if (v === null) delete out[k]; else out[k] = v;
+      }
+      return out;
+    };
+    const layout = apply(gd.layout, patch.layout);
+    layout.meta = {};  // nothing left for fit() to re-cut: the slide's labels are its own
+    return {data: gd.data.map((t, i) => apply(t, patch.data[i])), layout: layout, config: {}};
+  }
+
+  window.logitspecFigures = {
+    slideOf: slideOf,
+    download(elemId, format) {
+      const gd = document.querySelector("#" + elemId + " .js-plotly-plot");
+      if (!gd || !gd.layout || !window.Plotly) return null;
+      const meta = gd.layout.meta || {};
+      const name = "logitspec-" + elemId + (meta.step === undefined ? "" : "-step" + meta.step);
+      // A figure without a slide of its own (the trie) is laid out at the slide's size as it is.
+      return window.Plotly.downloadImage(meta.slide ? slideOf(gd) : gd, {format: format, width: SLIDE.width,
+                                         height: SLIDE.height, scale: SLIDE.scale, filename: name});
+    },
+  };
+}

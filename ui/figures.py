@@ -1,0 +1,105 @@
+"""The app's figure containers: each figure's caption (its title and subtitle in HTML, which
+wraps at any width), the plot filling its container, and two buttons that download it as a
+16:9 slide, PNG or SVG, drawn in the browser by Plotly from the figure's own slide layout
+(visual/fit.py; figures.js does the browser's part). The draft tree has its key, its
+compact switch and the clicked box's whole token beside it.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import gradio as gr
+
+from logitspec.trace import RunTrace
+from visual.fit import SLIDE_H, SLIDE_SCALE, SLIDE_W, caption_html
+from visual.tree import tree_key_html
+
+NODE_HINT = "Click or tap a box in the tree: its whole token and where it came from show here."
+
+FIGURES_JS = (Path(__file__).with_name("figures.js").read_text(encoding="utf-8")
+              .replace("__SLIDE__", json.dumps({"width": SLIDE_W, "height": SLIDE_H, "scale": SLIDE_SCALE})))
+
+FIGURES_CSS = """
+.fig-caption .fig-title { font-size: 1.1rem; font-weight: 600; margin: 0 0 .15rem; }
+.fig-caption .fig-sub { font-size: .92rem; opacity: .8; margin: 0; }
+.fig-caption { overflow-wrap: anywhere; }
+.fig-downloads { justify-content: flex-end; gap: .4rem; flex-wrap: wrap; }
+.fig-downloads button { flex: 0 0 auto; }
+#tree-side { position: sticky; top: .5rem; align-self: flex-start; }
+.tree-key { list-style: none; padding: 0; margin: .25rem 0; font-size: .88rem; }
+.tree-key li { display: flex; align-items: center; gap: .5rem; margin: .2rem 0; }
+.key-box { display: inline-block; width: 16px; height: 16px; flex: none; box-sizing: border-box; }
+.key-line { display: inline-block; width: 26px; height: 0; flex: none; }
+.tree-node { font-family: 'DejaVu Sans Mono', monospace; font-size: .85rem; overflow-wrap: anywhere;
+             border: 1px solid var(--border-color-primary); border-radius: 6px; padding: .4rem .6rem; }
+@media (max-width: 640px) { #tree-side { position: static; } }
+"""
+
+
+@dataclass
+class FigureSlot:
+    """A figure's caption and plot, as the handlers fill them."""
+
+    caption: gr.HTML
+    plot: gr.Plot
+
+    @property
+    def outputs(self) -> list:
+        return [self.caption, self.plot]
+
+    def fill(self, fig) -> dict:
+        """The figure, and its caption when it was drawn for the app (visual.fit.for_app)."""
+        return {self.caption: caption_html(fig), self.plot: fig}
+
+
+@dataclass
+class TreeSlot(FigureSlot):
+    """The draft tree, with its side panel: the compact switch, the clicked box, the key."""
+
+    side: gr.HTML = None
+    compact: gr.Checkbox = None
+
+    @property
+    def outputs(self) -> list:
+        return [self.caption, self.plot, self.side]
+
+    def fill_tree(self, fig, trace: RunTrace) -> dict:
+        return {**self.fill(fig), self.side: side_html(trace)}
+
+
+def side_html(trace: RunTrace) -> str:
+    """Beside the tree: the clicked box's details (filled in the browser) and the tree's key."""
+    return (f'<div id="tree-node" class="tree-node" aria-live="polite">{NODE_HINT}</div>'
+            f"{tree_key_html(trace)}")
+
+
+def download_buttons(elem_id: str) -> None:
+    """16:9 PNG and SVG downloads of the figure in `elem_id`, run in the browser alone."""
+    with gr.Row(elem_classes=["fig-downloads"]):
+        for fmt in ("png", "svg"):
+            btn = gr.Button(f"⤓ 16:9 {fmt.upper()}", size="sm", variant="secondary", scale=0, min_width=100,
+                            elem_id=f"{elem_id}-{fmt}")
+            btn.click(None, None, None, js=f"() => {{ window.logitspecFigures.download('{elem_id}', '{fmt}'); }}")
+
+
+def figure_slot(elem_id: str, label: str, **column) -> FigureSlot:
+    """A caption, its slide downloads and the plot, in a column of their own."""
+    with gr.Column(elem_classes=["fig-slot"], **column):
+        caption = gr.HTML(elem_id=f"{elem_id}-caption", elem_classes=["fig-caption-box"])
+        download_buttons(elem_id)
+        plot = gr.Plot(show_label=False, label=label, elem_id=elem_id)
+    return FigureSlot(caption, plot)
+
+
+def tree_slot() -> TreeSlot:
+    """The tree's slot, its side panel beside it (under it on a narrow screen)."""
+    with gr.Row(elem_id="tree-row"):
+        slot = figure_slot("tree-plot", "Draft tree", scale=4, min_width=320)
+        with gr.Column(scale=1, min_width=240, elem_id="tree-side"):
+            compact = gr.Checkbox(value=True, label="Only branches with a verified token",
+                                  info="off: every lane of the run, fixed from step to step",
+                                  elem_id="tree-compact")
+            side = gr.HTML(elem_id="tree-side-panel")
+    return TreeSlot(slot.caption, slot.plot, side, compact)

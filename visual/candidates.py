@@ -103,7 +103,7 @@ def _bars(groups: dict[str, Group], c: dict[str, str]) -> list[go.Bar]:
         g = groups[key]
         nomatch = g.n is None
         out.append(go.Bar(
-            x=g.x, y=g.y, name=key, text=g.text, textposition="outside", cliponaxis=False,
+            x=g.x, y=g.y, width=0.8, name=key, text=g.text, textposition="outside", cliponaxis=False,
             textfont=dict(size=MIN_FONT, color=c["text"]), hovertext=g.hover,
             hovertemplate="%{hovertext}<extra></extra>",
             marker=dict(color=g.color, line=dict(color=PALETTE["g2"] if not nomatch else c["muted"], width=1.5),

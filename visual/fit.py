@@ -174,15 +174,16 @@ def frame(layout: dict[str, Any], mode: str, title: str, subtitle: str, names: S
     """Title, legend and margins of a figure drawn for `mode`; returns its plot's width (an
     estimate in the app, where the browser decides).
 
-    app: no title (the page shows it in HTML), the legend in rows above the plot (Plotly
-    wraps it to the width and grows the top margin for it). page and slide: `size`, the
+    app: no title (the page shows it in HTML), the legend in rows on top (Plotly wraps it to
+    the figure's width and moves the plot down under it). page and slide: `size`, the
     title wrapped to it on top, the legend beside the plot, so neither can cover the other.
     """
     font = layout.get("font", {}).get("size", 16)
     if mode == "app":
         layout.update(title=dict(text=""), showlegend=bool(names), margin=dict(l=left, r=10, t=10, b=bottom))
-        layout["legend"] = dict(orientation="h", x=0, xanchor="left", y=1, yanchor="bottom", yref="paper",
-                                font=dict(size=font - 2, color=colors["text"]), bgcolor="rgba(0,0,0,0)")
+        # Anchored to the figure, not the plot: the rows use the whole width and push the plot down.
+        layout["legend"] = dict(orientation="h", xref="container", x=0, xanchor="left", yref="container", y=1,
+                                yanchor="top", font=dict(size=font - 2, color=colors["text"]), bgcolor="rgba(0,0,0,0)")
         return APP_PLOT_W
     width, height = size
     title_size = layout["title"]["font"]["size"]

@@ -107,7 +107,7 @@ def _draw_topk(trace: RunTrace, theme: str, K: int | None, mode: str) -> go.Figu
     paper = f"paper: over {100 * vp:.0f}% within the top {kp}"
     layout = base_layout(theme, words[0], height=_size("topk", mode)[1], hovermode="x")
     frame(layout, mode, *words, ["this run", paper] if curve else [], c, _size("topk", mode))
-    layout["xaxis"].update(title=dict(text="k: candidates from the logits"), rangemode="tozero")
+    layout["xaxis"].update(title=dict(text="k (candidates taken)"), rangemode="tozero")
     layout["yaxis"].update(title=dict(text="Steps with x_{i+2} in the top k (%)"), range=[0, 105])
     fig = go.Figure(layout=layout)
     if not curve:
@@ -179,7 +179,7 @@ def _lookup_bars(fig: go.Figure, outs: list[str], c: dict[str, str], mode: str) 
             fig.add_annotation(x=100 * ref, y=label, text=ref_text, showarrow=False, xanchor="right",
                                yanchor="bottom", yshift=30, font=dict(size=MIN_FONT, color=c["text"]),
                                xref="x", yref="y")
-    fig.update_xaxes(range=[0, 105], title_text="Steps where a lookup matched (%)", row=1, col=1)
+    fig.update_xaxes(range=[0, 105], title_text="Steps with a match (%)", row=1, col=1)
     fig.update_yaxes(showgrid=False, row=1, col=1)
 
 
@@ -197,14 +197,14 @@ def _outcome_strip(fig: go.Figure, trace: RunTrace, outs: list[str], c: dict[str
                         line=dict(color=c["bg"], width=1)),
             hovertemplate=f"step %{{x}}: {o}<extra></extra>",
         ), row=2, col=1)
-    fig.update_xaxes(title_text="Step (every step's outcome)", row=2, col=1, range=[0, len(trace.steps) + 1])
+    fig.update_xaxes(title_text="Step", row=2, col=1, range=[0, len(trace.steps) + 1])
     fig.update_yaxes(visible=False, range=[-1, 1], row=2, col=1)
 
 
 def _retrieval_words(trace: RunTrace) -> tuple[str, str]:
     n = len(retrieval_outcomes(trace))
     return ("Does retrieval find a continuation?",
-            f"{n} forward steps of this run; the vertical marks are the paper's numbers")
+            f"{n} forward steps of this run; the vertical marks are the paper's numbers; below, each step's outcome")
 
 
 def _draw_retrieval(trace: RunTrace, theme: str, mode: str) -> go.Figure:
@@ -249,7 +249,7 @@ def _draw_accepted(trace: RunTrace, theme: str, mode: str) -> go.Figure:
     mean_name = f"mean {mean:.2f} tokens per pass"
     layout = base_layout(theme, words[0], height=_size("accepted", mode)[1], bargap=0.15)
     frame(layout, mode, *words, [mean_name] if steps else [], c, _size("accepted", mode))
-    layout["xaxis"].update(title=dict(text="Tokens committed by one pass"), dtick=1)
+    layout["xaxis"].update(title=dict(text="Tokens per pass"), dtick=1)
     layout["yaxis"].update(title=dict(text="Forward passes"))
     fig = go.Figure(layout=layout)
     if not steps:

@@ -82,7 +82,7 @@ def _lines(fig: go.Figure, lanes: dict[str, RunTrace], ends: list[LaneEnd], mode
     for (name, tr), end in zip(lanes.items(), ends):
         xs, ys = race_points(tr)
         done = is_finished(tr)
-        legend_name = end.label.replace("<br>", " · ") if mode == "app" else html.escape(name, quote=False)
+        legend_name = end.label if mode == "app" else html.escape(name, quote=False)
         fig.add_trace(go.Scatter(
             x=xs, y=ys, mode="lines", name=legend_name, line=dict(color=end.color, width=4,
                                                                   dash="solid" if done else "dot"),
@@ -132,7 +132,7 @@ def _draw(lanes: dict[str, RunTrace], theme: str, stopped: bool, mode: str, size
         layout.update(margin=dict(layout["margin"], r=END_LABELS_PX), showlegend=False)
     ymax = max((e.tokens for e in ends), default=1) or 1
     xmax = max((e.seconds for e in ends), default=1.0) or 1.0
-    layout["xaxis"].update(title=dict(text="Compute time (s, prefill + steps)"), range=[0, xmax * 1.04])
+    layout["xaxis"].update(title=dict(text="Compute time (s)"), range=[0, xmax * 1.04])
     layout["yaxis"].update(title=dict(text="Tokens generated"), range=[0, ymax * 1.08])
     fig = go.Figure(layout=layout)
     _lines(fig, lanes, ends, mode)

@@ -66,8 +66,11 @@ MARGIN = dict(l=150, r=30, t=215, b=30)  # t grows with the legend's rows
 MIN_PLOT_W = 840
 MIN_COLS = 8
 MIN_COLS_COMPACT = 6
+READ_CHARS = 5  # an app tree shows as many depth columns as hold this many characters, the rest by its slider
 APP_PLOT_W = 1000  # the plot width an app figure's labels are first cut for; the browser re-cuts them
 APP_MARGIN = dict(l=10, r=10, t=66, b=10)  # the lane names widen l by themselves (automargin)
+READ_COL_PX = (READ_CHARS * LABEL_FONT * MONO_CHAR_EM + LABEL_PAD_PX) / BOX_W  # a column whose box holds READ_CHARS
+SLIDER_PX = 44  # the range slider under an app tree too deep to show whole
 APP_LANES_PX = 720  # a compact tree's lanes share about a screen's height ...
 APP_MIN_LANE_PX = 11  # ... down to this pitch
 AXIS_TOP_PX = 62  # the depth axis's ticks and title, above the plot
@@ -604,6 +607,7 @@ def _label_trace(lay: TreeLayout, c: dict[str, str]) -> go.Scatter:
     """The token labels inside the boxes (every box has one, "" where there is no room)."""
     return go.Scatter(
         x=[v.depth for v in lay.nodes], y=[v.lane for v in lay.nodes], mode="text", name="token labels",
+        xaxis="x2",  # on an axis of their own that follows x, so a range slider under x draws no text
         text=[html.escape(v.label, quote=False) for v in lay.nodes], textposition="middle center",
         hoverinfo="skip", textfont=dict(family=MONO_FAMILY, size=LABEL_FONT, color=[_label_color(v, c) for v in lay.nodes]),
         customdata=[v.id for v in lay.nodes], showlegend=False,
@@ -652,6 +656,7 @@ def _axes(layout: dict, lay: TreeLayout, s: StepRecord, c: dict[str, str], mode:
         ticktext=[str(d) for d in range(lay.n_cols)], side="top", showgrid=False, zeroline=False,
         title=dict(text=depth_title, standoff=6, font=dict(size=MIN_FONT + 2, color=c["text"])), fixedrange=False,
     )
+    layout["xaxis2"] = dict(overlaying="x", matches="x", visible=False)
     plot_h = lay.height - lay.margin["t"] - lay.margin["b"]
     rows = max(lay.n_lanes, plot_h / lay.lane_px)  # a slide with few lanes keeps their pitch
     layout["yaxis"].update(
@@ -706,10 +711,12 @@ def _draw(trace: RunTrace, step: int, theme: str, look: Look) -> tuple[go.Figure
 
 
 def _label_fit(fig: go.Figure, lay: TreeLayout) -> dict:
-    """What the browser needs to cut the labels to the width it finds (ui/figures.js)."""
+    """What the browser needs to cut the labels to the width it finds, and to show a window of
+    readable columns with a slider under it when all of them cannot be (ui/figures.js)."""
     index = next(i for i, t in enumerate(fig.data) if t.name == "token labels")
     return {"labels": {"trace": index, "full": [v.full for v in lay.nodes], "box": BOX_W, "pad": LABEL_PAD_PX,
-                       "char_px": LABEL_FONT * MONO_CHAR_EM, "min_lane_px": LABEL_FONT / BOX_H}}
+                       "char_px": LABEL_FONT * MONO_CHAR_EM, "min_lane_px": LABEL_FONT / BOX_H},
+            "window": {"col_px": READ_COL_PX, "range": list(fig.layout.xaxis.range), "slider_px": SLIDER_PX}}
 
 
 def tree_figure(trace: RunTrace, step: int, theme: str = "light", width: int | None = None,

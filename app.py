@@ -128,8 +128,10 @@ def write_trace_file(trace: RunTrace) -> str:
 
 
 CSS = """
-.counters-wrap { overflow-x: auto; max-width: 100%; }
+.counters-wrap { overflow-x: auto; max-width: 100%; min-width: 0; }
 .counters { width: 100%; border-collapse: collapse; font-size: 1.05rem; }
+.counters th { overflow-wrap: anywhere; }
+#retrieval { overflow-wrap: anywhere; }
 #status-bar { gap: .5rem; }
 #status-bar p { margin: 0; }
 .counters th, .counters td { padding: 4px 10px; text-align: right; }
@@ -137,8 +139,9 @@ CSS = """
 .verdict { font-size: 1.2rem; margin-top: .5rem; }
 #attribution { font-size: .85rem; opacity: .8; }
 @media (max-width: 640px) {
-  .counters { font-size: .8rem; }
-  .counters th, .counters td { padding: 3px 4px; }
+  .gradio-container { padding-left: 6px !important; padding-right: 6px !important; }
+  .counters { font-size: .78rem; }
+  .counters th, .counters td { padding: 3px 3px; }
 }
 """
 

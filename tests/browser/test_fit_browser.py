@@ -1,0 +1,234 @@
+"""The figures fit the page in a real browser (Debian's chromium), on a desktop and on a phone:
+no container that hides overflow clips a plot, no words print over other words, each figure
+downloads as a 16:9 slide, and a phone runs a short race and reads its verdict and text.
+
+Screenshots go to artifacts/browser/ (fit-*.png).
+"""
+from __future__ import annotations
+
+import itertools
+import re
+import struct
+from pathlib import Path
+
+import pytest
+
+from helpers.browser import DESKTOP, MODEL_WAIT_MS, fresh_page, set_max_new, shot, text_of
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+PHONE = {"width": 390, "height": 844}
+BIG_TREE = "?trace=summarization-242.json&step=14"  # 205 nodes, a g1 chain 23 deep, 17 lanes with a verified token
+STEP_PLOTS = ("tree-plot", "cand-plot", "race-plot")
+OBS_PLOTS = ("obs-topk", "obs-retrieval", "obs-accepted", "obs-time")
+PHONE_RACE_TOKENS = 12
+READ_CHARS = 5  # a cut label keeps this many characters, "…" included (visual.tree.READ_CHARS)
+
+FIT_JS = """(id) => {
+  const block = document.getElementById(id);
+  const gd = block && block.querySelector('.js-plotly-plot');
+  if (!gd || !gd._fullLayout) return null;
+  const hides = (el) => { const s = getComputedStyle(el);
+    return ['hidden', 'clip'].includes(s.overflowX) || ['hidden', 'clip'].includes(s.overflow); };
+  const clipped = [];
+  const check = (el) => { if (!(el instanceof SVGElement) && hides(el) && el.scrollWidth > el.clientWidth + 1)
+    clipped.push(`${el.tagName}#${el.id}.${el.className} ${el.scrollWidth} > ${el.clientWidth}`); };
+  [block, ...block.querySelectorAll('*')].forEach(check);
+  for (let el = block.parentElement; el; el = el.parentElement) check(el);
+  const svg = gd.querySelector('svg.main-svg').getBoundingClientRect();
+  const box = block.getBoundingClientRect();
+  return {clipped, svg_left: svg.left, svg_right: svg.right, box_left: box.left, box_right: box.right,
+          page: document.documentElement.scrollWidth, view: window.innerWidth};
+}"""
+
+TEXTS_JS = """(id) => {
+  const gd = document.querySelector('#' + id + ' .js-plotly-plot');
+  const out = [];
+  const add = (kind, sel) => gd.querySelectorAll(sel).forEach((el) => {
+    const r = el.getBoundingClientRect();
+    if (r.width > 0 && r.height > 0 && el.textContent.trim())
+      out.push({kind, text: el.textContent.slice(0, 50), x0: r.left, y0: r.top, x1: r.right, y1: r.bottom}); });
+  add('legend', '.legend .traces');
+  add('title', '.g-gtitle text');
+  add('axis title', '[class^="g-x"][class$="title"] text, [class^="g-y"][class$="title"] text');
+  add('annotation', '.annotation-text-g');
+  add('tick', '.xtick text, .ytick text, .x2tick text, .y2tick text');
+  const cap = document.getElementById(id + '-caption');
+  if (cap && cap.innerText.trim()) { const r = cap.getBoundingClientRect();
+    out.push({kind: 'caption', text: cap.innerText.slice(0, 50), x0: r.left, y0: r.top, x1: r.right, y1: r.bottom}); }
+  const svg = gd.querySelector('svg.main-svg').getBoundingClientRect();
+  out.push({kind: 'plot', text: '', x0: svg.left, y0: svg.top, x1: svg.right, y1: svg.bottom});
+  return out;
+}"""
+
+LABELS_JS = """() => {
+  const gd = document.querySelector('#tree-plot .js-plotly-plot');
+  const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, r = gd.getBoundingClientRect();
+  const labels = [...gd.querySelectorAll('.scatterlayer .trace .textpoint text')]
+    .filter((t) => t.textContent.length > 0)
+    .map((t) => { const b = t.getBoundingClientRect(); return {text: t.textContent, x0: b.left, y0: b.top, x1: b.right, y1: b.bottom}; });
+  const px = (ax, v, o) => o + ax._offset + ax.l2p(v);
+  const boxes = gd._fullLayout.shapes.map((s) => {
+    const xs = [px(xa, s.x0, r.left), px(xa, s.x1, r.left)], ys = [px(ya, s.y0, r.top), px(ya, s.y1, r.top)];
+    return {x0: Math.min(...xs), x1: Math.max(...xs), y0: Math.min(...ys), y1: Math.max(...ys)}; });
+  return {labels, boxes, full: gd.layout.meta.fit.labels.full.length};
+}"""
+
+
+AXIS_JS = """() => { const ax = document.querySelector('#tree-plot .js-plotly-plot')._fullLayout.xaxis;
+  const slider = !!(ax.rangeslider && ax.rangeslider.visible);
+  return {shown: ax.range[1], slider, whole: slider ? ax.rangeslider.range[1] : ax.range[1]}; }"""
+
+
+def overlap(a: dict, b: dict, tol: float = 1.0) -> bool:
+    return min(a["x1"], b["x1"]) - max(a["x0"], b["x0"]) > tol and min(a["y1"], b["y1"]) - max(a["y0"], b["y0"]) > tol
+
+
+def wait_for_plots(page, ids) -> None:
+    for i in ids:
+        page.wait_for_selector(f"#{i} .js-plotly-plot .main-svg", timeout=60_000)
+    page.wait_for_timeout(1200)  # the browser's fitting runs after Plotly's first drawing
+
+
+def assert_fits(page, ids, where: str) -> None:
+    """Every plot inside its container; no container that hides overflow holds more than it shows."""
+    for i in ids:
+        got = page.evaluate(FIT_JS, i)
+        assert got is not None, f"{where}: #{i} has no plot"
+        assert not got["clipped"], f"{where}: #{i} clipped: {got['clipped']}"
+        assert got["box_left"] - 1 <= got["svg_left"] and got["svg_right"] <= got["box_right"] + 1, (where, i, got)
+        assert got["page"] <= got["view"], f"{where}: the page is {got['page']} px wide in a {got['view']} px window"
+
+
+def assert_no_text_over_text(page, ids, where: str) -> None:
+    """Caption, legend entries, axis titles, annotations and ticks never cover one another."""
+    for i in ids:
+        items = page.evaluate(TEXTS_JS, i)
+        plot = next(x for x in items if x["kind"] == "plot")
+        for a, b in itertools.combinations([x for x in items if x["kind"] != "plot"], 2):
+            if a["kind"] == b["kind"] == "tick":
+                continue  # a category axis's ticks are thinned by Plotly itself
+            assert not overlap(a, b), f"{where}: #{i}: {a['kind']} {a['text']!r} over {b['kind']} {b['text']!r}"
+        cap = [x for x in items if x["kind"] == "caption"]
+        assert not cap or not overlap(cap[0], plot), f"{where}: #{i}: the caption runs into the plot"
+        for x in items:  # nothing drawn past the figure's edge, where it would be cut
+            if x["kind"] not in ("plot", "caption"):
+                inside = plot["x0"] - 1 <= x["x0"] and x["x1"] <= plot["x1"] + 1 and plot["y0"] - 1 <= x["y0"]
+                assert inside and x["y1"] <= plot["y1"] + 1, f"{where}: #{i}: {x['kind']} {x['text']!r} is cut: {x}"
+
+
+def assert_tree_labels_fit(page, where: str) -> list[str]:
+    """Token labels sit inside their boxes and never on one another; returns those shown."""
+    got = page.evaluate(LABELS_JS)
+    labels, boxes = got["labels"], got["boxes"]
+    for a, b in itertools.combinations(labels, 2):
+        assert not overlap(a, b, 0.5), f"{where}: labels overlap: {a} / {b}"
+    for lab in labels:
+        cx, cy = (lab["x0"] + lab["x1"]) / 2, (lab["y0"] + lab["y1"]) / 2
+        home = [b for b in boxes if b["x0"] <= cx <= b["x1"] and b["y0"] <= cy <= b["y1"]]
+        assert len(home) == 1 and lab["x0"] >= home[0]["x0"] - 0.5 and lab["x1"] <= home[0]["x1"] + 0.5, (where, lab)
+    return [lab["text"] for lab in labels]
+
+
+@pytest.fixture(scope="module")
+def desktop(browser, app_url):
+    page = fresh_page(browser, app_url + BIG_TREE, DESKTOP)
+    wait_for_plots(page, STEP_PLOTS)
+    yield page
+    page.context.close()
+
+
+@pytest.fixture(scope="module")
+def phone(browser, app_url):
+    page = fresh_page(browser, app_url + BIG_TREE, PHONE)
+    wait_for_plots(page, STEP_PLOTS)
+    yield page
+    page.context.close()
+
+
+@pytest.mark.parametrize("which", ["desktop", "phone"])
+def test_every_figure_fits_its_container_without_text_over_text(which, request):
+    page = request.getfixturevalue(which)
+    assert "Step 14 (steps 0–" in text_of(page, "#step-label")
+    assert_fits(page, STEP_PLOTS, which)
+    assert_no_text_over_text(page, STEP_PLOTS, which)
+    labels = assert_tree_labels_fit(page, which)
+    assert len(labels) >= (20 if which == "desktop" else 10)
+    assert all(len(t) >= READ_CHARS for t in labels if t.endswith("…")), labels  # cut labels still read
+    # The chain's last column is on screen, or under the slider that scrolls to it ...
+    axis = page.evaluate(AXIS_JS)
+    assert axis["whole"] >= 23 and (axis["slider"] or axis["shown"] >= 23), axis
+    # ... and scrolled there, its labels still sit inside their boxes.
+    page.evaluate("() => Plotly.relayout(document.querySelector('#tree-plot .js-plotly-plot'), "
+                  "{'xaxis.range': [14.5, 24.5]})")
+    page.wait_for_timeout(800)
+    assert_tree_labels_fit(page, which + " scrolled")
+    page.evaluate(f"() => Plotly.relayout(document.querySelector('#tree-plot .js-plotly-plot'), "
+                  f"{{'xaxis.range': [-0.6, {axis['shown']}]}})")
+    page.locator("#tree-row").scroll_into_view_if_needed()
+    shot(page, f"fit-{which}-explorer", "#tree-row", 1100 if which == "desktop" else 1600)
+    page.get_by_role("tab", name="Observations").click()
+    wait_for_plots(page, OBS_PLOTS)
+    assert_fits(page, OBS_PLOTS, which)
+    assert_no_text_over_text(page, OBS_PLOTS, which)
+    shot(page, f"fit-{which}-observations", "#obs-topk-caption", 1300 if which == "desktop" else 2600)
+    page.get_by_role("tab", name="Step explorer").click()
+
+
+def test_a_click_on_a_tree_box_shows_its_whole_token(desktop):
+    desktop.locator("#tree-row").scroll_into_view_if_needed()
+    point = desktop.evaluate("""() => {
+        const gd = document.querySelector('#tree-plot .js-plotly-plot');
+        const t = gd.data.find((d) => d.name === 'verified, rejected nodes');
+        const i = t.x.findIndex((x) => x === 2);  // a box on screen, its label cut
+        const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, r = gd.getBoundingClientRect();
+        return {x: r.left + xa._offset + xa.l2p(t.x[i]), y: r.top + ya._offset + ya.l2p(t.y[i]),
+                hover: t.hovertext[i]}; }""")
+    desktop.mouse.click(point["x"], point["y"])
+    desktop.wait_for_function("() => /token id/.test(document.getElementById('tree-node')?.innerText || '')",
+                              timeout=10_000)
+    token = re.sub(r"<[^>]+>", "", point["hover"].split("<br>")[0]).split("   token id")[0]
+    assert token and token in text_of(desktop, "#tree-node")
+
+
+@pytest.mark.parametrize("elem, fmt", [("tree-plot", "png"), ("tree-plot", "svg"), ("cand-plot", "png"),
+                                       ("race-plot", "png")])
+def test_a_figure_downloads_as_a_16_9_slide(desktop, elem, fmt):
+    with desktop.expect_download(timeout=60_000) as info:
+        desktop.locator(f"#{elem}-{fmt}").click()
+    download = info.value
+    data = Path(download.path()).read_bytes()
+    assert download.suggested_filename.endswith("." + fmt) and elem in download.suggested_filename
+    if fmt == "png":
+        assert data[:8] == b"\x89PNG\r\n\x1a\n"
+        width, height = struct.unpack(">II", data[16:24])
+        assert len(data) > 20_000, "an empty slide"
+    else:
+        head = data[:2000].decode("utf-8", "replace")
+        width, height = (float(re.search(rf'{k}="([\d.]+)"', head).group(1)) for k in ("width", "height"))
+        assert "Draft tree, step 14" in data.decode("utf-8", "replace")  # the slide carries its own title
+    assert (width, height) == (1920, 1080)
+
+
+def test_a_phone_runs_a_short_race_and_reads_the_verdict(phone):
+    from playwright.sync_api import expect
+
+    tabs = phone.get_by_role("tab")
+    assert tabs.count() == 5 and all(tabs.nth(i).is_visible() for i in range(5)), "a tab is hidden behind a menu"
+    phone.evaluate("window.scrollTo(0, 0)")
+    phone.get_by_role("button", name="Code").first.click()  # a deep link's page starts with no prompt
+    expect(phone.locator("#prompt textarea")).to_have_value(re.compile("Fibonacci"), timeout=10_000)
+    set_max_new(phone, PHONE_RACE_TOKENS)
+    phone.locator("#run").click()
+    phone.wait_for_function("() => (document.querySelector('#status')?.innerText || '').startsWith('Done')",
+                            timeout=MODEL_WAIT_MS + 300_000)
+    verdict = phone.locator("#counters .verdict")
+    verdict.scroll_into_view_if_needed()
+    assert "identical to vanilla" in verdict.inner_text()
+    for sel in ("#counters .verdict", "#counters table", "#text-view", "#status"):
+        box = phone.locator(sel).first.bounding_box()
+        assert box and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"] + 1, (sel, box)
+    assert_fits(phone, ("race-plot",), "phone after its race")
+    assert phone.evaluate("() => document.documentElement.scrollWidth") <= PHONE["width"]
+    assert len(text_of(phone, "#text-view")) > 10
+    shot(phone, "fit-phone-race", "#counters", 1400)

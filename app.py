@@ -130,7 +130,6 @@ def write_trace_file(trace: RunTrace) -> str:
 CSS = """
 .counters-wrap { overflow-x: auto; max-width: 100%; min-width: 0; }
 .counters { width: 100%; border-collapse: collapse; font-size: 1.05rem; }
-.counters th { overflow-wrap: anywhere; }
 #retrieval { overflow-wrap: anywhere; }
 #status-bar { gap: .5rem; }
 #status-bar p { margin: 0; }
@@ -141,6 +140,7 @@ CSS = """
 @media (max-width: 640px) {
   .gradio-container { padding-left: 6px !important; padding-right: 6px !important; }
   .counters { font-size: .78rem; }
+  .counters th { overflow-wrap: anywhere; }
   .counters th, .counters td { padding: 3px 3px; }
 }
 """

@@ -171,7 +171,7 @@ def _lookup_bars(fig: go.Figure, outs: list[str], c: dict[str, str], mode: str) 
         ), row=1, col=1)
         # The paper's number: a bold mark, named in the legend once (and beside it on a framed figure).
         fig.add_trace(go.Scatter(
-            y=[label], x=[100 * ref], mode="markers", name="│ the paper's number", showlegend=i == 0,
+            y=[label], x=[100 * ref], mode="markers", name="the paper's number", showlegend=i == 0,
             legendgroup="paper", marker=dict(symbol="line-ns", size=46, line=dict(color=c["outline"], width=4)),
             hovertemplate=f"{ref_text}<extra></extra>",
         ), row=1, col=1)
@@ -219,7 +219,7 @@ def _draw_retrieval(trace: RunTrace, theme: str, mode: str) -> go.Figure:
         _subplots_layout(fig, layout, theme)
         return pretty(_empty(fig, theme, "this run did no retrieval"))
     order = OUTCOMES_PLD if any(o in OUTCOMES_PLD for o in outs) else OUTCOMES_LOGITSPEC
-    names = ["│ the paper's number"] + [f"{o} ({counts[o]})" for o in order]
+    names = ["the paper's number"] + [f"{o} ({counts[o]})" for o in order]
     frame(layout, mode, *words, names, c, _size("retrieval", mode), left=120)
     _subplots_layout(fig, layout, theme)
     _lookup_bars(fig, outs, c, mode)

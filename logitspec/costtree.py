@@ -15,12 +15,16 @@ import threading
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import torch
 
 from .costcurve import CostCurve, LiveCost, live_for, observe_forward
 from .trace import Candidate, QueryRecord, TreeNode, TreeSizing
-from .tree import DraftTree
+from .tree import TreeIndex, verified_first
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 FRONTIER_SHOWN = 24  # unchosen nodes kept in the trace (marked pruned by cost) for the picture
 
@@ -86,7 +90,7 @@ def temperature_bucket(temperature: float) -> float:
     return max(TEMPERATURE_STEP, round(temperature / TEMPERATURE_STEP) * TEMPERATURE_STEP)
 
 
-def stats_for(model, temperature: float = 0.0) -> AcceptanceStats:
+def stats_for(model: PreTrainedModel, temperature: float = 0.0) -> AcceptanceStats:
     """Per-model statistics shared by the runs of this process, one set per temperature
     bucket: drafts are accepted less often as the temperature rises, so trees must shrink."""
     with _LOCK:
@@ -94,27 +98,37 @@ def stats_for(model, temperature: float = 0.0) -> AcceptanceStats:
 
 
 # ---------------------------------------------------------------- the tree
-class _Trie:
-    """The full trie of every drafted branch, in flat lists (it is rebuilt every step)."""
+class _Trie(TreeIndex):
+    """Every drafted branch in one trie, with what the search needs per node (rebuilt every step)."""
 
     def __init__(self, root: int) -> None:
-        self.token, self.parent, self.depth = [root], [-1], [0]
+        super().__init__()
+        self.add(0, -1, root, 0)
+        self.token: list[int] = [root]
         self.origin: list[str] = ["root"]
         self.rank: list[int | None] = [None]
         self.query: list[int | None] = [None]
-        self.key: list[tuple | None] = [None]
+        self.key: list[tuple | None] = [None]  # the node's kind in AcceptanceStats
         self.p: list[float] = [1.0]  # chance the whole path to the node is accepted
-        self.child: dict[tuple[int, int], int] = {}
-        self.kids: dict[int, list[int]] = {}
 
-    def add(self, parent: int, token: int, origin: str, rank: int | None, query: int, key: tuple) -> int:
+    def grow(self, parent: int, token: int, origin: str, rank: int | None, query: int, key: tuple,
+             p: float) -> int:
+        """Add a child of `parent`; returns its id."""
         nid = len(self.token)
-        self.token.append(token), self.parent.append(parent), self.depth.append(self.depth[parent] + 1)
-        self.origin.append(origin), self.rank.append(rank), self.query.append(query), self.key.append(key)
-        self.p.append(0.0)
-        self.child[(parent, token)] = nid
-        self.kids.setdefault(parent, []).append(nid)
+        self.add(nid, parent, token, self.depth[parent] + 1)
+        self.token.append(token), self.origin.append(origin), self.rank.append(rank)
+        self.query.append(query), self.key.append(key), self.p.append(p)
         return nid
+
+
+@dataclass
+class Prefix:
+    """The greedy search's result: nodes by falling path chance, and the best cut of them."""
+
+    order: list[int]  # trie nodes in the order taken, root excluded
+    gains: list[float]  # expected accepted tokens of each prefix size (index = size - 1)
+    size: int  # the size (root included) with the most expected tokens per second
+    after: int | None  # the likeliest node left untaken when the search stopped (None: none left)
 
 
 def chance_floor(cost: Sequence[float], capacity: int) -> float:
@@ -126,12 +140,9 @@ def chance_floor(cost: Sequence[float], capacity: int) -> float:
     the floor looks past it: the nodes after the first must together pay for c(s) - c(2),
     and the floor is the cheapest such cost per node and per second of c(2), over every
     size s. Averaging over sizes keeps one flat step of a measured curve (two sizes that
-    timed alike) from dropping the floor to zero: with a zero floor all 64 candidates and
-    their continuations went into the trie every step, about 120 nodes for trees of four
-    or five. It is a pruning rule, not a bound: a node under it could still pay on a step
-    cheaper than the average. Against no floor at all, in one process over 10 bench
-    questions twice, tokens per pass stayed the same (1.496 against 1.488) and drafting
-    fell from 1.33 to 0.88 ms a step.
+    timed alike) from dropping the floor to zero, which lets every candidate and its
+    continuation into the trie. It is a pruning rule, not a bound: a node under it could
+    still pay on a step cheaper than the average (its measured effect: docs/performance.md).
     """
     if capacity < 3:
         return min(((cost[n + 1] - cost[n]) / cost[n] for n in range(1, capacity)), default=1.0)
@@ -141,7 +152,8 @@ def chance_floor(cost: Sequence[float], capacity: int) -> float:
 class CostAwareDrafter:
     """Builds each step's tree by expected gain per measured second; learns as it goes."""
 
-    def __init__(self, model, stats: AcceptanceStats | None = None, curve: CostCurve | None = None) -> None:
+    def __init__(self, model: PreTrainedModel | None, stats: AcceptanceStats | None = None,
+                 curve: CostCurve | None = None) -> None:
         self.model = model
         self.stats = stats or (stats_for(model) if model is not None else AcceptanceStats())
         self.curve = curve
@@ -183,92 +195,71 @@ class CostAwareDrafter:
         """Insert the drafted branches into one trie, then keep the prefix with the best rate."""
         curve, live = self._curve(context_len, capacity)
         cost = curve.table(capacity + 1)
-        floor = chance_floor(cost, capacity)
-        p_of, trie = self.stats.p, _Trie(root)
-        self._trie, self._skipped = trie, []
+        trie = self._trie = self._grow(root, g1, g2, g1_len, chance_floor(cost, capacity))
+        best = best_prefix(trie, cost, capacity)
+        probe = live.probe_size() if live is not None else None
+        # Now and then verify a larger prefix, so real passes re-teach c(n) for trees.
+        probed = probe is not None and len(best.order) >= 2 and min(probe, len(best.gains)) > best.size
+        size = min(probe, len(best.gains)) if probed else best.size
+        if live is not None:
+            live.chose(size, probed)
+        self._context_len = context_len  # for the curve check in observe
+        return self._select({0, *best.order[: size - 1]}), _sizing(best, size, probed, curve, cost, trie.p)
+
+    def _grow(self, root: int, g1: QueryRecord | None, g2: Sequence[tuple[Candidate, QueryRecord]],
+              g1_len: int, floor: float) -> _Trie:
+        """The trie of g1's chain and every candidate's branch, nodes under `floor` left out."""
+        trie, self._skipped = _Trie(root), []
         g1n = (g1.matched_n or 0) if g1 is not None else 0
         if g1 is not None and g1.continuation:
-            node, prob = 0, 1.0
-            for d, tok in enumerate(g1.continuation[:g1_len]):
-                key = self.first_key(None, g1n, 0) if d == 0 else self.cont_key(g1n, d + 1)
-                prob *= p_of(key)
-                if d > 0 and prob < floor:
-                    break
-                node = trie.add(node, int(tok), "g1", None, 0, key)
-                trie.p[node] = prob
+            self._add_g1(trie, g1.continuation[:g1_len], g1n, floor)
         for i, (cand, q) in enumerate(g2):
-            g2n = q.matched_n or 0
-            first = trie.child.get((0, cand.token))
-            key = self.first_key(cand, g1n if first is not None else 0, g2n)
-            prob = p_of(key)
-            if first is not None:  # g1 drafted the same token: more evidence, one node
-                trie.key[first], trie.rank[first] = key, cand.rank
-                trie.p[first] = prob = max(prob, trie.p[first])
-                node = first
-            elif prob < floor:
-                self._skipped.append((cand.token, key))
-                continue
-            else:
-                node = trie.add(0, cand.token, "g2", cand.rank, 1 + i, key)
-                trie.p[node] = prob
-            for d, tok in enumerate(q.continuation, start=2):
-                key = self.cont_key(g2n, d)
-                prob *= p_of(key)
-                if prob < floor:
-                    break
-                nxt = trie.child.get((node, int(tok)))
-                if nxt is None:
-                    nxt = trie.add(node, int(tok), "g2", cand.rank, 1 + i, key)
-                    trie.p[nxt] = prob
-                elif prob > trie.p[nxt]:
-                    trie.p[nxt], trie.key[nxt] = prob, key
-                node = nxt
+            self._add_candidate(trie, cand, q, 1 + i, g1n, floor)
         # A node's chance can never exceed its parent's (an upgraded parent lifts nothing here).
         for nid in range(1, len(trie.token)):
             par = trie.parent[nid]
             if par > 0 and trie.p[nid] > trie.p[par]:
                 trie.p[nid] = trie.p[par]
+        return trie
 
-        # Greedy by path probability: a child never beats its parent, so parents come first.
-        p = trie.p
-        heap = [(-p[c], c) for c in trie.kids.get(0, [])]
-        heapq.heapify(heap)
-        expected, size = 1.0, 1
-        best = (expected / cost[1], 1, expected)
-        order: list[int] = []
-        gains = [1.0]  # expected accepted tokens of each prefix size (index = size - 1)
-        while heap and size < capacity:
-            negp, nid = heapq.heappop(heap)
-            order.append(nid)
-            size += 1
-            expected -= negp
-            gains.append(expected)
-            rate = expected / cost[size]
-            if rate > best[0]:
-                best = (rate, size, expected)
-            for c in trie.kids.get(nid, ()):
-                heapq.heappush(heap, (-p[c], c))
-        size = best[1]
-        probe = live.probe_size() if live is not None else None
-        probed = probe is not None and len(order) >= 2 and min(probe, len(gains)) > size
-        chosen = size
-        if probed:  # verify a larger prefix now and then, so real passes re-teach c(n) for trees
-            size = min(probe, len(gains))
-            best = (gains[size - 1] / cost[size], size, gains[size - 1])
-        if live is not None:
-            live.chose(size, probed)
-        self._context_len = context_len  # for the curve check in observe
-        keep = {0, *order[: size - 1]}
-        nxt = order[size - 1] if size - 1 < len(order) else (heap[0][1] if heap else None)
-        nxt_p = None if nxt is None else p[nxt]
-        sizing = TreeSizing(
-            mode="cost", size=size, expected_accepted=best[2], expected_seconds=cost[size],
-            next_gain=nxt_p, next_seconds=None if nxt is None else curve(size + 1),
-            reason=_reason(size, best[2], curve, None if probed else nxt_p)
-            + (f"; verified as a probe instead of the best size ({chosen}), so a real pass re-teaches "
-               "what a tree costs under the machine's load now" if probed else ""),
-        )
-        return self._select(keep), sizing
+    def _add_g1(self, trie: _Trie, chain: Sequence[int], g1n: int, floor: float) -> None:
+        """g1's continuation as one chain under the root; its first token guesses x_{i+2}."""
+        node, prob = 0, 1.0
+        for d, tok in enumerate(chain):
+            key = self.first_key(None, g1n, 0) if d == 0 else self.cont_key(g1n, d + 1)
+            prob *= self.stats.p(key)
+            if d > 0 and prob < floor:
+                break
+            node = trie.grow(node, int(tok), "g1", None, 0, key, prob)
+
+    def _add_candidate(self, trie: _Trie, cand: Candidate, q: QueryRecord, query: int, g1n: int,
+                       floor: float) -> None:
+        """A candidate and its g2 continuation. A candidate under `floor` stays out of the
+        trie but is kept in `_skipped`, to learn from."""
+        g2n = q.matched_n or 0
+        first = trie.child.get((0, cand.token))
+        key = self.first_key(cand, g1n if first is not None else 0, g2n)
+        prob = self.stats.p(key)
+        if first is not None:  # g1 drafted the same token: more evidence, one node
+            trie.key[first], trie.rank[first] = key, cand.rank
+            trie.p[first] = prob = max(prob, trie.p[first])
+            node = first
+        elif prob < floor:
+            self._skipped.append((cand.token, key))
+            return
+        else:
+            node = trie.grow(0, cand.token, "g2", cand.rank, query, key, prob)
+        for d, tok in enumerate(q.continuation, start=2):
+            key = self.cont_key(g2n, d)
+            prob *= self.stats.p(key)
+            if prob < floor:
+                break
+            nxt = trie.child.get((node, int(tok)))
+            if nxt is None:
+                nxt = trie.grow(node, int(tok), "g2", cand.rank, query, key, prob)
+            elif prob > trie.p[nxt]:  # a shared node takes its best-backed branch's chance
+                trie.p[nxt], trie.key[nxt] = prob, key
+            node = nxt
 
     def _select(self, keep: set[int]) -> list[TreeNode]:
         """The chosen nodes, plus the most likely unchosen frontier nodes marked pruned."""
@@ -276,19 +267,17 @@ class CostAwareDrafter:
         frontier = sorted((n for n in range(1, len(t.token)) if n not in keep and t.parent[n] in keep),
                           key=lambda n: -t.p[n])[:FRONTIER_SHOWN]
         shown = keep | set(frontier)
-        out = DraftTree(t.token[0])
+        nodes = [TreeNode(id=0, token=int(t.token[0]), parent=-1, depth=0, origin="root")]
         remap = {0: 0}
         for n in range(1, len(t.token)):
             if n not in shown:
                 continue
             pruned = n not in keep
-            new = TreeNode(id=len(out.nodes), token=t.token[n], parent=remap[t.parent[n]], depth=t.depth[n],
-                           origin=t.origin[n], rank=t.rank[n], query=t.query[n], pruned=pruned,
-                           prune_reason="cost" if pruned else None, accept_prob=round(t.p[n], 6))
-            out.nodes.append(new)
-            out._child[(new.parent, new.token)] = new.id
-            remap[n] = new.id
-        return out.finalize()
+            remap[n] = len(nodes)
+            nodes.append(TreeNode(id=len(nodes), token=t.token[n], parent=remap[t.parent[n]], depth=t.depth[n],
+                                  origin=t.origin[n], rank=t.rank[n], query=t.query[n], pruned=pruned,
+                                  prune_reason="cost" if pruned else None, accept_prob=round(t.p[n], 6)))
+        return verified_first(nodes)
 
     def observe(self, truth: Sequence[int], verified: int | None = None, seconds: float | None = None) -> None:
         """Learn from the step's truth: root, the accepted drafts, then the bonus token; and
@@ -309,12 +298,51 @@ class CostAwareDrafter:
         node = 0
         for depth in range(1, len(truth)):
             right = t.child.get((node, int(truth[depth])))
-            for c in t.kids.get(node, ()):
+            for c in t.children.get(node, ()):
                 seen(t.key[c], c == right)
             if right is None:
                 break
             node = right
         self._trie = None
+
+
+def best_prefix(trie: _Trie, cost: Sequence[float], capacity: int) -> Prefix:
+    """Take nodes greedily by path chance (a child never beats its parent, so parents come
+    first) up to `capacity`, and find the prefix with the most expected tokens per second
+    under cost: c(0..capacity)."""
+    p = trie.p
+    heap = [(-p[c], c) for c in trie.children.get(0, [])]
+    heapq.heapify(heap)
+    expected, size = 1.0, 1
+    best_rate, best = expected / cost[1], 1
+    order: list[int] = []
+    gains = [1.0]
+    while heap and size < capacity:
+        negp, nid = heapq.heappop(heap)
+        order.append(nid)
+        size += 1
+        expected -= negp
+        gains.append(expected)
+        rate = expected / cost[size]
+        if rate > best_rate:
+            best_rate, best = rate, size
+        for c in trie.children.get(nid, ()):
+            heapq.heappush(heap, (-p[c], c))
+    return Prefix(order, gains, best, heap[0][1] if heap else None)
+
+
+def _sizing(best: Prefix, size: int, probed: bool, curve: CostCurve, cost: Sequence[float],
+            p: Sequence[float]) -> TreeSizing:
+    """Why the tree verifies `size` nodes: the best rate, or a probe of a larger size."""
+    gain = best.gains[size - 1]
+    nxt = best.order[size - 1] if size - 1 < len(best.order) else best.after
+    nxt_p = None if nxt is None else p[nxt]
+    reason = _reason(size, gain, curve, None if probed else nxt_p)
+    if probed:
+        reason += (f"; verified as a probe instead of the best size ({best.size}), so a real pass re-teaches "
+                   "what a tree costs under the machine's load now")
+    return TreeSizing(mode="cost", size=size, expected_accepted=gain, expected_seconds=cost[size],
+                      next_gain=nxt_p, next_seconds=None if nxt is None else curve(size + 1), reason=reason)
 
 
 def _reason(size: int, expected: float, curve: CostCurve, nxt_p: float | None) -> str:

@@ -2,29 +2,75 @@
 
 Branches that share a prefix share nodes, so no token is verified twice. Tokens that
 pruning cut are kept (marked `pruned`) for the explainer but never reach the model.
+`TreeIndex` is the tree's one lookup structure; this module's index half is plain Python,
+so the pictures use it without the model.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from .retrieval import PRUNED_SHOWN_PER_BRANCH
 from .settings import PruningRule
 from .trace import Candidate, QueryRecord, TreeNode
+
+if TYPE_CHECKING:
+    import torch
+
+
+class TreeIndex:
+    """A tree's structure by node id: the child a token leads to, each node's children in
+    insertion order, its parent and its depth.
+
+    Built once per tree, node by node as the tree is drafted (`add`) or from finished nodes
+    (`of`), and read by all that walks the tree: the drafting, the acceptance walk, the cost
+    model's learning and the branch view.
+    """
+
+    def __init__(self) -> None:
+        self.child: dict[tuple[int, int], int] = {}  # (parent id, token) -> child id
+        self.children: dict[int, list[int]] = {}  # parent id -> child ids; leaves have no entry
+        self.parent: dict[int, int] = {}  # -1 for the root
+        self.depth: dict[int, int] = {}
+
+    def add(self, node: int, parent: int, token: int, depth: int) -> None:
+        self.parent[node], self.depth[node] = parent, depth
+        if parent >= 0:
+            self.child[(parent, token)] = node
+            self.children.setdefault(parent, []).append(node)
+
+    @classmethod
+    def of(cls, nodes: Iterable[TreeNode]) -> "TreeIndex":
+        """The index of finished nodes (parents before children)."""
+        index = cls()
+        for n in nodes:
+            index.add(n.id, n.parent, n.token, n.depth)
+        return index
+
+    def follow(self, tokens: Iterable[int], start: int = 0) -> list[int | None]:
+        """The node each token of a chain leads to from `start`; None from where the chain
+        leaves the tree."""
+        out: list[int | None] = []
+        node: int | None = start
+        for tok in tokens:
+            node = None if node is None else self.child.get((node, tok))
+            out.append(node)
+        return out
 
 
 class DraftTree:
     """A trie under a root token. Node ids follow insertion order, so parents come first."""
 
     def __init__(self, root: int) -> None:
-        self.nodes: list[TreeNode] = [TreeNode(id=0, token=int(root), parent=-1, depth=0, origin="root")]
-        self._child: dict[tuple[int, int], int] = {}
-        self.size = 1  # verified (not pruned) nodes
+        self.nodes: list[TreeNode] = []
+        self.index = TreeIndex()
+        self.size = 0  # verified (not pruned) nodes
+        self._append(TreeNode(id=0, token=int(root), parent=-1, depth=0, origin="root"))
 
     def child(self, parent: int, token: int) -> int | None:
-        return self._child.get((parent, token))
+        return self.index.child.get((parent, token))
 
     def add_branch(
         self,
@@ -44,71 +90,62 @@ class DraftTree:
         pruned nodes. Returns the ids along the branch (pruned ones included).
         """
         ids: list[int] = []
-        node = parent
-        shown_pruned = 0
+        node, shown_pruned = parent, 0
         for j, tok in enumerate(tokens):
             tok = int(tok)
-            reason = None
-            if j >= keep:
-                reason = "rank"
-            elif self.size >= capacity:
-                reason = "capacity"
-            parent_pruned = self.nodes[node].pruned
+            reason = "rank" if j >= keep else "capacity" if self.size >= capacity else None
             existing = self.child(node, tok)
-            if existing is not None:
-                n = self.nodes[existing]
-                if n.pruned and reason is None and not parent_pruned:
-                    n.pruned, n.prune_reason = False, None
-                    self.size += 1
+            if existing is not None:  # a shared prefix: the branches share the node
+                self._verify_if_wanted(existing, reason)
                 node = existing
-                ids.append(existing)
+                ids.append(node)
                 continue
-            pruned = reason is not None or parent_pruned
+            above = self.nodes[node]
+            pruned = reason is not None or above.pruned  # below a cut node, everything is cut
             if pruned:
                 if shown_pruned >= PRUNED_SHOWN_PER_BRANCH:
                     break
                 shown_pruned += 1
-            new = TreeNode(
-                id=len(self.nodes),
-                token=tok,
-                parent=node,
-                depth=self.nodes[node].depth + 1,
-                origin=origin,
-                rank=rank,
-                query=query,
-                pruned=pruned,
-                prune_reason=(reason or self.nodes[node].prune_reason) if pruned else None,
+            node = self._append(TreeNode(
+                id=len(self.nodes), token=tok, parent=node, depth=above.depth + 1, origin=origin,
+                rank=rank, query=query, pruned=pruned,
+                prune_reason=(reason or above.prune_reason) if pruned else None,
                 accept_prob=None if probs is None else float(probs[j]),
-            )
-            self.nodes.append(new)
-            self._child[(node, tok)] = new.id
-            if not pruned:
-                self.size += 1
-            node = new.id
-            ids.append(new.id)
+            ))
+            ids.append(node)
         return ids
 
+    def _verify_if_wanted(self, node: int, reason: str | None) -> None:
+        """Un-prune a node another branch cut when this branch keeps it (and its parent is kept)."""
+        n = self.nodes[node]
+        if n.pruned and reason is None and not self.nodes[n.parent].pruned:
+            n.pruned, n.prune_reason = False, None
+            self.size += 1
+
+    def _append(self, node: TreeNode) -> int:
+        self.nodes.append(node)
+        self.index.add(node.id, node.parent, node.token, node.depth)
+        self.size += not node.pruned
+        return node.id
+
     def finalize(self) -> list[TreeNode]:
-        """Nodes renumbered so verified ones come first (in insertion order), then pruned."""
-        order = [n for n in self.nodes if not n.pruned] + [n for n in self.nodes if n.pruned]
-        new_id = {n.id: i for i, n in enumerate(order)}
-        out = []
-        for n in order:
-            out.append(
-                TreeNode(
-                    id=new_id[n.id],
-                    token=n.token,
-                    parent=new_id[n.parent] if n.parent >= 0 else -1,
-                    depth=n.depth,
-                    origin=n.origin,
-                    rank=n.rank,
-                    query=n.query,
-                    pruned=n.pruned,
-                    prune_reason=n.prune_reason,
-                    accept_prob=n.accept_prob,
-                )
-            )
-        return out
+        """Nodes renumbered so verified ones come first (see `verified_first`)."""
+        return verified_first(self.nodes)
+
+
+def verified_first(nodes: Sequence[TreeNode]) -> list[TreeNode]:
+    """New nodes renumbered so verified ones come first (in their order), then pruned ones.
+
+    The verified nodes are then exactly the ids 0..n-1 of the forward pass's rows.
+    """
+    order = [n for n in nodes if not n.pruned] + [n for n in nodes if n.pruned]
+    new_id = {n.id: i for i, n in enumerate(order)}
+    return [
+        TreeNode(id=new_id[n.id], token=n.token, parent=new_id[n.parent] if n.parent >= 0 else -1,
+                 depth=n.depth, origin=n.origin, rank=n.rank, query=n.query, pruned=n.pruned,
+                 prune_reason=n.prune_reason, accept_prob=n.accept_prob)
+        for n in order
+    ]
 
 
 def build_static_tree(
@@ -163,6 +200,8 @@ def layered_tree_inputs(
 ) -> tuple[torch.Tensor, torch.Tensor, dict[int | None, torch.Tensor]]:
     """`tree_inputs` with one mask per window in `windows` (None: full attention), the
     tree's ancestry computed once for all of them."""
+    import torch  # here, not at the top: the pictures import the index and never load torch
+
     t = len(nodes)
     parents = np.fromiter((n.parent for n in nodes), dtype=np.int64, count=t)
     depth = np.fromiter((n.depth for n in nodes), dtype=np.int64, count=t)
@@ -171,8 +210,7 @@ def layered_tree_inputs(
     # Parents precede children, so one pass copies each parent's finished row (O(T) row ops).
     for i in range(1, t):
         anc[i] |= anc[parents[i]]
-    # The ids are made on the host and moved once: a handful of small torch calls cost
-    # more than the arithmetic on a few-node tree.
+    # Made on the host and moved once: small torch calls cost more than a small tree's arithmetic.
     ints = torch.from_numpy(np.array([[n.token for n in nodes], depth + context_len], dtype=np.int64))
     ints = ints.to(device)
     masks = {w: window_mask(anc, depth, context_len, w, dtype, device) for w in dict.fromkeys(windows)}
@@ -189,6 +227,8 @@ def window_mask(anc: np.ndarray, depth: np.ndarray, context_len: int, window: in
     of its own path (context, ancestors, itself) only if it lies fewer than W positions
     back, as in greedy decoding; other branches never count toward its window.
     """
+    import torch  # see layered_tree_inputs
+
     t = len(depth)
     see, seen = anc, context_len
     cols = None

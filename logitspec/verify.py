@@ -9,23 +9,26 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import torch
+from transformers import Cache, PreTrainedModel
 
 from .families import FULL, SLIDING, attention_layout
 from .runtime.kvcache import COMPACTABLE
 from .sampling import SamplingRule, choose_processed, probabilities, process
 from .trace import TreeNode
-from .tree import layered_tree_inputs
+from .tree import TreeIndex, layered_tree_inputs
 
 
 class UnsupportedCache(RuntimeError):
     """The model's cache cannot be compacted (e.g. the stock sliding-window layers)."""
 
 
-def prepare_inputs(model, nodes: Sequence[TreeNode], context_len: int) -> dict:
-    """Model inputs for the verified nodes: ids, and for a real tree its positions and mask.
+def prepare_inputs(model: PreTrainedModel, nodes: Sequence[TreeNode],
+                   context_len: int) -> dict[str, torch.Tensor | dict]:
+    """Model inputs for the verified nodes (T of them): `input_ids` [1, T], and for a real
+    tree `position_ids` [1, T] and the additive `attention_mask` [1, 1, T, context + T].
 
-    A model with sliding-window layers gets their own mask (see tree.window_mask); one with
-    both kinds of layer gets a dict {layer type: mask}, which such models use as given.
+    A model with sliding-window layers gets their own, narrower mask (see tree.window_mask);
+    one with both kinds of layer gets a dict {layer type: mask}, which such models use as given.
     """
     device = model.device
     if len(nodes) == 1:
@@ -43,26 +46,28 @@ def prepare_inputs(model, nodes: Sequence[TreeNode], context_len: int) -> dict:
     return {"input_ids": ids, "position_ids": pos, "attention_mask": mask}
 
 
-def accept_walk(nodes: Sequence[TreeNode], preds: Sequence[int] | Callable[[int], int]) -> tuple[list[int], int]:
+def accept_walk(nodes: Sequence[TreeNode], preds: Sequence[int] | Callable[[int], int],
+                index: TreeIndex | None = None) -> tuple[list[int], int]:
     """Walk from the root while the model's argmax at a node is one of its children.
 
     `preds` gives each node's argmax (a list, or a function computing it on demand).
     Returns the accepted node ids (root first) and the bonus token: the argmax after the
     last accepted node, which is exactly what greedy decoding would emit next. With
     sampling, `preds` gives the token drawn at each node (the argmax over its perturbed
-    logits), and the walk is the same.
+    logits), and the walk is the same. `index`: the nodes' TreeIndex, if already built.
     """
     pred = preds if callable(preds) else preds.__getitem__
-    children: dict[tuple[int, int], int] = {(n.parent, n.token): n.id for n in nodes if n.parent >= 0}
+    child = (index if index is not None else TreeIndex.of(nodes)).child
     path = [0]
     while True:
-        nxt = children.get((path[-1], pred(path[-1])))
+        nxt = child.get((path[-1], pred(path[-1])))
         if nxt is None:
             return path, int(pred(path[-1]))
         path.append(nxt)
 
 
-def head_logits(model, hidden: torch.Tensor, head=None) -> torch.Tensor:
+def head_logits(model: PreTrainedModel, hidden: torch.Tensor,
+                head: torch.nn.Module | None = None) -> torch.Tensor:
     """Logits [n, V] from final hidden states [n, d]: the output head and what the model's own
     forward does after it (Cohere's logit_scale, Granite's logits_scaling, Gemma's soft cap),
     so a tree step samples from the very distribution a plain step does."""
@@ -79,10 +84,11 @@ def head_logits(model, hidden: torch.Tensor, head=None) -> torch.Tensor:
 
 
 @torch.inference_mode()
-def head_matches_forward(model, tokens: int = 4) -> bool:
+def head_matches_forward(model: PreTrainedModel, tokens: int = 4) -> bool:
     """Whether `head_logits` over the base model's hidden states gives the model's own logits,
     on a few tokens: a model that transforms its logits some other way is caught at load."""
-    ids = torch.arange(1, tokens + 1, device=model.device).unsqueeze(0) % int(model.config.get_text_config(decoder=True).vocab_size)
+    vocab = int(model.config.get_text_config(decoder=True).vocab_size)
+    ids = torch.arange(1, tokens + 1, device=model.device).unsqueeze(0) % vocab  # [1, tokens]
     want = model(input_ids=ids).logits[0].float()
     got = head_logits(model, model.base_model(input_ids=ids).last_hidden_state[0]).float()
     return bool(torch.allclose(got, want, rtol=1e-3, atol=1e-3 * float(want.abs().max()) + 1e-5))
@@ -104,13 +110,17 @@ class LazyHead:
     position (context_len + depth + 1), with that position's noise (see sampling.py). The
     noise and the top-p set are computed only for the nodes the walk visits: one draw per
     position, as plain sampling makes.
+
+    `hidden`: the final hidden states of the verified nodes, [T, d]; logits rows are [V].
+    `index`: the nodes' TreeIndex, if already built.
     """
 
-    def __init__(self, model, hidden: torch.Tensor, nodes: Sequence[TreeNode], rows: int = 1,
-                 rule: SamplingRule | None = None, context_len: int = 0) -> None:
+    def __init__(self, model: PreTrainedModel, hidden: torch.Tensor, nodes: Sequence[TreeNode], rows: int = 1,
+                 rule: SamplingRule | None = None, context_len: int = 0, index: TreeIndex | None = None) -> None:
         self.head = model.get_output_embeddings()
         self.hidden = hidden
-        first = {0} | {n.parent for n in nodes if n.parent >= 0}
+        self.index = index if index is not None else TreeIndex.of(nodes)
+        first = {0} | set(self.index.children)
         if len(first) < rows:
             leaves = sorted((n for n in nodes if n.id not in first), key=lambda n: (-(n.accept_prob or 0.0), n.id))
             first.update(n.id for n in leaves[: rows - len(first)])
@@ -119,7 +129,6 @@ class LazyHead:
         self.model = model
         self.logits = self._logits(hidden[inner])
         self.rule, self.context_len = rule, context_len
-        self.depth = {n.id: n.depth for n in nodes}
         # Greedy: the step's one host sync. Sampling draws per visited node instead.
         self.preds = self.logits.argmax(dim=-1).tolist() if rule is None else []
         self.extra: dict[int, torch.Tensor] = {}
@@ -127,6 +136,7 @@ class LazyHead:
         self.processed: dict[int, torch.Tensor] = {}  # node -> process(logits) [V], sampling only
 
     def row(self, node: int) -> torch.Tensor:
+        """The logits after `node`, [V]."""
         if node in self.row_of:
             return self.logits[self.row_of[node]]
         if node not in self.extra:
@@ -143,7 +153,7 @@ class LazyHead:
 
     def position(self, node: int) -> int:
         """The absolute position of the token drawn after `node`: its child's."""
-        return self.context_len + self.depth[node] + 1
+        return self.context_len + self.index.depth[node] + 1
 
     def choose(self, node: int) -> int:
         """The token after `node`: the argmax (greedy) or the draw at its child's position."""
@@ -158,16 +168,15 @@ class LazyHead:
     def child_probs(self, nodes: Sequence[TreeNode]) -> dict[int, float]:
         """node id -> the probability its parent's distribution gave it, for the children of
         the nodes the walk visited (the only ones whose distribution was computed)."""
-        kids: dict[int, list[TreeNode]] = {}
-        for n in nodes:
-            if n.parent in self.chosen:
-                kids.setdefault(n.parent, []).append(n)
         out: dict[int, float] = {}
-        for parent, children in kids.items():
+        for parent in self.chosen:
+            children = self.index.children.get(parent)
+            if not children:
+                continue
             z = self.processed.get(parent)
             probs = torch.softmax(z, dim=-1) if z is not None else probabilities(self.row(parent), None)
-            values = probs[[c.token for c in children]].tolist()
-            out.update((c.id, round(float(v), 6)) for c, v in zip(children, values))
+            values = probs[[nodes[c].token for c in children]].tolist()
+            out.update((c, round(float(v), 6)) for c, v in zip(children, values))
         return out
 
 
@@ -185,7 +194,7 @@ _FREE_LOCK = threading.Lock()
 
 
 @torch.inference_mode()
-def measure_free_head_rows(model, max_rows: int = 8, rounds: int = 6, slack: float = 1.15) -> int:
+def measure_free_head_rows(model: PreTrainedModel, max_rows: int = 8, rounds: int = 6, slack: float = 1.15) -> int:
     """The most rows the output head maps to logits within `slack` times the cost of one row.
 
     Times the head alone on this device (fastest of `rounds`); rows are counted up from 1
@@ -212,7 +221,7 @@ def measure_free_head_rows(model, max_rows: int = 8, rounds: int = 6, slack: flo
     return rows
 
 
-def free_head_rows(model) -> int:
+def free_head_rows(model: PreTrainedModel) -> int:
     """`measure_free_head_rows` for this model, measured once and cached."""
     with _FREE_LOCK:
         if model not in _FREE_ROWS:
@@ -221,27 +230,28 @@ def free_head_rows(model) -> int:
 
 
 @torch.inference_mode()
-def verify_tree(model, cache, nodes: Sequence[TreeNode], inputs: dict, head_rows: int = 1,
-                rule: SamplingRule | None = None, context_len: int = 0,
+def verify_tree(model: PreTrainedModel, cache: Cache, nodes: Sequence[TreeNode], inputs: dict,
+                head_rows: int = 1, rule: SamplingRule | None = None, context_len: int = 0,
                 log: WalkLog | None = None) -> tuple[list[int], int, torch.Tensor]:
     """Verify the tree in one forward pass and walk it.
 
-    Returns the accepted path, the bonus token and the logits row after the last accepted
-    node (where the next step's speculation reads its candidates). `head_rows`: the least
-    number of nodes whose logits are computed in the first batch (see LazyHead). `rule`
-    samples instead of taking the argmax; `context_len` places the nodes' positions then.
-    `log`, if given, is filled with what the walk saw.
+    Returns the accepted path, the bonus token and next_logits: [V], the logits after the
+    last accepted node (where the next step's speculation reads its candidates).
+    `head_rows`: the least number of nodes whose logits are computed in the first batch
+    (see LazyHead). `rule` samples instead of taking the argmax; `context_len` places the
+    nodes' positions then. `log`, if given, is filled with what the walk saw.
     """
-    hidden = model.base_model(**inputs, cache=cache, use_cache=True).last_hidden_state[0]
-    head = LazyHead(model, hidden, nodes, head_rows, rule, context_len)
-    path, bonus = accept_walk(nodes, head.choose)
+    hidden = model.base_model(**inputs, cache=cache, use_cache=True).last_hidden_state[0]  # [T, d]
+    index = TreeIndex.of(nodes)
+    head = LazyHead(model, hidden, nodes, head_rows, rule, context_len, index)
+    path, bonus = accept_walk(nodes, head.choose, index)
     if log is not None:
         log.sampled = [head.chosen[n] for n in path]
         log.child_prob = head.child_probs(nodes)
     return path, bonus, head.row(path[-1])
 
 
-def crop_cache(cache, length: int) -> None:
+def crop_cache(cache: Cache, length: int) -> None:
     """Drop every cached entry past `length` (undoes a forward pass that failed midway)."""
     for layer in cache.layers:
         if getattr(layer, "keys", None) is not None and layer.keys.dim() == 4:
@@ -250,7 +260,7 @@ def crop_cache(cache, length: int) -> None:
 
 
 @torch.inference_mode()
-def compact_cache(cache, context_len: int, path: Sequence[int]) -> None:
+def compact_cache(cache: Cache, context_len: int, path: Sequence[int]) -> None:
     """Keep the cached context plus the accepted path's entries, drop the rest.
 
     The path's entries move down in place, next to the context (a few rows per layer);

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import torch
+from transformers import Cache, PreTrainedModel
 
 from .errors import DecodeError
 from .runtime.kvcache import new_cache
@@ -41,7 +42,8 @@ class Drafter:
     method = "vanilla"
 
     def draft(self, root: int, logits: torch.Tensor, pool: NgramPool, context_len: int) -> Draft:
-        """Vanilla greedy drafts nothing: the tree is the root alone."""
+        """The tree under `root`, from logits: [V], the row whose argmax (or draw) it is.
+        Vanilla greedy drafts nothing: the tree is the root alone."""
         return Draft(nodes=chain_tree(root, [], "root"))
 
     def observe(self, truth: Sequence[int], verified: int | None = None, seconds: float | None = None) -> None:
@@ -68,7 +70,7 @@ class LogitSpecDrafter(Drafter):
 
     method = "logitspec"
 
-    def __init__(self, s: DecodeSettings, model=None) -> None:
+    def __init__(self, s: DecodeSettings, model: PreTrainedModel | None = None) -> None:
         self.s = s
         self.cost = None
         if s.tree == "cost":
@@ -100,7 +102,7 @@ class LogitSpecDrafter(Drafter):
             self.cost.observe(truth, verified, seconds)
 
 
-def make_drafter(method: str, s: DecodeSettings, model=None) -> Drafter:
+def make_drafter(method: str, s: DecodeSettings, model: PreTrainedModel | None = None) -> Drafter:
     """The drafter for a method name."""
     if method == "vanilla":
         return Drafter()
@@ -111,13 +113,14 @@ def make_drafter(method: str, s: DecodeSettings, model=None) -> Drafter:
     raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
 
 
-def verify_fitting(model, cache, draft: Draft, verified: list[TreeNode], context_len: int, head_rows: int = 1,
-                   rule: SamplingRule | None = None, log: WalkLog | None = None):
+def verify_fitting(model: PreTrainedModel, cache: Cache, verified: list[TreeNode], context_len: int,
+                   head_rows: int = 1, rule: SamplingRule | None = None,
+                   log: WalkLog | None = None) -> tuple[list[int], int, torch.Tensor, float]:
     """Verify the tree; if the accelerator runs out of memory, verify a smaller tree.
 
     Any prefix of the verified nodes is itself a tree (parents come first), so the tree is
     halved until it fits; the nodes dropped are marked pruned for "memory". Returns the
-    path, the bonus, the next logits and when the forward pass started.
+    path, the bonus, next_logits: [V] and when the forward pass started (perf_counter).
     """
     n = len(verified)
     while True:
@@ -144,20 +147,32 @@ def verify_fitting(model, cache, draft: Draft, verified: list[TreeNode], context
 
 
 @torch.inference_mode()
-def prefill(model, cache, prompt: Sequence[int]) -> torch.Tensor:
-    """Run the prompt through the model; return the last position's logits."""
-    ids = torch.tensor([list(prompt)], dtype=torch.long, device=model.device)
+def prefill(model: PreTrainedModel, cache: Cache, prompt: Sequence[int]) -> torch.Tensor:
+    """Run the prompt through the model; return the last position's logits: [V]."""
+    ids = torch.tensor([list(prompt)], dtype=torch.long, device=model.device)  # input_ids: [1, n]
     try:
-        # Only the last position's logits are needed: the output head over a 450-token
-        # prompt cost the bundled model ~165 ms of a ~730 ms prefill.
+        # Only the last position's logits are needed: the head over every position is a large share of a prefill.
         out = model(input_ids=ids, cache=cache, use_cache=True, logits_to_keep=1)
     except TypeError:  # a model class without the argument: every position's logits
         out = model(input_ids=ids, cache=cache, use_cache=True)
     return out.logits[0, -1]
 
 
+@dataclass
+class Decoding:
+    """What every step of one decoding run shares."""
+
+    model: PreTrainedModel
+    method: str
+    drafter: Drafter
+    head_rows: int  # rows of the output head's first batch (see verify.LazyHead)
+    eos: set[int]
+    cache: Cache
+    rule: SamplingRule | None  # None: greedy
+
+
 def decode(
-    model,
+    model: PreTrainedModel,
     prompt: Sequence[int],
     method: str = "logitspec",
     settings: DecodeSettings | None = None,
@@ -173,64 +188,79 @@ def decode(
     s = settings or DecodeSettings()
     if not prompt:
         raise ValueError("the prompt holds no tokens")
-    drafter = make_drafter(method, s, model)
-    # Measured once per model, before any timed work; a lone root needs one row anyway.
-    head_rows = 1 if method == "vanilla" else free_head_rows(model)
-    eos = set(int(e) for e in eos_ids)
-    # Room for the prompt, the answer and one full tree: the cache never reallocates.
-    cache = new_cache(model.config, len(prompt) + s.max_new_tokens + s.capacity + 1)
-
+    run = Decoding(
+        model=model, method=method, drafter=make_drafter(method, s, model),
+        # Measured once per model, before any timed work; a lone root needs one row anyway.
+        head_rows=1 if method == "vanilla" else free_head_rows(model),
+        eos={int(e) for e in eos_ids},
+        # Room for the prompt, the answer and one full tree: the cache never reallocates.
+        cache=new_cache(model.config, len(prompt) + s.max_new_tokens + s.capacity + 1),
+        rule=SamplingRule.of(s),
+    )
     t0 = time.perf_counter()
-    rule = SamplingRule.of(s)
-    last_logits = prefill(model, cache, prompt)
-    root = choose(last_logits, len(prompt), rule)  # the first new token sits at position len(prompt)
+    logits = prefill(model, run.cache, prompt)
+    root = choose(logits, len(prompt), run.rule)  # the first new token sits at position len(prompt)
     if on_prefill:
         on_prefill(time.perf_counter() - t0)
     pool = NgramPool(s.ngram_sizes, prompt)
     produced, index = 0, 0
-
     while produced < s.max_new_tokens:
-        context_len = len(pool)
         remaining = s.max_new_tokens - produced
-        if remaining == 1 or root in eos:
+        if remaining == 1 or root in run.eos:
             # The root is already known to be right; nothing after it is wanted.
-            yield StepRecord(index, method, context_len, root, [root], None, forward=False,
+            yield StepRecord(index, method, len(pool), root, [root], None, forward=False,
                              tree=chain_tree(root, [], "root"), accepted_path=[0])
             return
-
-        t_draft = time.perf_counter()
-        draft = drafter.draft(root, last_logits, pool, context_len)  # speculate, retrieve, build tree
-        verified = [n for n in draft.nodes if not n.pruned]
-        t_prep = time.perf_counter()
-        log = WalkLog()
-        path, bonus, next_logits, t_fwd = verify_fitting(model, cache, draft, verified, context_len, head_rows,
-                                                         rule, log)  # verify, accept
-        t_book = time.perf_counter()
-        for node in verified:
-            node.target_prob = log.child_prob.get(node.id)
-        tokens = [verified[i].token for i in path][:remaining]
-        done = False
-        for j, tok in enumerate(tokens):
-            if tok in eos:
-                tokens, done = tokens[: j + 1], True
-                break
-        produced += len(tokens)
-        done = done or produced >= s.max_new_tokens
-        if not done:
-            compact_cache(cache, context_len, path)
-            last_logits = next_logits
-        pool.extend(tokens)
-        drafter.observe(tokens if done else tokens + [bonus], len(verified), t_book - t_fwd)
-        t_end = time.perf_counter()
-        yield StepRecord(
-            index=index, method=method, context_len=context_len, root=root, tokens=tokens,
-            bonus=None if done else bonus, candidates=draft.candidates, queries=draft.queries,
-            tree=draft.nodes, accepted_path=path[: len(tokens)],
-            draft_seconds=t_prep - t_draft - draft.calibration_seconds, forward_seconds=t_book - t_fwd,
-            bookkeeping_seconds=(t_fwd - t_prep) + (t_end - t_book), sizing=draft.sizing,
-            root_prob=draft.root_prob, calibration_seconds=draft.calibration_seconds,
-            sampled=log.sampled[: len(tokens)],
-        )
-        if done:
+        step, logits = decode_step(run, pool, root, logits, index, remaining)
+        yield step
+        if step.bonus is None:  # EOS or the token budget reached
             return
-        root, index = bonus, index + 1
+        produced += len(step.tokens)
+        root, index = step.bonus, index + 1
+
+
+def decode_step(run: Decoding, pool: NgramPool, root: int, logits: torch.Tensor, index: int,
+                remaining: int) -> tuple[StepRecord, torch.Tensor]:
+    """One forward pass: speculate, retrieve, build the tree, verify, accept.
+
+    `logits`: [V], the row `root` was taken from. Returns the step's record and next_logits:
+    [V], the row after the last accepted token, where the next step's speculation reads.
+    Commits at most `remaining` tokens, up to the first EOS; the pool then holds them, and
+    the cache too unless the run ends with this step.
+    """
+    context_len = len(pool)
+    t_draft = time.perf_counter()
+    draft = run.drafter.draft(root, logits, pool, context_len)  # speculate, retrieve, build tree
+    verified = [n for n in draft.nodes if not n.pruned]
+    t_prep = time.perf_counter()
+    log = WalkLog()
+    path, bonus, next_logits, t_fwd = verify_fitting(run.model, run.cache, verified, context_len, run.head_rows,
+                                                     run.rule, log)  # verify, accept
+    t_book = time.perf_counter()
+    for node in verified:
+        node.target_prob = log.child_prob.get(node.id)
+    tokens, eos_hit = cut_at_eos([verified[i].token for i in path][:remaining], run.eos)
+    done = eos_hit or len(tokens) >= remaining
+    if not done:
+        compact_cache(run.cache, context_len, path)
+    pool.extend(tokens)
+    run.drafter.observe(tokens if done else tokens + [bonus], len(verified), t_book - t_fwd)
+    t_end = time.perf_counter()
+    step = StepRecord(
+        index=index, method=run.method, context_len=context_len, root=root, tokens=tokens,
+        bonus=None if done else bonus, candidates=draft.candidates, queries=draft.queries,
+        tree=draft.nodes, accepted_path=path[: len(tokens)],
+        draft_seconds=t_prep - t_draft - draft.calibration_seconds, forward_seconds=t_book - t_fwd,
+        bookkeeping_seconds=(t_fwd - t_prep) + (t_end - t_book), sizing=draft.sizing,
+        root_prob=draft.root_prob, calibration_seconds=draft.calibration_seconds,
+        sampled=log.sampled[: len(tokens)],
+    )
+    return step, next_logits
+
+
+def cut_at_eos(tokens: list[int], eos: set[int]) -> tuple[list[int], bool]:
+    """The tokens up to and including the first EOS, and whether there was one."""
+    for j, tok in enumerate(tokens):
+        if tok in eos:
+            return tokens[: j + 1], True
+    return tokens, False

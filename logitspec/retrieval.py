@@ -83,13 +83,3 @@ def retrieve(root: int, cands: Sequence[Candidate], pool: NgramPool, s: DecodeSe
             want = min(s.continuation, s.rule.keep(c.rank) - 1 + PRUNED_SHOWN_PER_BRANCH)
         queries.append(pool.query("g2", tail + [c.token], want, candidate_rank=c.rank))
     return queries
-
-
-def rebuild(tokens: Sequence[int], sizes: Iterable[int]) -> dict[tuple[int, ...], int]:
-    """A pool table built from scratch by a full scan (the reference for tests)."""
-    table: dict[tuple[int, ...], int] = {}
-    for n in sizes:
-        for t in range(n, len(tokens)):
-            table[tuple(tokens[t - n : t])] = t
-    # Later occurrences win regardless of n ordering since keys of different n never clash.
-    return table

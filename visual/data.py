@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from logitspec.trace import QueryRecord, RunTrace, StepRecord, TreeNode
+from logitspec.tree import TreeIndex
 
 from .pieces import TokenPiece, join_pieces
 from .style import visible
@@ -171,16 +172,11 @@ def branch_nodes(step: StepRecord, qi: int) -> list[tuple[int, TreeNode | None]]
     shared with another branch are found too.
     """
     q = step.queries[qi]
-    child = {(n.parent, n.token): n for n in step.tree if n.parent >= 0}
     if q.kind == "g2":
         cand = candidate_by_rank(step).get(q.candidate_rank)
         branch = ([cand.token] if cand is not None else []) + list(q.continuation)
     else:
         branch = list(q.continuation)
-    out: list[tuple[int, TreeNode | None]] = []
-    parent: int | None = 0
-    for t in branch:
-        node = child.get((parent, t)) if parent is not None else None
-        out.append((t, node))
-        parent = node.id if node is not None else None
-    return out
+    node_of = {n.id: n for n in step.tree}
+    ids = TreeIndex.of(step.tree).follow(branch)
+    return [(t, None if i is None else node_of[i]) for t, i in zip(branch, ids)]

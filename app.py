@@ -130,7 +130,7 @@ def write_trace_file(trace: RunTrace) -> str:
 CSS = """
 .counters-wrap { overflow-x: auto; max-width: 100%; min-width: 0; }
 .counters { width: 100%; border-collapse: collapse; font-size: 1.05rem; }
-#retrieval { overflow-wrap: anywhere; }
+#retrieval { overflow-wrap: anywhere; max-height: 90vh; overflow-y: auto; }  /* a step's every lookup: scrolls in its box */
 #status-bar { gap: .5rem; }
 #status-bar p { margin: 0; }
 .counters th, .counters td { padding: 4px 10px; text-align: right; }

@@ -563,7 +563,7 @@ class ExplorerUI:
         """The top of the page: the statuses, the race's form, and the race as it runs."""
         models, lim, s = allowed_models(), Limits.from_env(), DecodeSettings()
         gr.Markdown("# LogitSpec Explorer\nSpeculative decoding from the *next-next* token: watch "
-                    "LogitSpec race plain greedy decoding on a real model, then open any step to see "
+                    "LogitSpec race plain decoding on a real model, then open any step to see "
                     "the candidates, the retrieval and the draft tree it verified.")
         with gr.Row(elem_id="status-bar"):
             self.model_md = gr.Markdown("", elem_id="model-status")

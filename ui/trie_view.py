@@ -19,7 +19,7 @@ _FOLDER: Path | None = None
 def figure(trace: RunTrace, step: int, view: str, compact: bool = True):
     """The step's tree drawn as lanes (the default; compact: only branches with a verified
     token, fitted to the app's width) or as a tidy trie."""
-    return trie_figure(trace, step) if view == "trie" else visual.tree_figure(trace, step, fit=True, compact=compact)
+    return trie_figure(trace, step, fit=True) if view == "trie" else visual.tree_figure(trace, step, fit=True, compact=compact)
 
 
 def _folder() -> Path:

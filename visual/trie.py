@@ -28,6 +28,7 @@ from .tree import ORIGIN_WORDS, path_pieces
 FATES = ("accepted", "rejected", "pruned")
 SLOT_PX = 34  # vertical pitch of the leaves in the explorer's drawing (a label above each marker)
 DEPTH_PX = 120  # horizontal pitch of the depth columns
+FIT_DEPTHS = 8  # depth columns shown at once when fitted to the app: readable on a desktop page
 LABEL_CHARS = 10
 ELBOW = 0.12  # where an edge turns, in depths after its parent
 BONUS = -1  # the bonus token's key where it is laid out beside the tree
@@ -207,9 +208,10 @@ def node_traces(g: nx.DiGraph, pos: dict, theme: str, labels: bool = True) -> li
     return out
 
 
-def trie_figure(trace: RunTrace, step: int, theme: str = "light") -> go.Figure:
+def trie_figure(trace: RunTrace, step: int, theme: str = "light", fit: bool = False) -> go.Figure:
     """The verified tree as a tidy left-to-right tree: shared prefixes drawn once, the accepted
-    path bold, the bonus token after it."""
+    path bold, the bonus token after it. `fit`: as wide as its container, showing the depths
+    that fit at a readable pitch with a range slider for the rest (for the app)."""
     c = theme_colors(theme)
     g = step_graph(trace, step)
     pos = positions_with_bonus(g, "first")
@@ -230,7 +232,7 @@ def trie_figure(trace: RunTrace, step: int, theme: str = "light") -> go.Figure:
             marker=dict(symbol="star", size=20, color=PALETTE["bonus"], line=dict(color=c["outline"], width=1.5)),
             text=[html.escape(truncate(g.graph["bonus_text"], LABEL_CHARS), quote=False)], textposition="top center",
             textfont=dict(family=MONO_FAMILY, size=MIN_FONT, color=c["text"]), hoverinfo="skip"))
-    return _trie_layout(fig, trace, step, g, pos, theme)
+    return _trie_layout(fig, trace, step, g, pos, theme, fit)
 
 
 def positions_with_bonus(g: nx.DiGraph, align: str = "centre") -> dict:
@@ -247,7 +249,8 @@ def positions_with_bonus(g: nx.DiGraph, align: str = "centre") -> dict:
     return pos
 
 
-def _trie_layout(fig: go.Figure, trace: RunTrace, step: int, g: nx.DiGraph, pos: dict, theme: str) -> go.Figure:
+def _trie_layout(fig: go.Figure, trace: RunTrace, step: int, g: nx.DiGraph, pos: dict, theme: str,
+                 fit: bool = False) -> go.Figure:
     c = theme_colors(theme)
     slots = 1 + max((p[1] for p in pos.values()), default=0)
     depth = 2 + max((p[0] for p in pos.values()), default=0)
@@ -267,5 +270,9 @@ def _trie_layout(fig: go.Figure, trace: RunTrace, step: int, g: nx.DiGraph, pos:
                            side="top", dtick=1, showgrid=False, zeroline=False)
     layout["yaxis"].update(range=[slots - 0.4, -0.8], visible=False)
     layout["meta"] = dict(step=i, nodes=len(fates), shared=shared)
+    if fit:  # the container sets the width; a deep trie scrolls by a slider instead of being cut
+        layout.update(width=None, autosize=True)
+        if depth > FIT_DEPTHS:
+            layout["xaxis"].update(range=[-0.5, FIT_DEPTHS - 0.5], rangeslider=dict(visible=True, thickness=0.06))
     fig.update_layout(layout)
     return pretty(fig)

@@ -108,3 +108,12 @@ def test_tidy_layout_centres_parents_and_never_overlaps(summ):
     assert sorted(leaves) == list(range(len(leaves)))
     fig = trie_figure(summ, 31)
     assert fig.layout.meta["nodes"] == len(summ.steps[31].tree)
+
+
+def test_the_app_trie_takes_its_containers_width_and_slides_through_deep_tries(summ):
+    deep = max(range(len(summ.steps)), key=lambda i: max((n.depth for n in summ.steps[i].tree), default=0))
+    page = trie_figure(summ, deep)
+    app = trie_figure(summ, deep, fit=True)
+    assert page.layout.width and page.layout.width > 1000  # laid out at its own pitch for a page
+    assert app.layout.width is None and app.layout.autosize
+    assert app.layout.xaxis.rangeslider.visible and app.layout.xaxis.range[1] < page.layout.xaxis.range[1]

@@ -3,16 +3,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from logitspec.trace import QueryRecord, RunTrace, StepRecord, TreeNode
+from logitspec.trace import (BOTH_FAILED, G1_MATCHED, G2_RESCUED, NO_RETRIEVAL, PLD_FAILED, PLD_MATCHED, QueryRecord,  # noqa: F401
+                             RunTrace, StepRecord, TreeNode)
 from logitspec.tree import TreeIndex
 
 from .pieces import TokenPiece, join_pieces
 from .style import visible
 
-# Retrieval outcome of one forward step.
-G1_MATCHED, G2_RESCUED, BOTH_FAILED = "g1 matched", "g2 rescued", "both failed"
-PLD_MATCHED, PLD_FAILED = "matched", "failed"
-NO_RETRIEVAL = "no retrieval"
 OUTCOMES_LOGITSPEC = (G1_MATCHED, G2_RESCUED, BOTH_FAILED)
 OUTCOMES_PLD = (PLD_MATCHED, PLD_FAILED)
 
@@ -97,18 +94,8 @@ def matched_attempt(q: QueryRecord):
 
 
 def outcome(step: StepRecord) -> str:
-    """Retrieval outcome of a step: g1 matched / g2 rescued / both failed (pld: matched / failed)."""
-    if not step.queries:
-        return NO_RETRIEVAL
-    first = step.queries[0]
-    if first.kind == "pld":
-        return PLD_MATCHED if first.matched else PLD_FAILED
-    g1 = next((q for q in step.queries if q.kind == "g1"), None)
-    if g1 is not None and g1.matched:
-        return G1_MATCHED
-    if any(q.matched for q in step.queries if q.kind == "g2"):
-        return G2_RESCUED
-    return BOTH_FAILED
+    """Retrieval outcome of a step (`StepRecord.outcome`)."""
+    return step.outcome
 
 
 def forward_steps(trace: RunTrace) -> list[StepRecord]:
@@ -157,12 +144,6 @@ def match_text(trace: RunTrace, q: QueryRecord, seq: Sequence[int] = ()) -> str:
         tried = ", ".join(f"{x.n}-gram" for x in q.attempts) or "nothing to try"
         return f"no match (tried {tried})"
     return f"matched the {a.n}-gram {ngram_text(trace, a.ngram, ngram_before(seq, a.ngram))} at context position {q.match_pos}"
-
-
-def node_status(step: StepRecord, node: TreeNode) -> str:
-    if node.pruned:
-        return "pruned"
-    return "accepted" if node.id in set(step.accepted_path) else "rejected"
 
 
 def branch_nodes(step: StepRecord, qi: int) -> list[tuple[int, TreeNode | None]]:

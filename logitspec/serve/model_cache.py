@@ -149,12 +149,13 @@ class ModelCache:
         return t
 
 
-def warm_cost_curves(lm, capacity: int | None = None, background: bool = True):
+def warm_cost_curves(lm, capacity: int | None = None, background: bool | None = None):
     """Give the cost-aware tree its forward-cost curves at load time without measuring:
     the curve stored by an earlier start on this machine, else a default shape, which
     decoding corrects as it goes. Curves not stored are measured in the background, a pass
     at a time while the model thread is idle (see logitspec.calibration); returns that
-    thread, or None when nothing is left to measure.
+    thread, or None when nothing is left to measure. LOGITSPEC_MEASURE_CURVES=0 measures
+    nothing in the background (a server that shares its cores with other timed work).
     """
     from ..calibration import BackgroundCalibration, start_curves
     from ..verify import free_head_rows
@@ -163,6 +164,8 @@ def warm_cost_curves(lm, capacity: int | None = None, background: bool = True):
     if capacity is None:  # every tree a visitor may ask for, so no race measures in front
         capacity = Limits.from_env().capacity
     starts = start_curves(lm.model, max_context=1024, capacity=capacity)
+    if background is None:
+        background = os.environ.get("LOGITSPEC_MEASURE_CURVES", "1") != "0"
     if not background or all(s.stored for s in starts):
         return None
     job = BackgroundCalibration(lm.model, starts)

@@ -159,3 +159,14 @@ def test_warm_up_at_load_measures_nothing_in_front_and_leaves_the_rest_to_the_ba
     finally:
         job.stop_event.set()
         job.join(10)
+
+
+def test_no_background_measuring_when_the_environment_says_so(cache_dir, measured, monkeypatch):
+    from types import SimpleNamespace
+
+    from logitspec.serve.model_cache import warm_cost_curves
+
+    monkeypatch.setenv("LOGITSPEC_MEASURE_CURVES", "0")
+    model = tiny_llama(seed=7)
+    assert warm_cost_curves(SimpleNamespace(model=model), capacity=8) is None and not measured
+    assert costcurve.live_cost(model, 512).base.measurements == 0  # the default shape serves

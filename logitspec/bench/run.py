@@ -270,7 +270,7 @@ def make_report(args: argparse.Namespace, lm, questions: list[dict], settings: D
             "questions": len(questions), "categories": sorted({q["category"] for q in questions}),
             "methods": args.methods, "questions_file": str(args.questions), "decode": settings.to_dict(),
             "hardware": hardware(lm.device), "torch": torch_version(), "cpu_model": cpu_model(),
-            "instruction_sets": instruction_sets(), "kernel_variant": kernel_variant()[0],
+            "instruction_sets": instruction_sets(), "isa_caps": isa_caps(), "kernel_variant": kernel_variant()[0],
             "background_load": args.background_load, "weights_from": lm.weights_from,
             # Every method samples with these; the same seed makes their outputs comparable.
             "temperature": settings.temperature, "top_p": settings.top_p, "seed": settings.seed,
@@ -288,6 +288,21 @@ def instruction_sets() -> list[str]:
 
     flags = cpu_flags()
     return [name for name in ("avx512f", "avx512bw", "avx512vl", "avx2", "fma") if name in flags]
+
+
+# Variables that hold a library below the CPU's best instruction set (`make bench-avx2`).
+ISA_CAP_VARIABLES = ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_ISA",
+                     "LOGITSPEC_FEW_ROWS_ISA")
+
+
+def isa_caps() -> dict:
+    """The instruction-set caps in force: those variables that are set, and the level torch's
+    own CPU kernels dispatch to."""
+    import torch
+
+    caps = {v: os.environ[v] for v in ISA_CAP_VARIABLES if os.environ.get(v)}
+    caps["torch_cpu_capability"] = torch.backends.cpu.get_cpu_capability()
+    return caps
 
 
 def print_table(report: dict) -> None:
@@ -315,6 +330,8 @@ def print_table(report: dict) -> None:
     if "cpu_model" in st:
         print(f"CPU: {st['cpu_model']} ({', '.join(st['instruction_sets']) or 'no AVX2'}); "
               f"few-row kernel: {st['few_row_kernel']}")
+    if "isa_caps" in st:
+        print("instruction-set caps: " + ", ".join(f"{k}={v}" for k, v in st["isa_caps"].items()))
     print(f"lossless: {report['lossless']}")
 
 

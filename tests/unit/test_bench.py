@@ -124,3 +124,27 @@ def test_bench_with_background_load_times_a_loaded_phase_then_an_idle_one(tmp_pa
     st = report["settings"]
     assert st["cpu_model"] and isinstance(st["instruction_sets"], list) and st["background_load"] == 1
     assert "phase loaded (1 busy process)" in r.stdout and "CPU: " in r.stdout
+
+
+def test_isa_caps_name_the_caps_in_force(monkeypatch):
+    from logitspec.bench.run import ISA_CAP_VARIABLES, isa_caps
+
+    for v in ISA_CAP_VARIABLES:
+        monkeypatch.delenv(v, raising=False)
+    monkeypatch.setenv("MKL_ENABLE_INSTRUCTIONS", "AVX2")
+    caps = isa_caps()
+    assert caps.pop("MKL_ENABLE_INSTRUCTIONS") == "AVX2"
+    assert list(caps) == ["torch_cpu_capability"] and isinstance(caps["torch_cpu_capability"], str)
+
+
+@pytest.mark.slow
+def test_the_avx2_cap_holds_torch_kernels_to_avx2():
+    """`make bench-avx2` relies on torch reading ATEN_CPU_CAPABILITY at start-up."""
+    import os
+    import subprocess
+    import sys
+
+    code = "import torch; print(torch.backends.cpu.get_cpu_capability())"
+    env = dict(os.environ, ATEN_CPU_CAPABILITY="avx2")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "AVX2"

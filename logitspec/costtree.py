@@ -51,9 +51,21 @@ def prior_mean(key: tuple) -> float:
     if kind == "first":  # a guess for x_{i+2}: (kind, rank bucket, g1 n, g2 n)
         _, bucket, g1n, g2n = key
         base = {0: 0.02, 1: 0.25, 2: 0.10, 3: 0.06, 4: 0.04, 8: 0.03, 16: 0.015, 32: 0.008}.get(bucket, 0.004)
-        return min(0.9, base + 0.2 * (g1n >= 1) + 0.1 * g1n + 0.05 * g2n)
+        return min(0.9, base + 0.2 * (g1n >= 1) + 0.1 * min(g1n, 4) + 0.05 * min(g2n, 4))
     _, n, depth = key  # a continuation token, given its parent was right
-    return min(0.85, 0.35 + 0.12 * n)
+    return min(0.85, 0.35 + 0.12 * min(n, 4))
+
+
+MATCH_BUCKETS = (3, 4, 8, 16)  # agreement lengths past an n-gram, as keys: 4-7, 8-15, 16+
+
+
+def evidence(q: QueryRecord | None) -> int:
+    """A query's evidence as a key: 0 unmatched, its n-gram's length, or the bucket of a
+    match that agrees further back (copied text)."""
+    if q is None or q.matched_n is None:
+        return 0
+    length = q.match_len or q.matched_n
+    return length if length <= 3 else max(b for b in MATCH_BUCKETS if b <= length)
 
 
 @dataclass
@@ -157,20 +169,20 @@ class CostAwareDrafter:
         self.model = model
         self.stats = stats or (stats_for(model) if model is not None else AcceptanceStats())
         self.curve = curve
-        self._trie: _Trie | None = None
-        self._skipped: list[tuple[int, tuple]] = []  # first tokens left out of the trie, for learning
+        self.trie: _Trie | None = None  # the last built step's trie, until its truth is observed
+        self.skipped: list[tuple[int, tuple]] = []  # first tokens left out of the trie, for learning
         self.calibration_seconds = 0.0  # time spent measuring c(n) during this run
         self._context_len = 0
 
     @staticmethod
     def first_key(cand: Candidate | None, g1n: int, g2n: int) -> tuple:
         """The kind of a guess for x_{i+2}: its rank bucket (0 for g1's own guess) and the
-        n-gram lengths by which g1 and its g2 query back it."""
+        evidence (`evidence`) by which g1 and its g2 query back it."""
         return ("first", rank_bucket(cand.rank if cand is not None else None), g1n, g2n)
 
     @staticmethod
     def cont_key(n: int, depth: int) -> tuple:
-        """The kind of a continuation token at `depth` after a match of an n-gram."""
+        """The kind of a continuation token at `depth` after a match with evidence n (`evidence`)."""
         return ("cont", n, min(depth, 8))
 
     def _calibrated(self, seconds: float) -> None:
@@ -195,7 +207,7 @@ class CostAwareDrafter:
         """Insert the drafted branches into one trie, then keep the prefix with the best rate."""
         curve, live = self._curve(context_len, capacity)
         cost = curve.table(capacity + 1)
-        trie = self._trie = self._grow(root, g1, g2, g1_len, chance_floor(cost, capacity))
+        trie = self.trie = self._grow(root, g1, g2, g1_len, chance_floor(cost, capacity))
         best = best_prefix(trie, cost, capacity)
         probe = live.probe_size() if live is not None else None
         # Now and then verify a larger prefix, so real passes re-teach c(n) for trees.
@@ -209,8 +221,8 @@ class CostAwareDrafter:
     def _grow(self, root: int, g1: QueryRecord | None, g2: Sequence[tuple[Candidate, QueryRecord]],
               g1_len: int, floor: float) -> _Trie:
         """The trie of g1's chain and every candidate's branch, nodes under `floor` left out."""
-        trie, self._skipped = _Trie(root), []
-        g1n = (g1.matched_n or 0) if g1 is not None else 0
+        trie, self.skipped = _Trie(root), []
+        g1n = evidence(g1)
         if g1 is not None and g1.continuation:
             self._add_g1(trie, g1.continuation[:g1_len], g1n, floor)
         for i, (cand, q) in enumerate(g2):
@@ -235,8 +247,8 @@ class CostAwareDrafter:
     def _add_candidate(self, trie: _Trie, cand: Candidate, q: QueryRecord, query: int, g1n: int,
                        floor: float) -> None:
         """A candidate and its g2 continuation. A candidate under `floor` stays out of the
-        trie but is kept in `_skipped`, to learn from."""
-        g2n = q.matched_n or 0
+        trie but is kept in `skipped`, to learn from."""
+        g2n = evidence(q)
         first = trie.child.get((0, cand.token))
         key = self.first_key(cand, g1n if first is not None else 0, g2n)
         prob = self.stats.p(key)
@@ -245,7 +257,7 @@ class CostAwareDrafter:
             trie.p[first] = prob = max(prob, trie.p[first])
             node = first
         elif prob < floor:
-            self._skipped.append((cand.token, key))
+            self.skipped.append((cand.token, key))
             return
         else:
             node = trie.grow(0, cand.token, "g2", cand.rank, query, key, prob)
@@ -263,7 +275,7 @@ class CostAwareDrafter:
 
     def _select(self, keep: set[int]) -> list[TreeNode]:
         """The chosen nodes, plus the most likely unchosen frontier nodes marked pruned."""
-        t = self._trie
+        t = self.trie
         frontier = sorted((n for n in range(1, len(t.token)) if n not in keep and t.parent[n] in keep),
                           key=lambda n: -t.p[n])[:FRONTIER_SHOWN]
         shown = keep | set(frontier)
@@ -289,11 +301,11 @@ class CostAwareDrafter:
         """
         if seconds is not None and verified and self.model is not None and self.curve is None:
             observe_forward(self.model, self._context_len, verified, seconds)
-        t = self._trie
+        t = self.trie
         if t is None or len(truth) < 2:
             return
         seen = self.stats.observe
-        for tok, key in self._skipped:
+        for tok, key in self.skipped:
             seen(key, tok == truth[1])
         node = 0
         for depth in range(1, len(truth)):
@@ -303,7 +315,7 @@ class CostAwareDrafter:
             if right is None:
                 break
             node = right
-        self._trie = None
+        self.trie = None
 
 
 def best_prefix(trie: _Trie, cost: Sequence[float], capacity: int) -> Prefix:

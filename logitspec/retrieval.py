@@ -13,6 +13,7 @@ from .trace import Candidate, NgramAttempt, QueryRecord
 
 PRUNED_SHOWN_PER_BRANCH = 3  # how many cut tokens per branch the trace keeps for the picture
 G2_COST_LEN = 8  # g2 continuation fetched for the cost-aware tree, which may keep it all
+MATCH_LEN_CAP = 16  # how far back a match's agreement is counted
 
 
 class NgramPool:
@@ -70,10 +71,26 @@ class NgramPool:
         return QueryRecord(kind, candidate_rank, attempts, None, None, [])
 
 
+def match_length(pool: NgramPool, q: QueryRecord, pending: Sequence[int]) -> int | None:
+    """How far back q's match agrees with the text it extends, the pool's tokens then
+    `pending`: matched_n, or more (up to MATCH_LEN_CAP). A long agreement marks copied text,
+    where the continuation is far likelier to be right than after a bare 3-gram."""
+    if q.matched_n is None:
+        return None
+    toks, length = pool.tokens, q.matched_n
+    a, b = q.match_pos - 1, len(toks) + len(pending) - length - 1  # the tokens before each side
+    while length < MATCH_LEN_CAP and a >= 0:
+        if toks[a] != (toks[b] if b < len(toks) else pending[b - len(toks)]):
+            break
+        length, a, b = length + 1, a - 1, b - 1
+    return length
+
+
 def retrieve(root: int, cands: Sequence[Candidate], pool: NgramPool, s: DecodeSettings) -> list[QueryRecord]:
     """g1 for x_{i+1}, then g2 for each candidate x^_{i+2}; g1 is element 0."""
     tail = pool.tokens[-max(pool.sizes):] + [root]
     queries = [pool.query("g1", tail, s.continuation + PRUNED_SHOWN_PER_BRANCH)]
+    queries[0].match_len = match_length(pool, queries[0], [root])
     for c in cands:
         if s.tree == "cost":
             want = min(s.continuation, G2_COST_LEN)
@@ -81,5 +98,7 @@ def retrieve(root: int, cands: Sequence[Candidate], pool: NgramPool, s: DecodeSe
             # A branch keeps at most rule.keep(rank) tokens, the candidate included; fetch
             # only that plus the few cut tokens the picture shows.
             want = min(s.continuation, s.rule.keep(c.rank) - 1 + PRUNED_SHOWN_PER_BRANCH)
-        queries.append(pool.query("g2", tail + [c.token], want, candidate_rank=c.rank))
+        q = pool.query("g2", tail + [c.token], want, candidate_rank=c.rank)
+        q.match_len = match_length(pool, q, [root, c.token])
+        queries.append(q)
     return queries

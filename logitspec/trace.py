@@ -55,6 +55,10 @@ class QueryRecord:
     matched_n: int | None  # the n-gram length that matched, or None
     match_pos: int | None  # context index where the matched n-gram starts
     continuation: list[int]  # tokens that followed the match (empty when none)
+    # Tokens before the continuation that agree with the text being extended: matched_n, or
+    # more where the match runs further back (up to retrieval.MATCH_LEN_CAP); None when unmatched
+    # or not measured (prompt lookup, older traces).
+    match_len: int | None = None
 
     @property
     def matched(self) -> bool:

@@ -94,7 +94,7 @@ def test_trie_holds_no_token_twice_under_a_parent():
 def test_observing_the_truth_raises_the_right_kinds_and_lowers_the_wrong():
     stats = AcceptanceStats()
     d, nodes, _ = build(FLAT, stats=stats)
-    trie = d._trie
+    trie = d.trie
     right_key = trie.key[trie.child[(0, 9)]]
     wrong_key = trie.key[trie.child[(0, 102)]]
     before_right, before_wrong = stats.p(right_key), stats.p(wrong_key)
@@ -108,10 +108,10 @@ def test_observing_the_truth_raises_the_right_kinds_and_lowers_the_wrong():
 def test_unlikely_candidates_stay_out_of_the_trie_but_still_teach():
     stats = AcceptanceStats()
     d, nodes, _ = build(STEEP, stats=stats)
-    assert d._skipped, "a steep curve should leave low-rank candidates out"
-    tok, key = d._skipped[0]
-    assert (0, tok) not in d._trie.child
-    same_kind = sum(1 for _, k in d._skipped if k == key)
+    assert d.skipped, "a steep curve should leave low-rank candidates out"
+    tok, key = d.skipped[0]
+    assert (0, tok) not in d.trie.child
+    same_kind = sum(1 for _, k in d.skipped if k == key)
     d.observe([8, tok, 10])  # the skipped candidate was in fact right
     hits, seen = stats.counts[key]
     assert seen == same_kind and hits == 1
@@ -124,18 +124,18 @@ def test_a_free_first_step_does_not_let_every_candidate_into_the_trie():
     # step, so unlikely candidates stay out (and still teach) instead of filling the trie.
     free_first = curve(lambda n: 0.034 if n <= 2 else 0.034 + 0.0015 * (n - 2))
     d, nodes, sizing = build(free_first)
-    assert d._skipped, "candidates below the later steps' floor should stay out"
-    assert len(d._trie.token) < 1 + 64
+    assert d.skipped, "candidates below the later steps' floor should stay out"
+    assert len(d.trie.token) < 1 + 64
     assert 2 <= sizing.size < 64
     # A measured curve can time two sizes alike (here 3 and 4 tokens); one flat step must
     # not open the trie to everything either.
     flat_step = CostCurve([1, 2, 3, 4, 6, 8, 16, 32, 64], [0.0339, 0.0339, 0.0355, 0.0355, 0.0397, 0.0416,
                                                            0.053, 0.0764, 0.1184], 512, "cpu", "float32")
     d, _, _ = build(flat_step)
-    assert d._skipped and len(d._trie.token) < 1 + 64
+    assert d.skipped and len(d.trie.token) < 1 + 64
     # A flat curve still takes every candidate in.
     flat_d, _, _ = build(FLAT)
-    assert not flat_d._skipped
+    assert not flat_d.skipped
 
 # ----- the curve under a changing load --------------------------------------------------------
 
@@ -280,3 +280,14 @@ def test_trees_held_at_three_tokens_by_a_wrong_shape_grow_back_after_probes(no_m
     assert any(probed for _, probed in steps)
     tail = steps[-20:]  # the trees choose more than three tokens themselves; probes are rare
     assert all(size > 3 for size, probed in tail if not probed) and sum(p for _, p in tail) <= 1, tail
+
+
+def test_evidence_keys_long_matches_apart_from_bare_ngrams():
+    from logitspec.costtree import evidence
+    from logitspec.trace import QueryRecord
+
+    def q(n, length):
+        return QueryRecord("g1", None, [], n, 0 if n else None, [1] if n else [], length)
+
+    assert [evidence(q(None, None)), evidence(q(2, 2)), evidence(q(3, None))] == [0, 2, 3]
+    assert [evidence(q(3, 5)), evidence(q(3, 8)), evidence(q(3, 15)), evidence(q(3, 16))] == [4, 8, 8, 16]

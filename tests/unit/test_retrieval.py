@@ -117,3 +117,45 @@ def test_sizes_are_sorted_longest_first_and_deduplicated():
 def test_bad_sizes_are_refused(sizes):
     with pytest.raises(ValueError):
         NgramPool(sizes)
+
+
+def brute_match_length(text: list[int], start: int, n: int) -> int:
+    """How many tokens ending at the earlier occurrence text[start:start+n] agree with the
+    tokens ending at text's end, by definition (capped)."""
+    from logitspec.retrieval import MATCH_LEN_CAP
+
+    length = 0
+    while (length < MATCH_LEN_CAP and start + n - 1 - length >= 0
+           and text[start + n - 1 - length] == text[len(text) - 1 - length]):
+        length += 1
+    return length
+
+
+@settings(max_examples=200, deadline=None)
+@given(tokens=st.lists(st.integers(0, 3), min_size=1, max_size=80), pending=st.lists(st.integers(0, 3), min_size=1,
+                                                                                       max_size=2))
+def test_match_length_counts_the_agreement_behind_the_match(tokens, pending):
+    from logitspec.retrieval import match_length
+
+    pool = NgramPool((1, 2, 3), tokens)
+    text = tokens + pending
+    q = pool.query("g1", text[-3:], max_len=4)
+    length = match_length(pool, q, pending)
+    if not q.matched:
+        assert length is None
+    else:
+        assert length >= q.matched_n
+        assert length == brute_match_length(text, q.match_pos, q.matched_n)
+
+
+def test_a_long_copy_is_told_from_a_bare_trigram():
+    from logitspec.retrieval import match_length
+
+    copied = list(range(10, 30))
+    pool = NgramPool((1, 2, 3), copied + [1, 2] + copied[:12])  # the text is copying `copied`
+    q = pool.query("g1", pool.tokens[-2:] + [copied[12]], max_len=3)
+    assert q.matched_n == 3 and q.continuation == copied[13:16]
+    assert match_length(pool, q, [copied[12]]) == 13
+    fresh = NgramPool((1, 2, 3), [5, 6, 7, 8, 1, 6, 7])  # only "6 7 8" repeats
+    q = fresh.query("g1", [6, 7, 8], max_len=2)
+    assert match_length(fresh, q, [8]) == 3

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from .render import find_chromium, screenshot
@@ -25,11 +26,24 @@ def _bars(report: dict, key: str, title: str, ytitle: str):
     if key == "speedup_vs_vanilla":
         fig.add_hline(y=1.0, line_dash="dash", line_color="#555", annotation_text="vanilla")
     s = report["settings"]
-    sub = f"{s['model']} · {s['device']} · {s['dtype']} · {s['max_new_tokens']} new tokens · median of {s['repeats']}"
+    sub = (f"{s['model']} · {machine(s)} · {s['dtype']} · {s['max_new_tokens']} new tokens"
+           f" · median of {s['repeats']}")
     fig.update_layout(title=dict(text=f"{title}<br><sup>{sub}</sup>"), yaxis_title=ytitle, **LAYOUT)
     fig.update_xaxes(tickangle=-30, gridcolor="#ddd")
     fig.update_yaxes(gridcolor="#ddd")
     return fig
+
+
+def machine(settings: dict) -> str:
+    """The machine a report ran on, in words: the CPU (or GPU) and the vector instructions
+    its kernels used, saying so where they were held below what the CPU has."""
+    text = settings.get("hardware") or settings["device"]
+    flags = settings.get("instruction_sets") or []
+    best = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else None
+    held = str((settings.get("isa_caps") or {}).get("torch_cpu_capability", "")).upper()
+    if best == "AVX-512" and held == "AVX2":
+        return f"{text} · AVX-512 CPU held to AVX2"
+    return f"{text} · {best}" if best else text
 
 
 def drafted_figure(report: dict, method: str = "logitspec"):
@@ -96,7 +110,15 @@ def write_plots(report: dict, out: Path) -> list[Path]:
         written.append(html)
         if chromium is not None:
             try:
-                written.append(screenshot(html, out / f"{name}.png", 1400, 700, chromium, timeout=120))
+                written.append(_png(fig, out / f"{name}.png", chromium))
             except (RuntimeError, subprocess.TimeoutExpired) as e:  # the HTML stands; say why there is no PNG
                 print(f"no PNG of {name}: {str(e).splitlines()[0]}", file=sys.stderr)
     return written
+
+
+def _png(fig, png: Path, chromium: str) -> Path:
+    """The figure alone as a PNG: drawn from a page without Plotly's toolbar."""
+    with tempfile.TemporaryDirectory(prefix="bench-png-") as tmp:
+        page = Path(tmp) / "figure.html"
+        fig.write_html(page, include_plotlyjs=True, full_html=True, config={"displayModeBar": False})
+        return screenshot(page, png, 1400, 700, chromium, timeout=120)

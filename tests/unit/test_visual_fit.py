@@ -201,3 +201,15 @@ def test_one_chromium_helper_draws_every_screenshot():
     cmd = render.chromium_command("/usr/bin/chromium", "/tmp/p", "file:///x.html", Path("/tmp/x.png"), 800, 600)
     assert cmd[0] == "/usr/bin/chromium" and set(render.BROWSER_ARGS) <= set(cmd)
     assert "--window-size=800,600" in cmd and not hasattr(render, "have_browser")
+
+
+def test_bench_figures_name_the_cpu_and_a_held_instruction_set():
+    from visual.bench import machine
+
+    s = {"device": "cpu", "hardware": "AMD EPYC, 2 cores (x86_64)", "instruction_sets": ["avx512f", "avx2", "fma"],
+         "isa_caps": {"torch_cpu_capability": "AVX512"}}
+    assert machine(s) == "AMD EPYC, 2 cores (x86_64) · AVX-512"
+    s["isa_caps"] = {"ATEN_CPU_CAPABILITY": "avx2", "torch_cpu_capability": "AVX2"}
+    assert machine(s) == "AMD EPYC, 2 cores (x86_64) · AVX-512 CPU held to AVX2"
+    assert machine({"device": "cpu", "hardware": "x", "instruction_sets": ["avx2", "fma"]}) == "x · AVX2"
+    assert machine({"device": "cuda"}) == "cuda"

@@ -26,7 +26,7 @@ class Limits:
     continuation: int = 64
     context_cap: int = 4096  # prompt tokens + max new tokens
     prompt_chars: int = 100_000
-    trace_bytes: int = 20_000_000
+    trace_bytes: int = 20 * 2**20  # 20 MiB, as upload boxes count
     run_seconds: float = 300.0
 
     @classmethod

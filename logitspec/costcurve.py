@@ -179,13 +179,26 @@ class LiveCost:
     vain_probes: int = 0  # probes since the trees last grew on their own
     probes: int = 0
     _curve: CostCurve | None = field(default=None, repr=False)
+    # The corrected shape (sizes, c(n)/c(1)): rebuilt only when a real ratio or the base
+    # changes, while the level changes every step.
+    _shape: tuple[list[int], list[float]] | None = field(default=None, repr=False)
+    _base_ratios: dict[int, float] = field(default_factory=dict, repr=False)
+
+    def set_base(self, base: CostCurve) -> None:
+        """A newly measured shape; what decoding has learnt (level, real ratios) is kept."""
+        self.base, self._curve, self._shape = base, None, None
+        self._base_ratios.clear()
 
     def base_ratio(self, n: int) -> float:
-        return self.base(n) / self.base(1)
+        r = self._base_ratios.get(n)
+        if r is None:
+            r = self._base_ratios[n] = self.base(n) / self.base(1)
+        return r
 
     def ratio(self, n: int) -> float:
         """The corrected shape c(n)/c(1)."""
-        return self.curve()(n) / self.curve()(1)
+        sizes, ratios = self.shape()
+        return float(np.interp(n, sizes, ratios))
 
     def _corrected(self, n: int) -> float:
         seen = self.observed.get(n)
@@ -194,19 +207,26 @@ class LiveCost:
         k = len(seen)
         return (SHAPE_PRIOR * self.base_ratio(n) + k * float(np.median(seen))) / (SHAPE_PRIOR + k)
 
+    def shape(self) -> tuple[list[int], list[float]]:
+        """The measured shape corrected by the real ratios: sizes and c(n)/c(1)."""
+        if self._shape is None:
+            b = self.base
+            points = sorted(n for n in self.observed if 1 < n <= b.sizes[-1])
+            # The correction factor at observed sizes, 1 at n = 1, held flat past the last one.
+            fx = [1, *points]
+            fy = [1.0, *(self._corrected(n) / self.base_ratio(n) for n in points)]
+            sizes = sorted(set(b.sizes) | set(points))
+            ratios = np.array([self.base_ratio(n) for n in sizes]) * np.interp(sizes, fx, fy)
+            self._shape = (sizes, [float(r) for r in np.maximum.accumulate(ratios)])
+        return self._shape
+
     def curve(self) -> CostCurve:
-        """The curve the tree search uses now (rebuilt after each observation)."""
-        if self._curve is not None:
-            return self._curve
-        b = self.base
-        points = sorted(n for n in self.observed if 1 < n <= b.sizes[-1])
-        # The correction factor at observed sizes, 1 at n = 1, held flat past the last one.
-        fx = [1, *points]
-        fy = [1.0, *(self._corrected(n) / self.base_ratio(n) for n in points)]
-        sizes = sorted(set(b.sizes) | set(points))
-        secs = [self.level * self.base_ratio(n) * float(np.interp(n, fx, fy)) for n in sizes]
-        secs = [float(s) for s in np.maximum.accumulate(secs)]
-        self._curve = CostCurve(sizes, secs, b.context_len, b.device, b.dtype, b.measurements)
+        """The curve the tree search uses now: the shape at the load level."""
+        if self._curve is None:
+            b = self.base
+            sizes, ratios = self.shape()
+            self._curve = CostCurve(sizes, [self.level * r for r in ratios], b.context_len, b.device, b.dtype,
+                                    b.measurements)
         return self._curve
 
     def observe(self, n: int, seconds: float, at: float) -> None:
@@ -222,7 +242,7 @@ class LiveCost:
                 seen = self.observed.setdefault(big.n, [])
                 seen.append(big.seconds / small.seconds * r_small)
                 del seen[:-OBSERVED_KEPT]
-                self._curve = None
+                self._curve = self._shape = None
         est = seconds / self.ratio(min(n, self.base.sizes[-1]))
         first = not self.passes
         self.level = est if first else (1 - LEVEL_RATE) * self.level + LEVEL_RATE * est
@@ -287,7 +307,7 @@ def install_curve(model: PreTrainedModel, bucket: int, base: CostCurve) -> LiveC
         if live is None:
             live = lives[bucket] = LiveCost(base, base(1))
         else:
-            live.base, live._curve = base, None
+            live.set_base(base)
         return live
 
 

@@ -291,3 +291,18 @@ def test_evidence_keys_long_matches_apart_from_bare_ngrams():
 
     assert [evidence(q(None, None)), evidence(q(2, 2)), evidence(q(3, None))] == [0, 2, 3]
     assert [evidence(q(3, 5)), evidence(q(3, 8)), evidence(q(3, 15)), evidence(q(3, 16))] == [4, 8, 8, 16]
+
+
+def test_a_new_base_reshapes_the_curve_and_keeps_the_level(no_measuring):
+    from logitspec.costcurve import cost_curve_for, install_curve, observe_forward
+
+    model = FakeModel()
+    install_curve(model, 512, CostCurve(SIZES, [cheap_trees(n) for n in SIZES], 512, "cpu", "float32"))
+    for i in range(20):
+        observe_forward(model, 40, 1, 0.05, at=0.1 * i)
+    before = cost_curve_for(model, 40, 64)
+    steep = CostCurve(SIZES, [0.03 * n for n in SIZES], 512, "cpu", "float32")
+    install_curve(model, 512, steep)  # a background measurement finished
+    after = cost_curve_for(model, 40, 64)
+    assert after(1) == pytest.approx(before(1)) == pytest.approx(0.05, rel=0.02)
+    assert after(8) / after(1) == pytest.approx(8.0) != pytest.approx(before(8) / before(1))

@@ -729,8 +729,9 @@ class ExplorerUI:
         self.tree_view.input(self.set_tree_view, [self.state, self.tree_view], explorer_out, **view_kw)
         self.tree_fig.compact.input(self.set_compact_tree, [self.state, self.tree_fig.compact], explorer_out,
                                     **view_kw)
-        f.prev_btn.click(self.prev_step, [self.state], explorer_out, **view_kw)
-        f.next_btn.click(self.next_step, [self.state], explorer_out, **view_kw)
+        # Every press counts: a second press during a slow redraw moves a second step.
+        f.prev_btn.click(self.prev_step, [self.state], explorer_out, trigger_mode="multiple", **view_kw)
+        f.next_btn.click(self.next_step, [self.state], explorer_out, trigger_mode="multiple", **view_kw)
         self.play_btn.click(toggle_play, [self.playing], [self.playing, self.play_timer, self.play_btn],
                             concurrency_limit=None)
         self.play_timer.tick(self.tick, [self.state],

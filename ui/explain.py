@@ -90,8 +90,8 @@ class ExplainTab:
         ins = [state, self.picked]
         tab.select(self.show, ins, self.outputs, **kw)
         self.step.input(self.show_step, ins + [self.step], self.outputs, trigger_mode="always_last", **kw)
-        self.prev.click(lambda v, p: self.move(v, p, -1), ins, self.outputs, **kw)
-        self.next.click(lambda v, p: self.move(v, p, 1), ins, self.outputs, **kw)
+        self.prev.click(lambda v, p: self.move(v, p, -1), ins, self.outputs, trigger_mode="multiple", **kw)
+        self.next.click(lambda v, p: self.move(v, p, 1), ins, self.outputs, trigger_mode="multiple", **kw)
         self.auto.click(lambda v, p: self.show(v, None), ins, self.outputs, **kw)
 
     # ------------------------------------------------------------ what to explain

@@ -207,3 +207,21 @@ def _check_panels(page, trace: RunTrace, step: int) -> None:
         for got, sentence in zip(shown, pair):
             plain = re.sub(r"<sub>(.*?)</sub>", r"\1", sub_x(sentence))
             assert got == plain, (key, got, plain)
+
+
+@pytest.mark.browser
+def test_quick_presses_each_move_a_step(browser, app_url):
+    """A presenter pressing → twice before the first redraw lands moves two steps, not one."""
+    page = _open(browser, app_url, "trace=coding-122&step=5")
+    _wait_step(page, 5)
+    page.locator("#next").click()
+    page.locator("#next").click()
+    page.locator("#next").click()
+    _wait_step(page, 8)
+    page.locator("#step-label").click()
+    page.keyboard.press("ArrowLeft")
+    page.keyboard.press("ArrowLeft")
+    _wait_step(page, 6)
+    page.wait_for_timeout(1500)  # nothing more arrives
+    assert _step_label(page).startswith("Step 6 ("), _step_label(page)
+    page.context.close()

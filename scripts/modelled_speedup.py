@@ -27,21 +27,20 @@ def fixed_curve(report: Path):
     """The shortest-context curve of a bench report, as a CostCurve."""
     from logitspec.costcurve import CostCurve
 
-    curves = json.loads(report.read_text())["cost_curves"]
-    c = min(curves, key=lambda c: c["context_len"])
+    try:
+        curves = json.loads(report.read_text())["cost_curves"]
+        c = min(curves, key=lambda c: c["context_len"])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise SystemExit(f"modelled_speedup: {report} holds no bench report with cost curves ({e})")
     return CostCurve(c["sizes"], c["seconds"], c["context_len"], c["device"], c["dtype"])
 
 
-def priced_run(lm, prompt: list[int], method: str, settings, curve) -> tuple[int, float]:
-    """(tokens, modelled seconds) of one decoding run with trees sized by `curve`."""
+def priced_run(lm, prompt: list[int], method: str, settings, curve) -> float:
+    """Modelled seconds of one decoding run with trees sized by `curve`."""
     from logitspec.decoders import decode
 
-    tokens, seconds = 0, 0.0
-    for step in decode(lm.model, prompt, method, settings, [lm.tokenizer.eos_token_id]):
-        tokens += len(step.tokens)
-        if step.forward:
-            seconds += curve(sum(not n.pruned for n in step.tree))
-    return tokens, seconds
+    return sum(curve(sum(not n.pruned for n in step.tree))
+               for step in decode(lm.model, prompt, method, settings, [lm.tokenizer.eos_token_id]) if step.forward)
 
 
 def main() -> int:
@@ -69,8 +68,7 @@ def main() -> int:
     for q in load_questions(args.questions, None, args.limit_per_category):
         prompt = lm.encode_chat(q["turns"][0])
         for method in ("vanilla", "pld", "logitspec"):
-            _, seconds = priced_run(lm, prompt, method, settings, curve)
-            cost[method][q["category"]] += seconds
+            cost[method][q["category"]] += priced_run(lm, prompt, method, settings, curve)
     cats = sorted(cost["vanilla"])
     print(f"{'category':<16}{'pld':>8}{'logitspec':>11}")
     for c in [*cats, "overall"]:

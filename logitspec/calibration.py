@@ -27,12 +27,13 @@ from .costcurve import CONTEXT_BUCKETS, CostCurve, CurveMeasurement, install_cur
 log = logging.getLogger(__name__)
 
 # The bundled model's c(n) over a 512-token context on the 2-core development machine
-# (docs/performance.md, the bench at defaults), as a shape: only ratios to c(1) are used
+# (docs/performance.md, "c(n) at every size"), as a shape: only ratios to c(1) are used
 # until decoding has set the level. Past 64 tokens it grows by the last measured slope.
-DEFAULT_SIZES = [1, 2, 3, 4, 6, 8, 16, 32, 64, 128, 256]
-DEFAULT_MS = [32.8, 33.2, 35.3, 35.7, 40.0, 42.8, 53.5, 76.3, 122.1, 213.7, 396.9]
+DEFAULT_SIZES = [*range(1, 17), 17, 24, 32, 48, 64]
+DEFAULT_MS = [32.3, 34.9, 35.4, 35.7, 40.5, 40.5, 41.9, 41.9, 43.2, 43.2, 44.2, 46.4, 52.8, 57.0, 61.5,
+              65.8, 96.9, 108.7, 123.9, 157.9, 186.5]
 IDLE_SECONDS = 1.0  # the model thread must have been idle this long before a chunk runs
-FORMAT = "logitspec-cost-curve/1"
+FORMAT = "logitspec-cost-curve/2"  # /2: every size to 16 measured
 
 
 def default_curve(model, bucket: int, max_n: int) -> CostCurve:

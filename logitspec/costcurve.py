@@ -6,6 +6,7 @@ other work comes and goes on the machine. The cost-aware tree (`logitspec.costtr
 """
 from __future__ import annotations
 
+import statistics
 import threading
 import time
 import weakref
@@ -22,7 +23,9 @@ from .trace import TreeNode
 if TYPE_CHECKING:
     from transformers import Cache, PreTrainedModel
 
-SIZES = (1, 2, 3, 4, 6, 8, 16, 32, 64, 128, 256)  # dense where trees usually stop
+# Every size up to the few-row kernel's 16 rows: its cost steps by row blocks, and a line
+# between 8 and 16 overpriced 9-12 tokens by up to 15% (docs/performance.md).
+SIZES = (*range(1, 17), 17, 24, 32, 48, 64, 128, 256)
 
 
 # ---------------------------------------------------------------- forward cost c(n)
@@ -205,7 +208,8 @@ class LiveCost:
         if not seen:
             return self.base_ratio(n)
         k = len(seen)
-        return (SHAPE_PRIOR * self.base_ratio(n) + k * float(np.median(seen))) / (SHAPE_PRIOR + k)
+        # statistics.median: numpy's costs ~10 us on a dozen floats, and this runs per size per step
+        return (SHAPE_PRIOR * self.base_ratio(n) + k * statistics.median(seen)) / (SHAPE_PRIOR + k)
 
     def shape(self) -> tuple[list[int], list[float]]:
         """The measured shape corrected by the real ratios: sizes and c(n)/c(1)."""

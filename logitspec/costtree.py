@@ -1,4 +1,4 @@
-"""The cost-aware draft tree: grow the tree by expected gain while tokens per second rise.
+"""The cost-aware draft tree: grow the tree while each node pays for its seconds at the run's rate.
 
 Two measured inputs drive it:
 - c(n), the forward cost of n tree tokens (`logitspec.costcurve`);
@@ -21,7 +21,7 @@ import torch
 
 from .costcurve import CostCurve, LiveCost, live_for, observe_forward
 from .trace import Candidate, QueryRecord, TreeNode, TreeSizing
-from .tree import TreeIndex, verified_first
+from .tree import TreeIndex
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -139,8 +139,34 @@ class Prefix:
 
     order: list[int]  # trie nodes in the order taken, root excluded
     gains: list[float]  # expected accepted tokens of each prefix size (index = size - 1)
-    size: int  # the size (root included) with the most expected tokens per second
+    size: int  # the size (root included) that gains the most over the run's rate (`best_prefix`)
     after: int | None  # the likeliest node left untaken when the search stopped (None: none left)
+
+
+RATE_MEMORY = 0.95  # each step's weight fades by this per step: the rate follows the text
+
+
+@dataclass
+class RunRate:
+    """The run's tokens per pass, per c(1) of pass cost: the bar each tree node must clear.
+
+    Each step commits its tokens for the cost of its tree; the run is fastest when the
+    tokens of all steps over the seconds of all steps are most, not each step's own ratio.
+    A node is worth its cost when its chance beats the run's rate times the seconds it
+    adds (the renewal-reward argument), so a step whose drafts are likely grows past its
+    own best ratio and a step of unlikely drafts stays smaller. Costs are kept in units of
+    c(1) so a change of load does not skew the rate.
+    """
+
+    tokens: float = 1.0  # a vanilla pass to start from: one token for one c(1)
+    cost: float = 1.0
+
+    def per_second(self, c1: float) -> float:
+        return self.tokens / (self.cost * c1)
+
+    def observe(self, tokens: int, relative_cost: float) -> None:
+        self.tokens = RATE_MEMORY * self.tokens + tokens
+        self.cost = RATE_MEMORY * self.cost + relative_cost
 
 
 def chance_floor(cost: Sequence[float], capacity: int) -> float:
@@ -172,7 +198,9 @@ class CostAwareDrafter:
         self.trie: _Trie | None = None  # the last built step's trie, until its truth is observed
         self.skipped: list[tuple[int, tuple]] = []  # first tokens left out of the trie, for learning
         self.calibration_seconds = 0.0  # time spent measuring c(n) during this run
+        self.rate = RunRate()
         self._context_len = 0
+        self._relative_cost = 1.0  # the built tree's c(size)/c(1), for the rate
 
     @staticmethod
     def first_key(cand: Candidate | None, g1n: int, g2n: int) -> tuple:
@@ -204,11 +232,13 @@ class CostAwareDrafter:
         g1_len: int,
         context_len: int,
     ) -> tuple[list[TreeNode], TreeSizing]:
-        """Insert the drafted branches into one trie, then keep the prefix with the best rate."""
+        """Insert the drafted branches into one trie, then keep the prefix that gains most over the
+        run's rate (`best_prefix`)."""
         curve, live = self._curve(context_len, capacity)
         cost = curve.table(capacity + 1)
         trie = self.trie = self._grow(root, g1, g2, g1_len, chance_floor(cost, capacity))
-        best = best_prefix(trie, cost, capacity)
+        rate = self.rate.per_second(cost[1])
+        best = best_prefix(trie, cost, capacity, rate)
         probe = live.probe_size() if live is not None else None
         # Now and then verify a larger prefix, so real passes re-teach c(n) for trees.
         probed = probe is not None and len(best.order) >= 2 and min(probe, len(best.gains)) > best.size
@@ -216,7 +246,9 @@ class CostAwareDrafter:
         if live is not None:
             live.chose(size, probed)
         self._context_len = context_len  # for the curve check in observe
-        return self._select({0, *best.order[: size - 1]}), _sizing(best, size, probed, curve, cost, trie.p)
+        self._relative_cost = cost[size] / cost[1]
+        sizing = _sizing(best, size, probed, curve, cost, trie.p, rate)
+        return self._select({0, *best.order[: size - 1]}), sizing
 
     def _grow(self, root: int, g1: QueryRecord | None, g2: Sequence[tuple[Candidate, QueryRecord]],
               g1_len: int, floor: float) -> _Trie:
@@ -274,22 +306,21 @@ class CostAwareDrafter:
             node = nxt
 
     def _select(self, keep: set[int]) -> list[TreeNode]:
-        """The chosen nodes, plus the most likely unchosen frontier nodes marked pruned."""
+        """The chosen nodes, then the most likely unchosen frontier nodes marked pruned:
+        verified ones first, so they are the forward pass's rows (as `verified_first`)."""
         t = self.trie
         frontier = sorted((n for n in range(1, len(t.token)) if n not in keep and t.parent[n] in keep),
                           key=lambda n: -t.p[n])[:FRONTIER_SHOWN]
-        shown = keep | set(frontier)
+        # Trie ids grow from parents to children, so each order keeps parents first.
+        order = sorted(keep) + sorted(frontier)
+        remap = {n: i for i, n in enumerate(order)}
         nodes = [TreeNode(id=0, token=int(t.token[0]), parent=-1, depth=0, origin="root")]
-        remap = {0: 0}
-        for n in range(1, len(t.token)):
-            if n not in shown:
-                continue
-            pruned = n not in keep
-            remap[n] = len(nodes)
-            nodes.append(TreeNode(id=len(nodes), token=t.token[n], parent=remap[t.parent[n]], depth=t.depth[n],
+        for i, n in enumerate(order[1:], start=1):
+            pruned = i >= len(keep)
+            nodes.append(TreeNode(id=i, token=t.token[n], parent=remap[t.parent[n]], depth=t.depth[n],
                                   origin=t.origin[n], rank=t.rank[n], query=t.query[n], pruned=pruned,
                                   prune_reason="cost" if pruned else None, accept_prob=round(t.p[n], 6)))
-        return verified_first(nodes)
+        return nodes
 
     def observe(self, truth: Sequence[int], verified: int | None = None, seconds: float | None = None) -> None:
         """Learn from the step's truth: root, the accepted drafts, then the bonus token; and
@@ -304,6 +335,7 @@ class CostAwareDrafter:
         t = self.trie
         if t is None or len(truth) < 2:
             return
+        self.rate.observe(len(truth) - 1, self._relative_cost)  # the root and the accepted drafts
         seen = self.stats.observe
         for tok, key in self.skipped:
             seen(key, tok == truth[1])
@@ -318,15 +350,15 @@ class CostAwareDrafter:
         self.trie = None
 
 
-def best_prefix(trie: _Trie, cost: Sequence[float], capacity: int) -> Prefix:
+def best_prefix(trie: _Trie, cost: Sequence[float], capacity: int, rate: float) -> Prefix:
     """Take nodes greedily by path chance (a child never beats its parent, so parents come
-    first) up to `capacity`, and find the prefix with the most expected tokens per second
-    under cost: c(0..capacity)."""
+    first) up to `capacity`, and find the prefix whose expected tokens most exceed what the
+    run's `rate` (tokens per second, `RunRate`) earns in its cost: c(0..capacity)."""
     p = trie.p
     heap = [(-p[c], c) for c in trie.children.get(0, [])]
     heapq.heapify(heap)
     expected, size = 1.0, 1
-    best_rate, best = expected / cost[1], 1
+    best_value, best = expected - rate * cost[1], 1
     order: list[int] = []
     gains = [1.0]
     while heap and size < capacity:
@@ -335,34 +367,36 @@ def best_prefix(trie: _Trie, cost: Sequence[float], capacity: int) -> Prefix:
         size += 1
         expected -= negp
         gains.append(expected)
-        rate = expected / cost[size]
-        if rate > best_rate:
-            best_rate, best = rate, size
+        value = expected - rate * cost[size]
+        if value > best_value:
+            best_value, best = value, size
         for c in trie.children.get(nid, ()):
             heapq.heappush(heap, (-p[c], c))
     return Prefix(order, gains, best, heap[0][1] if heap else None)
 
 
 def _sizing(best: Prefix, size: int, probed: bool, curve: CostCurve, cost: Sequence[float],
-            p: Sequence[float]) -> TreeSizing:
-    """Why the tree verifies `size` nodes: the best rate, or a probe of a larger size."""
+            p: Sequence[float], rate: float) -> TreeSizing:
+    """Why the tree verifies `size` nodes: the most gain over the run's rate, or a probe."""
     gain = best.gains[size - 1]
     nxt = best.order[size - 1] if size - 1 < len(best.order) else best.after
     nxt_p = None if nxt is None else p[nxt]
-    reason = _reason(size, gain, curve, None if probed else nxt_p)
+    reason = _reason(size, gain, curve, None if probed else nxt_p, rate)
     if probed:
         reason += (f"; verified as a probe instead of the best size ({best.size}), so a real pass re-teaches "
                    "what a tree costs under the machine's load now")
     return TreeSizing(mode="cost", size=size, expected_accepted=gain, expected_seconds=cost[size],
-                      next_gain=nxt_p, next_seconds=None if nxt is None else curve(size + 1), reason=reason)
+                      next_gain=nxt_p, next_seconds=None if nxt is None else curve(size + 1), reason=reason,
+                      run_rate=rate)
 
 
-def _reason(size: int, expected: float, curve: CostCurve, nxt_p: float | None) -> str:
-    rate = expected / curve(size)
-    text = (f"{size} tokens: expected {expected:.2f} accepted per pass in {curve(size) * 1e3:.1f} ms "
-            f"= {rate:.1f} tokens/s")
-    if nxt_p is not None:
-        r2 = (expected + nxt_p) / curve(size + 1)
-        text += (f"; the next node (p={nxt_p:.3f}) would cost {curve(size + 1) * 1e3:.1f} ms "
-                 f"for {r2:.1f} tokens/s, so the tree stops here")
-    return text
+def _reason(size: int, expected: float, curve: CostCurve, nxt_p: float | None, rate: float) -> str:
+    text = (f"{size} tokens: expected {expected:.2f} accepted per pass in {curve(size) * 1e3:.1f} ms; "
+            f"the run makes {rate:.1f} tokens/s")
+    if nxt_p is None:
+        return text
+    extra = curve(size + 1) - curve(size)
+    if extra > 0 and nxt_p <= rate * extra:
+        return text + (f"; the next node (p={nxt_p:.3f}) would add {extra * 1e3:.1f} ms, {nxt_p / extra:.1f} "
+                       "tokens/s on its own cost, below the run's rate, so the tree stops here")
+    return text + f"; the next node (p={nxt_p:.3f}) would pay, but the tree is at its capacity"

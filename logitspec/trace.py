@@ -95,6 +95,7 @@ class TreeSizing:
     next_gain: float | None  # expected accepted tokens the next node would have added
     next_seconds: float | None  # modelled cost with that node added
     reason: str
+    run_rate: float | None = None  # the run's tokens per modelled second, the bar a node must clear
 
 
 @dataclass

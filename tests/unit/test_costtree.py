@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from logitspec.costcurve import CostCurve
-from logitspec.costtree import AcceptanceStats, CostAwareDrafter
+from logitspec.costtree import AcceptanceStats, CostAwareDrafter, RunRate
 from logitspec.retrieval import NgramPool
 from logitspec.trace import Candidate
 
@@ -32,8 +32,10 @@ def step_inputs(k: int = 64):
     return root, g1, g2
 
 
-def build(c: CostCurve, capacity: int = 64, stats: AcceptanceStats | None = None):
+def build(c: CostCurve, capacity: int = 64, stats: AcceptanceStats | None = None, run_rate: float = 1.0):
+    """One step's tree; `run_rate`: the tokens per c(1) the run has made so far."""
     d = CostAwareDrafter(model=None, stats=stats or AcceptanceStats(), curve=c)
+    d.rate = RunRate(tokens=run_rate, cost=1.0)
     root, g1, g2 = step_inputs()
     nodes, sizing = d.build(root, g1, g2, capacity=capacity, g1_len=20, context_len=40)
     return d, nodes, sizing
@@ -50,7 +52,7 @@ def test_flat_curve_fills_the_capacity():
 
 
 def test_steep_curve_keeps_a_small_tree_of_likely_nodes():
-    _, nodes, sizing = build(STEEP)
+    _, nodes, sizing = build(STEEP, run_rate=1.6)
     v = verified(nodes)
     assert 2 <= len(v) < 64
     # Everything kept is at least as likely as anything left out (the frontier shown pruned).
@@ -72,10 +74,35 @@ def test_sizing_matches_the_chosen_tree_and_its_stopping_rule():
         expected = 1 + sum(n.accept_prob for n in v[1:])
         assert sizing.expected_accepted == pytest.approx(expected, abs=1e-4)
         assert sizing.expected_seconds == pytest.approx(c(len(v)))
+        assert sizing.run_rate == pytest.approx(1 / c(1))  # a fresh run starts at vanilla's rate
         if sizing.next_gain is not None:
-            rate_now = sizing.expected_accepted / sizing.expected_seconds
-            rate_next = (sizing.expected_accepted + sizing.next_gain) / sizing.next_seconds
-            assert rate_next <= rate_now + 1e-9 or len(v) == 32
+            # The next node earns less than the run's rate on the seconds it adds.
+            extra = sizing.next_seconds - sizing.expected_seconds
+            assert sizing.next_gain <= sizing.run_rate * extra + 1e-9 or len(v) == 32
+
+
+def test_a_run_that_makes_more_tokens_per_pass_sets_a_higher_bar():
+    # The same step, once early in a run and once after passes that each committed four
+    # tokens for the cost of two: nodes must now earn twice vanilla's rate, so the tree is
+    # no larger, and each node it kept earns the higher rate on its own.
+    d, nodes, sizing = build(STEEP)
+    for _ in range(200):
+        d.rate.observe(4, 2.0)
+    assert sizing.size > 2
+    assert d.rate.per_second(STEEP(1)) == pytest.approx(2 / STEEP(1), rel=1e-3)
+    root, g1, g2 = step_inputs()
+    nodes2, sizing2 = d.build(root, g1, g2, capacity=64, g1_len=20, context_len=40)
+    assert sizing2.run_rate == pytest.approx(2 / STEEP(1), rel=1e-3)
+    assert sizing2.size < sizing.size
+    extra = STEEP(sizing2.size) - STEEP(sizing2.size - 1)
+    assert min(n.accept_prob for n in verified(nodes2)[1:]) >= sizing2.run_rate * extra - 1e-6
+
+
+def test_observing_a_step_moves_the_run_rate_towards_it():
+    d, _, sizing = build(STEEP)
+    before = d.rate.per_second(1.0)
+    d.observe([8, 9, 10, 11, 12])  # four tokens committed for the tree built
+    assert d.rate.per_second(1.0) > before
 
 
 def test_trie_holds_no_token_twice_under_a_parent():

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from logitspec.trace import (BOTH_FAILED, G1_MATCHED, G2_RESCUED, NO_RETRIEVAL, PLD_FAILED, PLD_MATCHED, QueryRecord,  # noqa: F401
-                             RunTrace, StepRecord, TreeNode)
+from logitspec.trace import (BOTH_FAILED, G1_MATCHED, G2_RESCUED, PLD_FAILED, PLD_MATCHED, QueryRecord, RunTrace,
+                             StepRecord, TreeNode)
 from logitspec.tree import TreeIndex
 
 from .pieces import TokenPiece, join_pieces

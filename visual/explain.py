@@ -16,10 +16,10 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from logitspec.drafts import drafted_chains
-from logitspec.trace import QueryRecord, RunTrace, StepRecord
+from logitspec.trace import G2_RESCUED, QueryRecord, RunTrace, StepRecord
 
 from .data import (
-    G2_RESCUED, branch_nodes, candidate_by_rank, context_before, g2_query_of_rank, get_step, matched_attempt, ngram_before,
+    branch_nodes, candidate_by_rank, context_before, g2_query_of_rank, get_step, matched_attempt, ngram_before,
     ngram_text, outcome, query_tail, step_position, true_next_next,
 )
 from .style import MIN_FONT, MONO_FAMILY, PALETTE, base_layout, node_color_key, pretty, style_axes, text_on, theme_colors, truncate

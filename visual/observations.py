@@ -9,20 +9,9 @@ from collections import Counter
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from logitspec.trace import RunTrace
+from logitspec.trace import BOTH_FAILED, G1_MATCHED, G2_RESCUED, NO_RETRIEVAL, PLD_MATCHED, RunTrace
 
-from .data import (
-    BOTH_FAILED,
-    G1_MATCHED,
-    G2_RESCUED,
-    NO_RETRIEVAL,
-    OUTCOMES_LOGITSPEC,
-    OUTCOMES_PLD,
-    PLD_MATCHED,
-    forward_steps,
-    outcome,
-    true_next_next,
-)
+from .data import OUTCOMES_LOGITSPEC, OUTCOMES_PLD, forward_steps, outcome, true_next_next
 from .fit import SLIDE_H, SLIDE_W, for_app, frame, wrap_html
 from .style import ACCEPT_COLORS, MIN_FONT, PALETTE, base_layout, pretty, style_axes, text_on, theme_colors
 from .text import accept_label

@@ -8,16 +8,11 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from logitspec.trace import QueryRecord, RunTrace, StepRecord
+from logitspec.trace import (BOTH_FAILED, G1_MATCHED, G2_RESCUED, NO_RETRIEVAL, PLD_FAILED, PLD_MATCHED, QueryRecord,
+                             RunTrace, StepRecord)
 
 from .data import (
-    BOTH_FAILED,
-    G1_MATCHED,
-    G2_RESCUED,
-    NO_RETRIEVAL,
     OUTCOMES_LOGITSPEC,
-    PLD_FAILED,
-    PLD_MATCHED,
     branch_nodes,
     candidate_by_rank,
     context_before,

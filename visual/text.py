@@ -4,10 +4,10 @@ from __future__ import annotations
 import re
 
 from logitspec.drafts import best_drafted_match, truth_after
-from logitspec.trace import RunTrace
+from logitspec.trace import NO_RETRIEVAL, RunTrace
 
 from .data import (
-    NO_RETRIEVAL, context_before, get_step, is_finished, match_text, ngram_text, outcome, query_tail,
+    context_before, get_step, is_finished, match_text, ngram_text, outcome, query_tail,
     step_position, token_pieces,
 )
 from .pieces import PENDING_MARK

@@ -11,10 +11,10 @@ import html
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from logitspec.trace import RunTrace
+from logitspec.trace import NO_RETRIEVAL, RunTrace
 from logitspec.whatif import Replay, WhatIf
 
-from .data import NO_RETRIEVAL, OUTCOMES_LOGITSPEC, OUTCOMES_PLD
+from .data import OUTCOMES_LOGITSPEC, OUTCOMES_PLD
 from .fit import SLIDE_H, SLIDE_W, for_app, frame
 from .style import PALETTE, base_layout, pretty, style_axes, theme_colors
 

@@ -18,7 +18,7 @@ from .data import (
     branch_nodes, context_before, g2_query_of_rank, get_step, match_text, ngram_text, query_tail, step_position, tok,
     true_next_next,
 )
-from .fit import SLIDE_H, SLIDE_W, for_app, frame, thin_ticks
+from .fit import SLIDE_H, SLIDE_W, for_app, frame, shown_ticks
 from .style import MIN_FONT, MONO_FAMILY, PALETTE, base_layout, pretty, sub_x, theme_colors, truncate
 
 NGRAM_SHADES = ["#0072B2", "#56B4E9", "#A8D5F2", "#D6ECFA"]  # longest n first
@@ -148,17 +148,10 @@ def _ticks(trace: RunTrace, step: int) -> tuple[list[int], list[str], list[int]]
     return vals, text, [0] + ([truth_rank] if truth_rank is not None else [])
 
 
-def _shown_ticks(vals: list[int], text: list[str], keep: list[int], plot_w: float) -> tuple[list[int], list[str]]:
-    unit_px = plot_w / (max(vals) + 1.6)
-    shown = set(thin_ticks(vals, unit_px, TICK_GAP_PX, keep))
-    pairs = [(v, t) for v, t in zip(vals, text) if v in shown]
-    return [v for v, _ in pairs], [t for _, t in pairs]
-
-
 def _axes(layout: dict, trace: RunTrace, step: int, c: dict[str, str], plot_w: float) -> None:
     s = get_step(trace, step)
     vals, text, keep = _ticks(trace, step)
-    tickvals, ticktext = _shown_ticks(vals, text, keep, plot_w)
+    tickvals, ticktext = shown_ticks(vals, text, keep, plot_w / (max(vals) + 1.6), TICK_GAP_PX)
     ranks = [cd.rank for cd in s.candidates]
     probs = [cd.prob for cd in s.candidates]
     layout["xaxis"].update(tickvals=tickvals, ticktext=ticktext, tickangle=-90, range=[-0.8, max(ranks) + 0.8],

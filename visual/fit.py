@@ -104,6 +104,14 @@ def thin_ticks(vals: Sequence[float], unit_px: float, min_px: float, keep: Itera
     return sorted(chosen)
 
 
+def shown_ticks(vals: Sequence[float], text: Sequence[str], keep: Iterable[float], unit_px: float,
+                min_px: float) -> tuple[list[float], list[str]]:
+    """The ticks `thin_ticks` labels, and their text (a first cut the browser redoes at its width)."""
+    shown = set(thin_ticks(vals, unit_px, min_px, keep))
+    pairs = [(v, t) for v, t in zip(vals, text) if v in shown]
+    return [v for v, _ in pairs], [t for _, t in pairs]
+
+
 def slide_patch(app: dict[str, Any], slide: dict[str, Any]) -> dict[str, Any]:
     """What turns the app figure `app` into `slide` (both as Figure.to_dict())."""
 

@@ -11,9 +11,10 @@ from dataclasses import dataclass
 import gradio as gr
 
 from logitspec.trace import RunTrace
-from visual.explain import TITLES, choose_step, walkthrough
+from visual.explain import TITLES, Panel, choose_step, walkthrough
 from visual.style import sub_x
 
+from .figures import FigureSlot, figure_slot
 from .links import parse_link, request_params
 
 INTRO_MD = """
@@ -50,6 +51,12 @@ class Pick:
     why: str
 
 
+def panel_words(panel: Panel) -> str:
+    """A panel's two sentences as HTML that wraps at any width."""
+    said = "".join(f"<p>{sub_x(html.escape(x, quote=False))}</p>" for x in panel.sentences)
+    return f'<div id="explain-{panel.key}-text" class="fig-caption explain-words">{said}</div>'
+
+
 def run_key(trace: RunTrace, source: str) -> tuple:
     return (source, trace.method, trace.prompt_text, len(trace.steps))
 
@@ -70,20 +77,18 @@ class ExplainTab:
             self.step = gr.Number(label="Step", precision=0, elem_id="explain-step", scale=1, min_width=120)
             self.next = gr.Button("Next step ▶", elem_id="explain-next", scale=0, min_width=150)
             self.auto = gr.Button("Pick a step for me", elem_id="explain-auto", scale=0, min_width=170)
-        self.texts, self.plots = {}, {}
+        self.slots: dict[str, FigureSlot] = {}
         keys = list(TITLES)
         for row in range(0, len(keys), 2):
             with gr.Row(equal_height=False):
                 for key in keys[row:row + 2]:
-                    with gr.Column(min_width=320):
-                        self.texts[key] = gr.HTML(elem_id=f"explain-{key}-text")
-                        self.plots[key] = gr.Plot(show_label=False, label=TITLES[key], elem_id=f"explain-{key}-plot")
+                    self.slots[key] = figure_slot(f"explain-{key}-plot", TITLES[key], min_width=320)
         gr.Markdown(PAGE_MD)
         self.picked = gr.State(None)
 
     @property
     def outputs(self) -> list:
-        return [self.head, self.step, *self.texts.values(), *self.plots.values(), self.picked]
+        return [self.head, self.step, *(c for slot in self.slots.values() for c in slot.outputs), self.picked]
 
     def wire(self, tab: gr.Tab, state: gr.State, **kw) -> None:
         """Draw on opening the tab, on the step box (typing or Enter), the buttons and Pick."""
@@ -141,10 +146,9 @@ class ExplainTab:
                            f"{pick.why}{note}."),
                self.step: pick.step, self.picked: pick}
         for panel in walkthrough(trace, pick.step):
-            said = "".join(f"<p>{sub_x(html.escape(x, quote=False))}</p>" for x in panel.sentences)
-            out[self.texts[panel.key]] = (f'<div class="explain-panel"><h4>{sub_x(html.escape(panel.title))}</h4>'
-                                          f"{said}</div>")
-            out[self.plots[panel.key]] = panel.figure
+            slot = self.slots[panel.key]
+            out.update(slot.fill(panel.figure))
+            out[slot.caption] += panel_words(panel)  # the title, then the sentences, then the figure
         return out
 
     def show_step(self, view, picked: Pick | None, step):

@@ -25,6 +25,7 @@ FIGURES_CSS = """
 .fig-caption .fig-title { font-size: 1.1rem; font-weight: 600; margin: 0 0 .15rem; }
 .fig-caption .fig-sub { font-size: .92rem; opacity: .8; margin: 0; }
 .fig-caption { overflow-wrap: anywhere; }
+.explain-words p { margin: .35rem 0 0; }
 .fig-downloads { justify-content: flex-end; gap: .4rem; flex-wrap: wrap; }
 .fig-downloads button { flex: 0 0 auto; }
 #tree-side { position: sticky; top: .5rem; align-self: flex-start; }

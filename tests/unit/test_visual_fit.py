@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import html
 import itertools
 from pathlib import Path
 
@@ -14,11 +15,12 @@ from helpers.paths import ROOT
 
 import visual
 from visual import fit
-from visual.style import lane_color
+from visual.explain import ACCEPT_BOX, choose_step, walkthrough
+from visual.style import MIN_FONT, MONO_CHAR_EM, lane_color, sub_x
 from visual.tree import BOX_H, BOX_W, LABEL_FONT, label_chars, lane_count, shown_lanes, tree_layout, Look, wanted_ids
 
 FIGURE_FILES = ("visual/tree.py", "visual/candidates.py", "visual/race.py", "visual/observations.py",
-                "visual/fit.py", "visual/render.py", "visual/bench.py", "ui/figures.py")
+                "visual/explain.py", "visual/fit.py", "visual/render.py", "visual/bench.py", "ui/figures.py")
 MAX_LINES = 50
 
 
@@ -30,7 +32,8 @@ def app_figures(tr, step: int = 3) -> dict:
             "topk": visual.topk_hit_figure(tr, fit=True),
             "retrieval": visual.retrieval_success_figure(tr, fit=True),
             "accepted": visual.accepted_hist_figure(tr, fit=True),
-            "time": visual.time_breakdown_figure(tr, fit=True)}
+            "time": visual.time_breakdown_figure(tr, fit=True),
+            **{f"explain-{p.key}": p.figure for p in walkthrough(tr, step)}}
 
 
 @pytest.mark.parametrize("path", FIGURE_FILES)
@@ -138,6 +141,34 @@ def test_slide_labels_fit_their_boxes(name):
             assert n * LABEL_FONT * 0.602 <= BOX_W * col_px and LABEL_FONT <= BOX_H * lane_px, (step, text)
         assert trace_named(slide, "accepted path nodes").hovertext is None  # a picture has nothing to hover
     assert shown_any, "no slide of these steps shows a token label"
+
+
+@pytest.mark.parametrize("name", FIXTURE_NAMES)
+def test_an_explain_slide_says_its_panels_sentences_under_its_title(name):
+    tr = load(name)
+    for p in walkthrough(tr, choose_step(tr).step):
+        slide = fit.slide_figure(p.figure)
+        assert fit.plain(slide.layout.title.text.replace("<br>", " ")) == fit.plain(sub_x(p.title)), p.key
+        said = fit.plain(slide.layout.title.subtitle.text.replace("<br>", " "))
+        assert said == fit.plain(sub_x(html.escape(" ".join(p.sentences), quote=False))), p.key
+        assert p.figure.layout.meta["panel"] == p.key and not p.figure.layout.meta["caption"]["subtitle"], p.key
+
+
+def test_the_browser_can_cut_the_accepted_tokens_the_way_python_does():
+    tr = load("writing-81")
+    step = choose_step(tr).step
+    fig = next(p.figure for p in walkthrough(tr, step) if p.key == "accept")
+    spec = fig.layout.meta["fit"]["labels"]
+    s = tr.steps[step]
+    assert len(spec["full"]) == len(fig.data[spec["trace"]].text) == len(s.tokens) + (s.bonus is not None)
+    cols = fig.layout.xaxis.range[1] - fig.layout.xaxis.range[0]
+    chars = int((fit.APP_PLOT_W / cols * spec["box"] - spec["pad"]) // spec["char_px"])
+    assert spec["box"] == ACCEPT_BOX and spec["char_px"] == MIN_FONT * MONO_CHAR_EM
+    for full, shown in zip(spec["full"], fig.data[spec["trace"]].text):
+        want = "" if chars < 2 else (full if len(full) <= chars else full[:chars - 1] + "…")
+        assert shown == want.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    ticks = fig.layout.meta["fit"]["ticks"]
+    assert set(fig.layout.xaxis.tickvals) <= set(ticks["vals"]) and ticks["vals"][0] in fig.layout.xaxis.tickvals
 
 
 def test_thinned_ticks_keep_their_distance_and_the_marked_ones():

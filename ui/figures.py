@@ -1,8 +1,9 @@
 """The app's figure containers: each figure's caption (its title and subtitle in HTML, which
 wraps at any width), the plot filling its container, and two buttons that download it as a
 16:9 slide, PNG or SVG, drawn in the browser by Plotly from the figure's own slide layout
-(visual/fit.py; figures.js does the browser's part). The draft tree has its key, its
-compact switch and the clicked box's whole token beside it.
+(visual/fit.py; figures.js does the browser's part). Every plot's mode bar (Plotly's toolbar)
+shows in a strip of its own above the plot. The draft tree has its key, its compact switch and
+the clicked box's whole token beside it.
 """
 from __future__ import annotations
 
@@ -21,11 +22,16 @@ NODE_HINT = "Click or tap a box in the tree: its whole token and where it came f
 FIGURES_JS = (Path(__file__).with_name("figures.js").read_text(encoding="utf-8")
               .replace("__SLIDE__", json.dumps({"width": SLIDE_W, "height": SLIDE_H, "scale": SLIDE_SCALE})))
 
+MODEBAR_PX = 28  # Plotly's mode bar: 22-pixel buttons, 2 pixels from the top
+
 FIGURES_CSS = """
 .fig-caption .fig-title { font-size: 1.1rem; font-weight: 600; margin: 0 0 .15rem; }
 .fig-caption .fig-sub { font-size: .92rem; opacity: .8; margin: 0; }
 .fig-caption { overflow-wrap: anywhere; }
 .explain-words p { margin: .35rem 0 0; }
+/* Plotly's mode bar gets a strip of its own above the plot, so it covers no legend, label or data. */
+.js-plotly-plot { margin-top: MODEBAR_PXpx; }
+.js-plotly-plot .modebar-container { top: -MODEBAR_PXpx !important; }
 .fig-downloads { justify-content: flex-end; gap: .4rem; flex-wrap: wrap; }
 .fig-downloads button { flex: 0 0 auto; }
 #tree-side { position: sticky; top: .5rem; align-self: flex-start; }
@@ -36,7 +42,7 @@ FIGURES_CSS = """
 .tree-node { font-family: 'DejaVu Sans Mono', monospace; font-size: .85rem; overflow-wrap: anywhere;
              border: 1px solid var(--border-color-primary); border-radius: 6px; padding: .4rem .6rem; }
 @media (max-width: 640px) { #tree-side { position: static; } }
-"""
+""".replace("MODEBAR_PX", str(MODEBAR_PX))
 
 
 @dataclass

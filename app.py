@@ -135,6 +135,7 @@ CSS = """
 #status-bar p { margin: 0; }
 .counters th, .counters td { padding: 4px 10px; text-align: right; }
 .counters th:first-child, .counters td:first-child { text-align: left; }
+.counters td:first-child { white-space: nowrap; }  /* a lane's swatch and name on one line */
 .verdict { font-size: 1.2rem; margin-top: .5rem; }
 #attribution { font-size: .85rem; opacity: .8; }
 @media (max-width: 640px) {

@@ -1,6 +1,8 @@
 """The figures fit the page in a real browser (Debian's chromium), on a desktop and on a phone:
-no container that hides overflow clips a plot, no words print over other words, each figure
-downloads as a 16:9 slide, and a phone runs a short race and reads its verdict and text.
+no container that hides overflow clips a plot, no words print over other words, Plotly's mode
+bar covers none of them, the Explain tab's panels fit like the rest, each figure downloads as a
+16:9 slide, the counters keep each lane's name on one line, and a phone runs a short race and
+reads its verdict and text.
 
 Screenshots go to artifacts/browser/ (fit-*.png).
 """
@@ -14,13 +16,18 @@ from pathlib import Path
 import pytest
 
 from helpers.browser import DESKTOP, MODEL_WAIT_MS, fresh_page, set_max_new, shot, text_of
+from visual.explain import TITLES
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 PHONE = {"width": 390, "height": 844}
+SCREENS = {"desktop": DESKTOP, "phone": PHONE}
 BIG_TREE = "?trace=summarization-242.json&step=14"  # 205 nodes, a g1 chain 23 deep, 17 lanes with a verified token
 STEP_PLOTS = ("tree-plot", "cand-plot", "race-plot")
 OBS_PLOTS = ("obs-topk", "obs-retrieval", "obs-accepted", "obs-time")
+EXPLAIN_PLOTS = tuple(f"explain-{key}-plot" for key in TITLES)
+FIGURE_TABS = {"Step explorer": STEP_PLOTS, "Observations": OBS_PLOTS, "Retrieval debugger": ("whatif-plot",),
+               "Explain": EXPLAIN_PLOTS}  # every figure of the app but the trie, by the tab that shows it
 PHONE_RACE_TOKENS = 12
 READ_CHARS = 5  # a cut label keeps this many characters, "…" included (visual.tree.READ_CHARS)
 
@@ -74,6 +81,36 @@ LABELS_JS = """() => {
   return {labels, boxes, full: gd.layout.meta.fit.labels.full.length};
 }"""
 
+
+MODEBAR_JS = """(id) => {
+  const block = document.getElementById(id);
+  const bar = block && block.querySelector('.modebar');
+  if (!bar) return null;
+  const box = (el) => { const r = el.getBoundingClientRect();
+    return {x0: r.left, y0: r.top, x1: r.right, y1: r.bottom}; };
+  const buttons = [...document.querySelectorAll(`#${id}-png, #${id}-svg`)].map(box);
+  const shown = getComputedStyle(bar.querySelector('.modebar-group')).opacity;
+  return {bar: box(bar), block: box(block), buttons, shown};
+}"""
+
+SCROLL_TO_JS = """(id) => window.scrollBy(0, document.getElementById(id).getBoundingClientRect().top - 120)"""
+
+CAPTION_JS = """(id) => {
+  const cap = document.getElementById(id + '-caption'), gd = document.querySelector('#' + id + ' .js-plotly-plot');
+  const r = cap.getBoundingClientRect();
+  return {title: (cap.querySelector('.fig-title')?.innerText || '').trim(), left: r.left, right: r.right,
+          overflow: cap.scrollWidth - cap.clientWidth, slide: !!(gd.layout.meta && gd.layout.meta.slide)};
+}"""
+
+# Lines a counters row's first cell takes: its text's boxes, grouped where they share a height.
+LANE_LINES_JS = """() => [...document.querySelectorAll('#counters table.counters tr')].slice(1).map((tr) => {
+  const range = document.createRange();
+  range.selectNodeContents(tr.cells[0]);
+  const rects = [...range.getClientRects()].filter((r) => r.width > 0).sort((a, b) => a.top - b.top);
+  let lines = 0, bottom = -Infinity;
+  for (const r of rects) { if (r.top >= bottom - 1) lines += 1; bottom = Math.max(bottom, r.bottom); }
+  return {name: tr.cells[0].innerText.trim(), lines};
+})"""
 
 AXIS_JS = """() => { const ax = document.querySelector('#tree-plot .js-plotly-plot')._fullLayout.xaxis;
   const slider = !!(ax.rangeslider && ax.rangeslider.visible);
@@ -130,25 +167,49 @@ def assert_tree_labels_fit(page, where: str) -> list[str]:
     return [lab["text"] for lab in labels]
 
 
-@pytest.fixture(scope="module")
-def desktop(browser, app_url):
-    page = fresh_page(browser, app_url + BIG_TREE, DESKTOP)
+def assert_mode_bar_clear(page, ids, where: str) -> None:
+    """Plotly's mode bar, shown by a pointer over the plot, stays inside its figure's block and
+    covers none of the plot, its caption and words, nor the download buttons."""
+    for i in ids:
+        page.evaluate(SCROLL_TO_JS, i)  # the plot's top on screen, however tall the plot
+        svg = page.locator(f"#{i} .js-plotly-plot .main-svg").first.bounding_box()
+        page.mouse.move(svg["x"] + svg["width"] / 2, svg["y"] + min(svg["height"] / 2, 150))
+        page.wait_for_timeout(500)  # Plotly fades the mode bar in over 0.3 s
+        got = page.evaluate(MODEBAR_JS, i)
+        assert got is not None and got["shown"] == "1", f"{where}: #{i}: no mode bar shown: {got}"
+        bar, block = got["bar"], got["block"]
+        inside = block["x0"] - 1 <= bar["x0"] and bar["x1"] <= block["x1"] + 1 and block["y0"] - 1 <= bar["y0"]
+        assert inside, f"{where}: #{i}: the mode bar leaves its figure's block: {got}"
+        for item in page.evaluate(TEXTS_JS, i) + [dict(b, kind="download button", text="") for b in got["buttons"]]:
+            assert not overlap(bar, item), f"{where}: #{i}: the mode bar covers {item['kind']} {item['text']!r}"
+
+
+def download_slide(page, elem: str, fmt: str) -> tuple[str, tuple[float, float], bytes]:
+    """Press a figure's 16:9 download; the file's name, its size in pixels and its bytes."""
+    with page.expect_download(timeout=60_000) as info:
+        page.locator(f"#{elem}-{fmt}").click()
+    download = info.value
+    data = Path(download.path()).read_bytes()
+    if fmt == "png":
+        assert data[:8] == b"\x89PNG\r\n\x1a\n"
+        size = struct.unpack(">II", data[16:24])
+    else:
+        head = data[:2000].decode("utf-8", "replace")
+        size = tuple(float(re.search(rf'{k}="([\d.]+)"', head).group(1)) for k in ("width", "height"))
+    return download.suggested_filename, size, data
+
+
+@pytest.fixture(scope="module", params=list(SCREENS))
+def screen(request, browser, app_url):
+    """The big tree's step, opened on a desktop's screen and on a phone's: (which, page)."""
+    page = fresh_page(browser, app_url + BIG_TREE, SCREENS[request.param])
     wait_for_plots(page, STEP_PLOTS)
-    yield page
+    yield request.param, page
     page.context.close()
 
 
-@pytest.fixture(scope="module")
-def phone(browser, app_url):
-    page = fresh_page(browser, app_url + BIG_TREE, PHONE)
-    wait_for_plots(page, STEP_PLOTS)
-    yield page
-    page.context.close()
-
-
-@pytest.mark.parametrize("which", ["desktop", "phone"])
-def test_every_figure_fits_its_container_without_text_over_text(which, request):
-    page = request.getfixturevalue(which)
+def test_every_figure_fits_its_container_without_text_over_text(screen):
+    which, page = screen
     assert "Step 14 (steps 0–" in text_of(page, "#step-label")
     assert_fits(page, STEP_PLOTS, which)
     assert_no_text_over_text(page, STEP_PLOTS, which)
@@ -177,7 +238,60 @@ def test_every_figure_fits_its_container_without_text_over_text(which, request):
     page.get_by_role("tab", name="Step explorer").click()
 
 
-def test_a_click_on_a_tree_box_shows_its_whole_token(desktop):
+def test_the_explain_panels_fit_like_every_other_figure(screen):
+    which, page = screen
+    page.get_by_role("tab", name="Explain").click()
+    page.wait_for_function("() => /Step \\d+ of/.test(document.querySelector('#explain-head')?.innerText || '')",
+                           timeout=60_000)
+    wait_for_plots(page, EXPLAIN_PLOTS)
+    assert_fits(page, EXPLAIN_PLOTS, which)
+    assert_no_text_over_text(page, EXPLAIN_PLOTS, which)
+    for key, title in TITLES.items():  # the title in a caption that wraps, the slide inside
+        cap = page.evaluate(CAPTION_JS, f"explain-{key}-plot")
+        assert cap["title"] == title.replace("_{", "").replace("}", ""), (which, key, cap)
+        assert cap["overflow"] <= 0 and cap["left"] >= 0 and cap["right"] <= SCREENS[which]["width"], (which, key, cap)
+        assert cap["slide"], (which, key)
+        assert len(page.locator(f"#explain-{key}-text p").all_inner_texts()) == 2, (which, key)
+    if which == "desktop":
+        name, size, _ = download_slide(page, "explain-accept-plot", "png")
+        assert size == (1920, 1080) and name.startswith("logitspec-explain-accept-plot-step"), (name, size)
+    shot(page, f"fit-{which}-explain", "#explain-head", 1300 if which == "desktop" else 2600)
+    page.get_by_role("tab", name="Step explorer").click()
+
+
+def test_the_mode_bar_covers_nothing_in_any_figure(screen):
+    which, page = screen
+    for tab, ids in FIGURE_TABS.items():
+        page.get_by_role("tab", name=tab).click()
+        wait_for_plots(page, ids)
+        assert_mode_bar_clear(page, ids, f"{which}, {tab}")
+    page.get_by_role("tab", name="Step explorer").click()
+    page.locator("#tree-view").get_by_label("trie").check()
+    shown = "(v) => document.querySelector('#tree-plot .js-plotly-plot')?.layout?.meta?.shared !== undefined === v"
+    page.wait_for_function(shown, arg=True, timeout=30_000)
+    page.wait_for_timeout(1200)
+    assert_mode_bar_clear(page, ("tree-plot",), f"{which}, the trie")
+    page.locator("#tree-view").get_by_label("lanes").check()
+    page.wait_for_function(shown, arg=False, timeout=30_000)
+    wait_for_plots(page, STEP_PLOTS)
+
+
+@pytest.mark.parametrize("viewport", list(SCREENS))
+def test_each_lane_of_the_counters_keeps_its_name_on_one_line(browser, app_url, viewport):
+    page = fresh_page(browser, app_url, SCREENS[viewport])  # the recorded race and its counters
+    page.wait_for_selector("#counters table.counters", timeout=60_000)
+    rows = page.evaluate(LANE_LINES_JS)
+    assert {"■ vanilla", "■ logitspec"} <= {r["name"] for r in rows}, rows
+    assert all(r["lines"] == 1 for r in rows), f"{viewport}: a lane's name wraps: {rows}"
+    wrap = page.evaluate("() => { const w = document.querySelector('#counters .counters-wrap'); return "
+                         "{scroll: w.scrollWidth, client: w.clientWidth, right: w.getBoundingClientRect().right}; }")
+    assert wrap["scroll"] <= wrap["client"] + 1 and wrap["right"] <= SCREENS[viewport]["width"], (viewport, wrap)
+    page.context.close()
+
+
+@pytest.mark.parametrize("screen", ["desktop"], indirect=True)
+def test_a_click_on_a_tree_box_shows_its_whole_token(screen):
+    _, desktop = screen
     desktop.locator("#tree-row").scroll_into_view_if_needed()
     point = desktop.evaluate("""() => {
         const gd = document.querySelector('#tree-plot .js-plotly-plot');
@@ -193,28 +307,24 @@ def test_a_click_on_a_tree_box_shows_its_whole_token(desktop):
     assert token and token in text_of(desktop, "#tree-node")
 
 
+@pytest.mark.parametrize("screen", ["desktop"], indirect=True)
 @pytest.mark.parametrize("elem, fmt", [("tree-plot", "png"), ("tree-plot", "svg"), ("cand-plot", "png"),
                                        ("race-plot", "png")])
-def test_a_figure_downloads_as_a_16_9_slide(desktop, elem, fmt):
-    with desktop.expect_download(timeout=60_000) as info:
-        desktop.locator(f"#{elem}-{fmt}").click()
-    download = info.value
-    data = Path(download.path()).read_bytes()
-    assert download.suggested_filename.endswith("." + fmt) and elem in download.suggested_filename
+def test_a_figure_downloads_as_a_16_9_slide(screen, elem, fmt):
+    name, size, data = download_slide(screen[1], elem, fmt)
+    assert name.endswith("." + fmt) and elem in name
     if fmt == "png":
-        assert data[:8] == b"\x89PNG\r\n\x1a\n"
-        width, height = struct.unpack(">II", data[16:24])
         assert len(data) > 20_000, "an empty slide"
     else:
-        head = data[:2000].decode("utf-8", "replace")
-        width, height = (float(re.search(rf'{k}="([\d.]+)"', head).group(1)) for k in ("width", "height"))
         assert "Draft tree, step 14" in data.decode("utf-8", "replace")  # the slide carries its own title
-    assert (width, height) == (1920, 1080)
+    assert size == (1920, 1080)
 
 
-def test_a_phone_runs_a_short_race_and_reads_the_verdict(phone):
+def test_a_phone_runs_a_short_race_and_reads_the_verdict(browser, app_url):
     from playwright.sync_api import expect
 
+    phone = fresh_page(browser, app_url + BIG_TREE, PHONE)  # a page of its own: the race changes what it shows
+    wait_for_plots(phone, STEP_PLOTS)
     tabs = phone.get_by_role("tab")
     assert tabs.count() == 5 and all(tabs.nth(i).is_visible() for i in range(5)), "a tab is hidden behind a menu"
     phone.evaluate("window.scrollTo(0, 0)")
@@ -234,3 +344,4 @@ def test_a_phone_runs_a_short_race_and_reads_the_verdict(phone):
     assert phone.evaluate("() => document.documentElement.scrollWidth") <= PHONE["width"]
     assert len(text_of(phone, "#text-view")) > 10
     shot(phone, "fit-phone-race", "#counters", 1400)
+    phone.context.close()

@@ -3,7 +3,8 @@
 Two measured inputs drive it:
 - c(n), the forward cost of n tree tokens (`logitspec.costcurve`);
 - each node's chance of acceptance, from its retrieval evidence and rank, calibrated
-  online by what this process has seen (`AcceptanceStats`). Every step reveals the true
+  online by what this process has seen (`AcceptanceStats`) and fitted to how this run's
+  own drafts fare (`RunFit`). Every step reveals the true
   next tokens, so all drafted nodes (verified or not) whose parent was right teach the
   estimator, and it never learns only from what it chose to verify.
 """
@@ -143,6 +144,35 @@ class Prefix:
     after: int | None  # the likeliest node left untaken when the search stopped (None: none left)
 
 
+FIT_PRIOR = 4.0  # weight, in observations, of the process-wide chances against the run's record
+
+
+@dataclass
+class RunFit:
+    """How this run's drafts fare against the process-wide chances, per origin and kind
+    (g1's chain, g2's branches; first tokens, continuations). A text that copies its prompt
+    keeps g1's drafts right far more often than the average text with the same evidence,
+    and the chances follow it by an odds factor: hits over expected hits, against misses
+    over expected misses."""
+
+    record: dict[tuple, list[float]] = field(default_factory=dict)  # [hits, expected, misses, expected]
+
+    def factor(self, group: tuple) -> float:
+        h, eh, m, em = self.record.get(group, (0.0, 0.0, 0.0, 0.0))
+        return ((h + FIT_PRIOR) / (eh + FIT_PRIOR)) / ((m + FIT_PRIOR) / (em + FIT_PRIOR))
+
+    def adjust(self, group: tuple, p: float) -> float:
+        odds = p / max(1e-9, 1.0 - p) * self.factor(group)
+        return odds / (1.0 + odds)
+
+    def observe(self, group: tuple, p: float, success: bool) -> None:
+        r = self.record.setdefault(group, [0.0, 0.0, 0.0, 0.0])
+        r[0] += success
+        r[1] += p
+        r[2] += not success
+        r[3] += 1.0 - p
+
+
 RATE_MEMORY = 0.95  # each step's weight fades by this per step: the rate follows the text
 
 
@@ -199,6 +229,7 @@ class CostAwareDrafter:
         self.skipped: list[tuple[int, tuple]] = []  # first tokens left out of the trie, for learning
         self.calibration_seconds = 0.0  # time spent measuring c(n) during this run
         self.rate = RunRate()
+        self.run_fit = RunFit()
         self._context_len = 0
         self._relative_cost = 1.0  # the built tree's c(size)/c(1), for the rate
 
@@ -212,6 +243,11 @@ class CostAwareDrafter:
     def cont_key(n: int, depth: int) -> tuple:
         """The kind of a continuation token at `depth` after a match with evidence n (`evidence`)."""
         return ("cont", n, min(depth, 8))
+
+    def chance(self, key: tuple, origin: str) -> float:
+        """A node kind's chance as the process learnt it, fitted to how this run's drafts of
+        the same origin and kind fare (`RunFit`)."""
+        return self.run_fit.adjust((origin, key[0]), self.stats.p(key))
 
     def _calibrated(self, seconds: float) -> None:
         self.calibration_seconds += seconds
@@ -271,7 +307,7 @@ class CostAwareDrafter:
         node, prob = 0, 1.0
         for d, tok in enumerate(chain):
             key = self.first_key(None, g1n, 0) if d == 0 else self.cont_key(g1n, d + 1)
-            prob *= self.stats.p(key)
+            prob *= self.chance(key, "g1")
             if d > 0 and prob < floor:
                 break
             node = trie.grow(node, int(tok), "g1", None, 0, key, prob)
@@ -283,7 +319,7 @@ class CostAwareDrafter:
         g2n = evidence(q)
         first = trie.child.get((0, cand.token))
         key = self.first_key(cand, g1n if first is not None else 0, g2n)
-        prob = self.stats.p(key)
+        prob = self.chance(key, "g2")
         if first is not None:  # g1 drafted the same token: more evidence, one node
             trie.key[first], trie.rank[first] = key, cand.rank
             trie.p[first] = prob = max(prob, trie.p[first])
@@ -295,7 +331,7 @@ class CostAwareDrafter:
             node = trie.grow(0, cand.token, "g2", cand.rank, query, key, prob)
         for d, tok in enumerate(q.continuation, start=2):
             key = self.cont_key(g2n, d)
-            prob *= self.stats.p(key)
+            prob *= self.chance(key, "g2")
             if prob < floor:
                 break
             nxt = trie.child.get((node, int(tok)))
@@ -336,14 +372,18 @@ class CostAwareDrafter:
         if t is None or len(truth) < 2:
             return
         self.rate.observe(len(truth) - 1, self._relative_cost)  # the root and the accepted drafts
-        seen = self.stats.observe
+
+        def seen(key: tuple, success: bool, origin: str) -> None:
+            self.run_fit.observe((origin, key[0]), self.stats.p(key), success)
+            self.stats.observe(key, success)
+
         for tok, key in self.skipped:
-            seen(key, tok == truth[1])
+            seen(key, tok == truth[1], "g2")
         node = 0
         for depth in range(1, len(truth)):
             right = t.child.get((node, int(truth[depth])))
             for c in t.children.get(node, ()):
-                seen(t.key[c], c == right)
+                seen(t.key[c], c == right, t.origin[c])
             if right is None:
                 break
             node = right

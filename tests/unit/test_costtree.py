@@ -333,3 +333,23 @@ def test_a_new_base_reshapes_the_curve_and_keeps_the_level(no_measuring):
     after = cost_curve_for(model, 40, 64)
     assert after(1) == pytest.approx(before(1)) == pytest.approx(0.05, rel=0.02)
     assert after(8) / after(1) == pytest.approx(8.0) != pytest.approx(before(8) / before(1))
+
+
+def test_a_run_whose_g1_drafts_come_true_trusts_them_more():
+    # Process-wide chances are shared; the run's own record lifts g1's continuation only.
+    stats = AcceptanceStats()
+    d, _, _ = build(FLAT, stats=stats)
+    for _ in range(6):
+        root, g1, g2 = step_inputs()
+        d.build(root, g1, g2, capacity=64, g1_len=20, context_len=40)
+        d.observe([8, 9, 10, 11, 12, 5, 6])  # g1's chain 9, 10, 11, 12, 5 was right each time
+    root, g1, g2 = step_inputs()
+    d.build(root, g1, g2, capacity=64, g1_len=20, context_len=40)
+    fresh, _, _ = build(FLAT, stats=stats)  # a new run over the same process-wide chances
+
+    key = d.trie.key[d.trie.child[(d.trie.child[(d.trie.child[(0, 9)], 10)], 11)]]
+    assert key[0] == "cont"
+    assert d.run_fit.factor(("g1", "cont")) > 1.0
+    assert d.chance(key, "g1") > fresh.chance(key, "g1") == stats.p(key)
+    # g2's candidates other than the true one were predicted unlikely and were wrong: no lift.
+    assert d.run_fit.factor(("g2", "first")) <= 1.0

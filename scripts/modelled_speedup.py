@@ -2,6 +2,7 @@
 
     python scripts/modelled_speedup.py --curve-from artifacts/bench/report.json \
         [--limit-per-category 3] [--max-new-tokens 128] [--ngram-evidence-only]
+        [--without-run-fit] [--rate-memory 0.95]
 
 Decodes the bench questions with vanilla, prompt lookup and LogitSpec (cost-aware tree,
 bundled model, greedy) while every tree is sized by one fixed curve c(n), the one a bench
@@ -10,7 +11,9 @@ n * c(1), a step that verified n tokens costs c(n). The modelled speed-up is van
 cost over the method's, per category and overall; drafting time is left out, so this
 isolates what the tree's choices buy. `--ngram-evidence-only` keys acceptance by the
 matched n-gram's length alone, as the tree did before it counted how far back a match
-agrees (`logitspec.costtree.evidence`), to set the two side by side.
+agrees (`logitspec.costtree.evidence`), to set the two side by side. `--without-run-fit`
+leaves each run's fit of the chances out (`costtree.RunFit`), and `--rate-memory` sets how
+fast the run's rate forgets (`costtree.RATE_MEMORY`; 1 never forgets).
 """
 from __future__ import annotations
 
@@ -50,6 +53,8 @@ def main() -> int:
     p.add_argument("--limit-per-category", type=int, default=3)
     p.add_argument("--max-new-tokens", type=int, default=128)
     p.add_argument("--ngram-evidence-only", action="store_true")
+    p.add_argument("--without-run-fit", action="store_true")
+    p.add_argument("--rate-memory", type=float, default=None)
     args = p.parse_args()
 
     from logitspec import costtree
@@ -62,6 +67,10 @@ def main() -> int:
     costtree.CostAwareDrafter._curve = lambda self, context_len, capacity: (curve, None)
     if args.ngram_evidence_only:
         costtree.evidence = lambda q: (q.matched_n or 0) if q is not None else 0
+    if args.without_run_fit:
+        costtree.RunFit.adjust = lambda self, group, p: p
+    if args.rate_memory is not None:
+        costtree.RATE_MEMORY = args.rate_memory
     lm = load_model()
     settings = DecodeSettings(max_new_tokens=args.max_new_tokens)
     cost: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))

@@ -147,6 +147,11 @@ class Prefix:
 FIT_PRIOR = 4.0  # weight, in observations, of the process-wide chances against the run's record
 
 
+def fit_group(key: tuple, origin: str) -> tuple:
+    """The group a node kind is fitted in by `RunFit`: its origin and whether it is a first token."""
+    return origin, key[0]
+
+
 @dataclass
 class RunFit:
     """How this run's drafts fare against the process-wide chances, per origin and kind
@@ -232,6 +237,7 @@ class CostAwareDrafter:
         self.run_fit = RunFit()
         self._context_len = 0
         self._relative_cost = 1.0  # the built tree's c(size)/c(1), for the rate
+        self._chances: dict[tuple, float] = {}  # this step's chance per (kind, origin)
 
     @staticmethod
     def first_key(cand: Candidate | None, g1n: int, g2n: int) -> tuple:
@@ -246,8 +252,12 @@ class CostAwareDrafter:
 
     def chance(self, key: tuple, origin: str) -> float:
         """A node kind's chance as the process learnt it, fitted to how this run's drafts of
-        the same origin and kind fare (`RunFit`)."""
-        return self.run_fit.adjust((origin, key[0]), self.stats.p(key))
+        the same origin and kind fare (`RunFit`). Computed once per step and kind: a trie
+        holds many nodes of one kind, and nothing learns until the step is over."""
+        p = self._chances.get((key, origin))
+        if p is None:
+            p = self._chances[key, origin] = self.run_fit.adjust(fit_group(key, origin), self.stats.p(key))
+        return p
 
     def _calibrated(self, seconds: float) -> None:
         self.calibration_seconds += seconds
@@ -289,7 +299,7 @@ class CostAwareDrafter:
     def _grow(self, root: int, g1: QueryRecord | None, g2: Sequence[tuple[Candidate, QueryRecord]],
               g1_len: int, floor: float) -> _Trie:
         """The trie of g1's chain and every candidate's branch, nodes under `floor` left out."""
-        trie, self.skipped = _Trie(root), []
+        trie, self.skipped, self._chances = _Trie(root), [], {}
         g1n = evidence(g1)
         if g1 is not None and g1.continuation:
             self._add_g1(trie, g1.continuation[:g1_len], g1n, floor)
@@ -372,21 +382,19 @@ class CostAwareDrafter:
         if t is None or len(truth) < 2:
             return
         self.rate.observe(len(truth) - 1, self._relative_cost)  # the root and the accepted drafts
-
-        def seen(key: tuple, success: bool, origin: str) -> None:
-            self.run_fit.observe((origin, key[0]), self.stats.p(key), success)
-            self.stats.observe(key, success)
-
-        for tok, key in self.skipped:
-            seen(key, tok == truth[1], "g2")
+        # Each test is held against the chance the step was built with, before any of it is learnt.
+        outcomes: list[tuple[tuple, bool, str]] = [(key, tok == truth[1], "g2") for tok, key in self.skipped]
         node = 0
         for depth in range(1, len(truth)):
             right = t.child.get((node, int(truth[depth])))
-            for c in t.children.get(node, ()):
-                seen(t.key[c], c == right, t.origin[c])
+            outcomes.extend((t.key[c], c == right, t.origin[c]) for c in t.children.get(node, ()))
             if right is None:
                 break
             node = right
+        before = {key: self.stats.p(key) for key, _, _ in outcomes}
+        for key, success, origin in outcomes:
+            self.run_fit.observe(fit_group(key, origin), before[key], success)
+            self.stats.observe(key, success)
         self.trie = None
 
 

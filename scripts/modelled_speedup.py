@@ -1,17 +1,24 @@
 """What the cost-aware tree's choices are worth with timing noise taken out.
 
-    python scripts/modelled_speedup.py --curve-from artifacts/bench/report.json \
-        [--limit-per-category 3] [--max-new-tokens 128] [--ngram-evidence-only]
-        [--without-run-fit] [--rate-memory 0.95]
+    python scripts/modelled_speedup.py [--runs FILE | --record FILE] [--curve-from REPORT]
+        [--limit-per-category 3] [--max-new-tokens 128] [--passes 2] [--drafting-ms 0,0]
+        [--ngram-evidence-only] [--without-run-fit] [--rate-memory 0.95]
 
-Decodes the bench questions with vanilla, prompt lookup and LogitSpec (cost-aware tree,
-bundled model, greedy) while every tree is sized by one fixed curve c(n), the one a bench
-report measured, and prices every forward pass by that curve: vanilla's n tokens cost
-n * c(1), a step that verified n tokens costs c(n). The modelled speed-up is vanilla's
-cost over the method's, per category and overall; drafting time is left out, so this
-isolates what the tree's choices buy. `--ngram-evidence-only` keys acceptance by the
-matched n-gram's length alone, as the tree did before it counted how far back a match
-agrees (`logitspec.costtree.evidence`), to set the two side by side. `--without-run-fit`
+Greedy output does not depend on the drafter, so the bundled model decodes each bench
+question once with vanilla, and the logits behind every output token are kept (their top
+65, from one forward pass over prompt and answer; `--record FILE` saves them, `--runs FILE`
+reads them back). Prompt lookup and LogitSpec are then replayed over those runs in pure
+Python: each step drafts from the real retrieval and the real cost-aware tree, the true
+tokens decide what it accepts, and its forward pass is priced by one fixed curve c(n) (a
+bench report's shortest-context curve with `--curve-from`, else the built-in default,
+`logitspec.calibration`); vanilla's n tokens cost n - 1 passes of c(1). A replay takes
+seconds where decoding takes minutes, so variants of the tree can be set side by side.
+
+The modelled speed-up is vanilla's cost over the method's, per category and overall, on
+the last of `--passes` passes over the questions (the earlier ones teach the process-wide
+chances, as a bench's repetitions do). `--drafting-ms PLD,LOGITSPEC` adds a drafting time
+per step (0 by default: the tree's choices alone). `--ngram-evidence-only` keys acceptance
+by the matched n-gram's length alone (`logitspec.costtree.evidence`), `--without-run-fit`
 leaves each run's fit of the chances out (`costtree.RunFit`), and `--rate-memory` sets how
 fast the run's rate forgets (`costtree.RATE_MEMORY`; 1 never forgets).
 """
@@ -25,11 +32,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+TOP = 65  # logits kept per output token: k = 64 candidates besides the root
 
-def fixed_curve(report: Path):
-    """The shortest-context curve of a bench report, as a CostCurve."""
+
+def fixed_curve(report: Path | None):
+    """The shortest-context curve of a bench report, or the built-in default, as a CostCurve."""
+    from logitspec.calibration import DEFAULT_MS, DEFAULT_SIZES
     from logitspec.costcurve import CostCurve
 
+    if report is None:
+        return CostCurve(list(DEFAULT_SIZES), [ms / 1e3 for ms in DEFAULT_MS], 512, "cpu", "float32")
     try:
         curves = json.loads(report.read_text())["cost_curves"]
         c = min(curves, key=lambda c: c["context_len"])
@@ -38,52 +50,159 @@ def fixed_curve(report: Path):
     return CostCurve(c["sizes"], c["seconds"], c["context_len"], c["device"], c["dtype"])
 
 
-def priced_run(lm, prompt: list[int], method: str, settings, curve) -> float:
-    """Modelled seconds of one decoding run with trees sized by `curve`."""
-    from logitspec.decoders import decode
+def record(questions: Path, limit: int, max_new_tokens: int) -> list[dict]:
+    """Each question's prompt, vanilla output and the top logits behind every output token."""
+    import torch
 
-    return sum(curve(sum(not n.pruned for n in step.tree))
-               for step in decode(lm.model, prompt, method, settings, [lm.tokenizer.eos_token_id]) if step.forward)
-
-
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--curve-from", type=Path, required=True, help="a bench report with cost_curves")
-    p.add_argument("--questions", type=Path, default=Path("data/spec_bench_subset.jsonl"))
-    p.add_argument("--limit-per-category", type=int, default=3)
-    p.add_argument("--max-new-tokens", type=int, default=128)
-    p.add_argument("--ngram-evidence-only", action="store_true")
-    p.add_argument("--without-run-fit", action="store_true")
-    p.add_argument("--rate-memory", type=float, default=None)
-    args = p.parse_args()
-
-    from logitspec import costtree
     from logitspec.bench.questions import load_questions
+    from logitspec.decoders import decode
     from logitspec.models import load_model
     from logitspec.settings import DecodeSettings
 
-    curve = fixed_curve(args.curve_from)
-    # Every tree is sized by the fixed curve: no live curve, no probes.
-    costtree.CostAwareDrafter._curve = lambda self, context_len, capacity: (curve, None)
+    lm, runs = load_model(), []
+    for q in load_questions(questions, None, limit):
+        prompt = lm.encode_chat(q["turns"][0])
+        steps = decode(lm.model, prompt, "vanilla", DecodeSettings(max_new_tokens=max_new_tokens), lm.eos_ids)
+        tokens = [t for st in steps for t in st.tokens]
+        with torch.inference_mode():
+            logits = lm.model(input_ids=torch.tensor([prompt + tokens])).logits[0].float()
+        rows = logits[len(prompt) - 1: len(prompt) - 1 + len(tokens)]  # rows[j] chose tokens[j]
+        if rows.argmax(-1).tolist() != tokens:
+            raise SystemExit(f"modelled_speedup: question {q['question_id']}: one pass over the answer "
+                             "does not reproduce vanilla's tokens")
+        top = torch.topk(rows, TOP)
+        probs = torch.softmax(rows, -1).gather(1, top.indices)
+        runs.append({"category": q["category"], "prompt": prompt, "tokens": tokens, "eos": sorted(lm.eos_ids),
+                     "top_ids": top.indices.tolist(), "top_logits": top.values.tolist(), "top_probs": probs.tolist()})
+    return runs
+
+
+def candidates(run: dict, i: int, k: int) -> list:
+    """The next-next candidates of output position i, as `speculate` makes them."""
+    from logitspec.trace import Candidate
+
+    out = []
+    for tok, logit, prob in zip(run["top_ids"][i], run["top_logits"][i], run["top_probs"][i]):
+        if tok != run["tokens"][i]:
+            out.append(Candidate(rank=len(out) + 1, token=tok, logit=logit, prob=prob))
+    return out[:k]
+
+
+def accepted(nodes: list, truth: list[int]) -> int:
+    """Drafted tokens the greedy walk accepts: verified nodes along `truth` (truth[0]: the root)."""
+    kids: dict[int, dict[int, int]] = defaultdict(dict)
+    for n in nodes:
+        if not n.pruned and n.parent >= 0:
+            kids[n.parent][n.token] = n.id
+    node, acc = 0, 0
+    while acc + 1 < len(truth) and truth[acc + 1] in kids[node]:
+        node, acc = kids[node][truth[acc + 1]], acc + 1
+    return acc
+
+
+def draft(run: dict, i: int, pool, method: str, s, drafter) -> tuple[int, int]:
+    """One step at output position i: (tree tokens verified, drafted tokens accepted)."""
+    from logitspec.retrieval import retrieve
+
+    root, truth = run["tokens"][i], run["tokens"][i:]
+    if method == "pld":
+        q = pool.query("pld", pool.tokens[-3:] + [root], s.pld_tokens, sizes=[n for n in pool.sizes if n <= 3])
+        acc = 0
+        while acc < len(q.continuation) and acc + 1 < len(truth) and q.continuation[acc] == truth[acc + 1]:
+            acc += 1
+        return 1 + len(q.continuation), acc
+    cands = candidates(run, i, s.k)
+    queries = retrieve(root, cands, pool, s)
+    nodes, sizing = drafter.build(root, queries[0], list(zip(cands, queries[1:])), s.capacity, s.continuation,
+                                  len(pool))
+    return sizing.size, accepted(nodes, truth)
+
+
+def replay(run: dict, method: str, s, curve, drafter=None) -> tuple[float, int]:
+    """Modelled seconds and forward passes of one run decoded by `method`, lossless by construction."""
+    from logitspec.retrieval import NgramPool
+
+    tokens, pool, i, seconds, passes = run["tokens"], NgramPool(s.ngram_sizes, run["prompt"]), 0, 0.0, 0
+    while i < len(tokens) - 1 and tokens[i] not in run["eos"]:
+        size, acc = draft(run, i, pool, method, s, drafter)
+        n = min(acc + 1, len(tokens) - i)
+        if drafter is not None:
+            drafter.observe(tokens[i:i + n + 1])
+        seconds, passes = seconds + curve(size), passes + 1
+        pool.extend(tokens[i:i + n])
+        i += n
+    return seconds, passes
+
+
+def modelled(runs: list[dict], curve, passes: int, drafting: tuple[float, float]) -> dict:
+    """Modelled seconds per method and category on the last of `passes` passes."""
+    from logitspec.costtree import AcceptanceStats, CostAwareDrafter
+    from logitspec.settings import DecodeSettings
+
+    s, stats = DecodeSettings(max_new_tokens=max(len(r["tokens"]) for r in runs)), AcceptanceStats()
+    for _ in range(passes):
+        cost: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+        for run in runs:
+            cost["vanilla"][run["category"]] += (len(run["tokens"]) - 1) * curve(1)
+            for method, extra in zip(("pld", "logitspec"), drafting):
+                drafter = CostAwareDrafter(None, stats, curve) if method == "logitspec" else None
+                seconds, steps = replay(run, method, s, curve, drafter)
+                cost[method][run["category"]] += seconds + steps * extra
+    return cost
+
+
+def print_table(cost: dict) -> None:
+    cats = sorted(cost["vanilla"])
+    print(f"{'category':<16}{'pld':>8}{'logitspec':>11}")
+    for c in [*cats, "overall"]:
+        base = sum(cost["vanilla"].values()) if c == "overall" else cost["vanilla"][c]
+        row = [base / (sum(cost[m].values()) if c == "overall" else cost[m][c]) for m in ("pld", "logitspec")]
+        print(f"{c:<16}{row[0]:>7.3f}x{row[1]:>10.3f}x{'  below prompt lookup' if row[1] < row[0] else ''}")
+
+
+def variants(args: argparse.Namespace) -> None:
+    """Switch the tree to the variant the flags ask for."""
+    from logitspec import costtree
+
     if args.ngram_evidence_only:
         costtree.evidence = lambda q: (q.matched_n or 0) if q is not None else 0
     if args.without_run_fit:
         costtree.RunFit.adjust = lambda self, group, p: p
     if args.rate_memory is not None:
         costtree.RATE_MEMORY = args.rate_memory
-    lm = load_model()
-    settings = DecodeSettings(max_new_tokens=args.max_new_tokens)
-    cost: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    for q in load_questions(args.questions, None, args.limit_per_category):
-        prompt = lm.encode_chat(q["turns"][0])
-        for method in ("vanilla", "pld", "logitspec"):
-            cost[method][q["category"]] += priced_run(lm, prompt, method, settings, curve)
-    cats = sorted(cost["vanilla"])
-    print(f"{'category':<16}{'pld':>8}{'logitspec':>11}")
-    for c in [*cats, "overall"]:
-        base = sum(cost["vanilla"].values()) if c == "overall" else cost["vanilla"][c]
-        row = [base / (sum(cost[m].values()) if c == "overall" else cost[m][c]) for m in ("pld", "logitspec")]
-        print(f"{c:<16}{row[0]:>7.3f}x{row[1]:>10.3f}x")
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--runs", type=Path, help="replay runs saved by --record instead of decoding")
+    p.add_argument("--record", type=Path, help="save the decoded runs here")
+    p.add_argument("--curve-from", type=Path, help="a bench report with cost_curves")
+    p.add_argument("--questions", type=Path, default=Path("data/spec_bench_subset.jsonl"))
+    p.add_argument("--limit-per-category", type=int, default=3)
+    p.add_argument("--max-new-tokens", type=int, default=128)
+    p.add_argument("--passes", type=int, default=2)
+    p.add_argument("--drafting-ms", default="0,0", help="drafting time per step: PLD,LOGITSPEC")
+    p.add_argument("--ngram-evidence-only", action="store_true")
+    p.add_argument("--without-run-fit", action="store_true")
+    p.add_argument("--rate-memory", type=float, default=None)
+    args = p.parse_args()
+    try:
+        drafting = tuple(float(x) / 1e3 for x in args.drafting_ms.split(","))
+        assert len(drafting) == 2
+    except (ValueError, AssertionError):
+        raise SystemExit(f"modelled_speedup: --drafting-ms wants two numbers, PLD,LOGITSPEC (got {args.drafting_ms!r})")
+    if args.runs:
+        try:
+            runs = json.loads(args.runs.read_text())
+        except (OSError, ValueError) as e:
+            raise SystemExit(f"modelled_speedup: cannot read runs from {args.runs}: {e}")
+    else:
+        runs = record(args.questions, args.limit_per_category, args.max_new_tokens)
+        if args.record:
+            args.record.parent.mkdir(parents=True, exist_ok=True)
+            args.record.write_text(json.dumps(runs))
+    variants(args)
+    print_table(modelled(runs, fixed_curve(args.curve_from), max(1, args.passes), drafting))
     return 0
 
 

@@ -53,21 +53,15 @@ class NgramPool:
         Tries the longest n-gram first and falls back to shorter ones; records every try.
         """
         attempts: list[NgramAttempt] = []
+        end = len(suffix)
         for n in sizes if sizes is not None else self.sizes:
-            if n > len(suffix):
+            if n > end:
                 continue
-            key = tuple(suffix[len(suffix) - n :])
+            key = tuple(suffix[end - n:])
             pos = self.table.get(key)
-            attempts.append(NgramAttempt(n=n, ngram=list(key), matched=pos is not None))
+            attempts.append(NgramAttempt(n, list(key), pos is not None))
             if pos is not None:
-                return QueryRecord(
-                    kind=kind,
-                    candidate_rank=candidate_rank,
-                    attempts=attempts,
-                    matched_n=n,
-                    match_pos=pos - n,
-                    continuation=self.tokens[pos : pos + max_len],
-                )
+                return QueryRecord(kind, candidate_rank, attempts, n, pos - n, self.tokens[pos:pos + max_len])
         return QueryRecord(kind, candidate_rank, attempts, None, None, [])
 
 
@@ -91,14 +85,14 @@ def retrieve(root: int, cands: Sequence[Candidate], pool: NgramPool, s: DecodeSe
     tail = pool.tokens[-max(pool.sizes):] + [root]
     queries = [pool.query("g1", tail, s.continuation + PRUNED_SHOWN_PER_BRANCH)]
     queries[0].match_len = match_length(pool, queries[0], [root])
+    cost_len = min(s.continuation, G2_COST_LEN)
     for c in cands:
-        if s.tree == "cost":
-            want = min(s.continuation, G2_COST_LEN)
-        else:
-            # A branch keeps at most rule.keep(rank) tokens, the candidate included; fetch
-            # only that plus the few cut tokens the picture shows.
-            want = min(s.continuation, s.rule.keep(c.rank) - 1 + PRUNED_SHOWN_PER_BRANCH)
-        q = pool.query("g2", tail + [c.token], want, candidate_rank=c.rank)
-        q.match_len = match_length(pool, q, [root, c.token])
+        # A static branch keeps at most rule.keep(rank) tokens, the candidate included; fetch
+        # only that plus the few cut tokens the picture shows.
+        want = (cost_len if s.tree == "cost"
+                else min(s.continuation, s.rule.keep(c.rank) - 1 + PRUNED_SHOWN_PER_BRANCH))
+        q = pool.query("g2", [*tail, c.token], want, c.rank)
+        if q.matched_n is not None:
+            q.match_len = match_length(pool, q, (root, c.token))
         queries.append(q)
     return queries

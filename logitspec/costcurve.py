@@ -255,11 +255,16 @@ class LiveCost:
         self._curve = None
 
     def probe_size(self) -> int | None:
-        """A larger size to verify this step instead of the chosen one, or None: only after
+        """Another size to verify this step instead of the chosen one, or None: only after
         PROBE_EVERY steps at one size (any size: a wrong shape can hold trees at 3 as well as
-        at 1), less often after probes that changed nothing."""
+        at 1), less often after probes that changed nothing. Larger sizes in turn for trees
+        that stay small; a lone root for trees that stay large, since a shape that prices
+        them too low holds them there and only a one-token pass beside them shows their cost
+        (it can only ever shrink the trees' passes, so the probe is always possible)."""
         if self.steady_steps < PROBE_EVERY * 2 ** min(self.vain_probes, PROBE_BACKOFF):
             return None
+        if self.settled > 2 * SMALL_TREE:
+            return 1
         larger = [n for n in PROBE_SIZES if n > self.settled] or [2 * self.settled]
         return larger[self.probes % len(larger)]
 
@@ -274,8 +279,8 @@ class LiveCost:
             self.vain_probes += 1
             self.steady_steps = 0
             return
-        if size > max(self.settled, SMALL_TREE):  # the trees grew on their own: probing paid
-            self.vain_probes = 0
+        if size > max(self.settled, SMALL_TREE) or SMALL_TREE < size < self.settled:
+            self.vain_probes = 0  # the trees changed size on their own: probing paid
         same = size == self.settled or max(size, self.settled) <= SMALL_TREE
         self.steady_steps = self.steady_steps + 1 if same else 0
         self.settled = max(size, SMALL_TREE) if size <= SMALL_TREE else size

@@ -286,9 +286,10 @@ class CostAwareDrafter:
         rate = self.rate.per_second(cost[1])
         best = best_prefix(trie, cost, capacity, rate)
         probe = live.probe_size() if live is not None else None
-        # Now and then verify a larger prefix, so real passes re-teach c(n) for trees.
-        probed = probe is not None and len(best.order) >= 2 and min(probe, len(best.gains)) > best.size
-        size = min(probe, len(best.gains)) if probed else best.size
+        size = best.size
+        if probe is not None:  # now and then verify another prefix, so real passes re-teach c(n)
+            size = min(probe, len(best.gains)) if probe > size and len(best.order) >= 2 else min(probe, size)
+        probed = size != best.size
         if live is not None:
             live.chose(size, probed)
         self._context_len = context_len  # for the curve check in observe

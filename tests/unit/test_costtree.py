@@ -264,10 +264,30 @@ def test_probing_happens_only_now_and_then_and_never_when_trees_grow(no_measurin
     assert 2 <= len(probes) <= 200 // PROBE_EVERY // 2
     gaps = [b - a for a, b in zip(probes, probes[1:])]
     assert all(g > PROBE_EVERY for g in gaps) and gaps == sorted(gaps)  # backing off
+    # A right flat curve (a GPU's): trees stay at capacity; lone-root probes find nothing new
+    # and back off.
     flat = CostCurve(SIZES, [0.010] * len(SIZES), 512, "cpu", "float32")
     model = FakeModel()
     install_curve(model, 512, flat)
-    assert not any(probed for _, probed in run_steps(model, 60, lambda n: 0.010))
+    steps = run_steps(model, 120, lambda n: 0.010)
+    probes = [i for i, (_, probed) in enumerate(steps) if probed]
+    assert len(probes) <= 120 // PROBE_EVERY // 2
+    assert all(size == 64 for size, probed in steps if not probed)
+
+
+def test_trees_held_large_by_a_shape_too_cheap_for_them_shrink_after_probes(no_measuring):
+    # Measured under load the curve came out flat to 16 tokens: trees of 16 looked as cheap
+    # as one token, and trees that stay large never showed a one-token pass to correct it.
+    from logitspec.costcurve import install_curve
+
+    model = FakeModel()
+    install_curve(model, 512, CostCurve(SIZES, [0.28, 0.28, 0.28, 0.28, 0.28, 0.5, 1.0], 512, "cpu", "float32"))
+    steps = run_steps(model, 150, lambda n: 0.058 * n)  # every token really costs a pass
+    assert steps[0][0] >= 8  # the wrong shape sends trees large
+    probes = [i for i, (size, probed) in enumerate(steps) if probed]
+    assert probes and steps[probes[0]][0] == 1  # the probe verified a lone root
+    tail = [size for size, probed in steps[-40:] if not probed]
+    assert max(tail) <= 4, tail  # a quarter of where the wrong shape held them
 
 
 def test_a_fixed_curve_never_probes():

@@ -6,12 +6,15 @@ by Gradio itself.
 """
 from __future__ import annotations
 
+import asyncio
 import functools
+import itertools
 import os
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from copy import deepcopy
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import gradio as gr
@@ -42,6 +45,8 @@ EXAMPLE_IDS = {"Summarisation": 242, "Code": 122, "Translation": 161, "Maths": 4
                "Chat": 321, "RAG": 482}
 LIVE_REDRAW_SECONDS = 2.0  # the least time between redraws of the heavy figures during a race
 MODEL_POLL_SECONDS = 0.5  # how often a race waiting for its model looks again (and for Stop)
+PLAY_SECONDS = 1.0  # Play: a step a second, time to read a tree before the next
+PLAY_POLL_SECONDS = 0.05  # how often a waiting Play loop looks for a press on Pause
 RECORDED_RACE = TRACES_DIR / "races" / "summarization-242.json"  # the first screen's race
 
 MODELS = ModelCache(warm=warm_cost_curves)
@@ -59,6 +64,22 @@ class View:
     stop_reason: str | None = None  # "stopped" or "time limit" when the race was cut short
     tree_view: str = "lanes"  # the explorer's draft tree: "lanes" or "trie"
     compact_tree: bool = True  # the lanes: only branches with a verified token
+    playing: int = 0  # the Play loop that moves this view (0: paused)
+    shown: bool = True  # False once another run or trace has taken this view's place
+
+    def __post_init__(self) -> None:
+        # Play's steps and presses run side by side: each moves from the step the one before reached.
+        # Not a field: Gradio turns a state's fields into its config, and a lock cannot be copied.
+        self.moving = threading.RLock()
+
+    def __deepcopy__(self, memo) -> "View":
+        # Gradio copies the initial view for each visitor; a lock cannot be copied, each gets its own.
+        return View(**{f.name: deepcopy(getattr(self, f.name), memo) for f in fields(self)})
+
+    def replaced(self) -> None:
+        """Another run or trace takes this view's place: its Play loop ends."""
+        self.shown = False
+        self.playing = 0
 
     @classmethod
     def of_trace(cls, trace: RunTrace, source: str) -> "View":
@@ -203,9 +224,11 @@ def pick_model(model):
     return model_status(name)
 
 
-def toggle_play(is_playing: bool):
-    is_playing = not is_playing
-    return is_playing, gr.Timer(active=is_playing), gr.Button(value="❚❚ Pause" if is_playing else "▶ Play")
+PLAYS = itertools.count(1)  # numbers each Play loop, so a loop knows when it was paused or replaced
+
+
+def play_button(playing: bool) -> gr.Button:
+    return gr.Button(value="❚❚ Pause" if playing else "▶ Play")
 
 
 @dataclass
@@ -239,12 +262,17 @@ class ExplorerUI:
 
     # ------------------------------------------------------------ what each view shows
 
-    def step_outputs(self, view: View, step: int | None = None) -> dict:
-        """Everything the step explorer shows for one step of the explored trace."""
+    def step_outputs(self, view: View, step: int | None = None, by: int = 0) -> dict:
+        """Everything the step explorer shows for one step of the explored trace: `step`, else the
+        step shown, moved `by` steps."""
+        with view.moving:
+            return self._step_outputs(view, step, by)
+
+    def _step_outputs(self, view: View, step: int | None, by: int) -> dict:
         t = view.trace
         if t is None or not t.steps:
             return {}
-        view.step = max(0, min(int(view.step if step is None else step), len(t.steps) - 1))
+        view.step = max(0, min(int(view.step if step is None else step) + by, len(t.steps) - 1))
         i = view.step
         return {
             self.slider: gr.Slider(minimum=0, maximum=max(1, len(t.steps) - 1), value=i, step=1),
@@ -255,6 +283,7 @@ class ExplorerUI:
             self.trie_download: trie_view.download(t, i, view.tree_view),
             **self.cand_fig.fill(visual.candidates_figure(t, i, fit=True)),
             self.retrieval_view: visual.retrieval_html(t, i),
+            self.play_btn: play_button(bool(view.playing)),
             self.state: view,
         }
 
@@ -289,12 +318,12 @@ class ExplorerUI:
         stop = STOPS.claim(session)  # armed when Run was clicked: a Stop while queued counts
         try:
             form = (k, capacity, ngram, continuation, max_new, tree, temperature, top_p, seed)
-            yield from self._race(stop, prompt, model, with_pld, form, outcomes)
+            yield from self._race(stop, prompt, model, with_pld, form, outcomes, view)
         finally:
             STOPS.finish(session, stop)
 
-    def _race(self, stop, prompt, model, with_pld, form: tuple, outcomes):
-        """The race for settings_from(*form)."""
+    def _race(self, stop, prompt, model, with_pld, form: tuple, outcomes, was: View):
+        """The race for settings_from(*form), in place of the view `was`."""
         try:
             prompt = check_prompt(prompt)
             name = check_model_choice(model)
@@ -314,10 +343,11 @@ class ExplorerUI:
             yield {self.status_md: f"**Not started:** {e}"}
             raise gr.Error(str(e)) from None
         traces = {ln.name: ln.trace for ln in lanes}
+        was.replaced()
         view = View(traces=traces, lane="logitspec", source=f"run on {lm.name}")
-        yield {self.state: view, self.status_md: f"**Racing** on {lm.name} ({lm.device})… "
-                                                 f"{sampling_note(settings.to_dict())}Stop ends it after the "
-                                                 "current step.",
+        yield {self.state: view, self.play_btn: play_button(False),
+               self.status_md: f"**Racing** on {lm.name} ({lm.device})… {sampling_note(settings.to_dict())}"
+                               "Stop ends it after the current step.",
                self.counters: counters_html(traces, True), self.download: gr.DownloadButton(visible=False)}
         try:
             yield from self._stream(lanes, view, stop)
@@ -404,6 +434,7 @@ class ExplorerUI:
             trace = self.read_trace(p)
         except InputError as e:
             return {self.status_md: f"**Not opened:** {p.name}: {e}"}
+        view.replaced()
         new = View.of_trace(trace, p.name)
         out = self.trace_outputs(new, outcomes)
         out[self.status_md] = (f"**Exploring** {p.name}: {len(trace.tokens)} tokens in {len(trace.steps)} "
@@ -446,6 +477,7 @@ class ExplorerUI:
             trace = self.read_trace(TRACES_DIR / name)
         except InputError as e:
             return {self.status_md: f"**Not opened:** {name}: {e}"}
+        view.replaced()
         return {self.state: View.of_trace(trace, name)}
 
     def initial_view(self, outcomes, request: gr.Request = None):
@@ -517,10 +549,10 @@ class ExplorerUI:
         return self.step_outputs(view)
 
     def prev_step(self, view: View):
-        return self.step_outputs(view, view.step - 1)
+        return self.step_outputs(view, by=-1)
 
     def next_step(self, view: View):
-        return self.step_outputs(view, view.step + 1)
+        return self.step_outputs(view, by=1)
 
     def on_span(self, view: View, evt: gr.SelectData):
         """Clicking a token span opens the step that produced it."""
@@ -540,13 +572,40 @@ class ExplorerUI:
         out[self.tabs] = gr.Tabs(selected="explorer")
         return out
 
-    def tick(self, view: View):
-        """Play: the next step, stopping at the last."""
-        t = view.trace
-        if t is None or view.step >= len(t.steps) - 1:
-            return {self.play_timer: gr.Timer(active=False), self.playing: False,
-                    self.play_btn: gr.Button(value="▶ Play")}
-        return self.step_outputs(view, view.step + 1)
+    async def play(self, view: View):
+        """Play or Pause (one button): a step every PLAY_SECONDS until the last step, a press on
+        Pause, or another run or trace in the view's place. Only the loop sets the button while
+        it runs, so its replies, in order, always end on ▶ Play."""
+        if view.playing or view.trace is None:
+            view.playing = 0  # the running loop sees it within PLAY_POLL_SECONDS
+            yield {self.play_btn: gr.skip()}
+            return
+        loop = view.playing = next(PLAYS)
+        yield {self.play_btn: play_button(True)}
+        due = time.monotonic()
+        while view.playing == loop:
+            due += PLAY_SECONDS  # a step a second, however long a step takes to draw
+            while view.playing == loop and time.monotonic() < due:
+                await asyncio.sleep(min(PLAY_POLL_SECONDS, max(0.0, due - time.monotonic())))
+            # Drawing is heavy: off the event loop, so other visitors' events go on meanwhile.
+            out = await asyncio.to_thread(self._play_step, view, loop)
+            if out is None or not view.shown:
+                break
+            out[self.play_btn] = play_button(view.playing == loop)
+            out.pop(self.state, None)  # the view moved in place; a replaced one must not come back
+            yield out
+        # Gradio sends a loop's last reply again when it ends: Play, or nothing for a view replaced.
+        yield {self.play_btn: play_button(False) if view.shown else gr.skip()}
+
+    def _play_step(self, view: View, loop: int) -> dict | None:
+        """The next step's outputs; None when the loop was paused or replaced before it began."""
+        with view.moving:
+            if view.playing != loop:
+                return None
+            out = self.step_outputs(view, by=1)
+            if view.step >= len(view.trace.steps) - 1:
+                view.playing = 0
+            return out
 
     # ------------------------------------------------------------ layout and wiring
 
@@ -554,7 +613,6 @@ class ExplorerUI:
         """Lay out the app and wire its events; loads no model."""
         with gr.Blocks(title="LogitSpec Explorer", delete_cache=(3600, 3600)) as demo:
             self.state = gr.State(View())
-            self.playing = gr.State(False)
             form = self._layout_race()
             self._layout_tabs(form)
             self._wire(demo, form)
@@ -642,7 +700,6 @@ class ExplorerUI:
                     self.cand_fig = figure_slot("cand-plot", "Next-next candidates", min_width=320)
                     self.cand_plot = self.cand_fig.plot
                     self.retrieval_view = gr.HTML(label="Retrieval", elem_id="retrieval")
-                self.play_timer = gr.Timer(1.0, active=False)
             with gr.Tab("Retrieval debugger", id="debugger"):
                 self.debugger = DebuggerTab()
                 self.debugger.build()
@@ -674,7 +731,7 @@ class ExplorerUI:
     def _outputs(self) -> tuple[list, list]:
         """The explorer's outputs, and everything a whole trace fills."""
         explorer = [self.slider, self.step_label, self.summary_md, *self.tree_fig.outputs, self.tree_view,
-                    self.trie_download, *self.cand_fig.outputs, self.retrieval_view, self.state]
+                    self.trie_download, *self.cand_fig.outputs, self.retrieval_view, self.play_btn, self.state]
         figures = [self.obs_topk_fig, self.obs_retrieval_fig, self.obs_accepted_fig, self.obs_time_fig, self.race_fig]
         whole = explorer + [self.text_view, self.answer, *self.debugger.trace_components,
                             *(c for f in figures for c in f.outputs), self.counters, self.status_md]
@@ -700,6 +757,9 @@ class ExplorerUI:
         explorer_out, trace_out = self._outputs()
         # Drawing is light next to decoding: its own, wider lane so it never waits on a run.
         view_kw = dict(concurrency_limit=8, concurrency_id="view", api_visibility="undocumented")
+        # Moves between steps one at a time: side by side, a later press's reply could land before
+        # an earlier one's and leave the page a step behind. Drawing holds the GIL, so little is lost.
+        step_kw = dict(view_kw, concurrency_limit=1, concurrency_id="step")
         self._wire_recorded(f, trace_out, view_kw)
         race_in = [f.prompt, f.model, f.with_pld, f.k, f.capacity, f.ngram, f.continuation, f.max_new, f.tree,
                    f.temperature, f.top_p, f.seed, f.outcome, self.state]
@@ -722,21 +782,20 @@ class ExplorerUI:
             self.explain.on_link, [self.state, self.explain.picked], self.explain.outputs, **view_kw)
         demo.load(None, None, None, js=KEYS_JS)
         demo.load(None, None, None, js=FIGURES_JS)  # fits the figures to the page, exports their slides
-        self.explain.wire(self.explain_tab, self.state, **view_kw)
+        self.explain.wire(self.explain_tab, self.state, view_kw, step_kw)
 
         # Arrow keys and the number box send `input` only, a drag ends with `release`: both move the view.
         for moved in (self.slider.input, self.slider.release):
-            moved(self.go_step, [self.state, self.slider], explorer_out, trigger_mode="always_last", **view_kw)
+            moved(self.go_step, [self.state, self.slider], explorer_out, trigger_mode="always_last", **step_kw)
         self.tree_view.input(self.set_tree_view, [self.state, self.tree_view], explorer_out, **view_kw)
         self.tree_fig.compact.input(self.set_compact_tree, [self.state, self.tree_fig.compact], explorer_out,
                                     **view_kw)
         # Every press counts: a second press during a slow redraw moves a second step.
-        f.prev_btn.click(self.prev_step, [self.state], explorer_out, trigger_mode="multiple", **view_kw)
-        f.next_btn.click(self.next_step, [self.state], explorer_out, trigger_mode="multiple", **view_kw)
-        self.play_btn.click(toggle_play, [self.playing], [self.playing, self.play_timer, self.play_btn],
-                            concurrency_limit=None)
-        self.play_timer.tick(self.tick, [self.state],
-                             explorer_out + [self.play_timer, self.playing, self.play_btn], **view_kw)
+        f.prev_btn.click(self.prev_step, [self.state], explorer_out, trigger_mode="multiple", **step_kw)
+        f.next_btn.click(self.next_step, [self.state], explorer_out, trigger_mode="multiple", **step_kw)
+        # A press while playing pauses; the loop mostly sleeps, so it takes no drawing slot.
+        self.play_btn.click(self.play, [self.state], explorer_out, trigger_mode="multiple", concurrency_limit=None,
+                            show_progress="hidden", api_visibility="undocumented")
         self.text_view.select(self.on_span, [self.state], explorer_out, **view_kw)
         self.debug_table.click(self.on_row, [self.state], explorer_out + [self.tabs], **view_kw)
         self.debugger.wire(self.state, **view_kw)

@@ -90,13 +90,14 @@ class ExplainTab:
     def outputs(self) -> list:
         return [self.head, self.step, *(c for slot in self.slots.values() for c in slot.outputs), self.picked]
 
-    def wire(self, tab: gr.Tab, state: gr.State, **kw) -> None:
-        """Draw on opening the tab, on the step box (typing or Enter), the buttons and Pick."""
+    def wire(self, tab: gr.Tab, state: gr.State, kw: dict, step_kw: dict) -> None:
+        """Draw on opening the tab, on the step box (typing or Enter), the buttons and Pick; the
+        moves between steps with `step_kw` (one at a time, so replies come back in order)."""
         ins = [state, self.picked]
         tab.select(self.show, ins, self.outputs, **kw)
-        self.step.input(self.show_step, ins + [self.step], self.outputs, trigger_mode="always_last", **kw)
-        self.prev.click(lambda v, p: self.move(v, p, -1), ins, self.outputs, trigger_mode="multiple", **kw)
-        self.next.click(lambda v, p: self.move(v, p, 1), ins, self.outputs, trigger_mode="multiple", **kw)
+        self.step.input(self.show_step, ins + [self.step], self.outputs, trigger_mode="always_last", **step_kw)
+        self.prev.click(lambda v, p: self.move(v, p, -1), ins, self.outputs, trigger_mode="multiple", **step_kw)
+        self.next.click(lambda v, p: self.move(v, p, 1), ins, self.outputs, trigger_mode="multiple", **step_kw)
         self.auto.click(lambda v, p: self.show(v, None), ins, self.outputs, **kw)
 
     # ------------------------------------------------------------ what to explain

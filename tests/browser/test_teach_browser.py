@@ -25,8 +25,15 @@ def _open(browser, app_url, query: str):
 
 
 def _wait_step(page, n: int, timeout: int = 30_000) -> None:
-    page.wait_for_function("(n) => (document.querySelector('#step-label')?.innerText || '')"
-                           ".startsWith('Step ' + n + ' (')", arg=n, timeout=timeout)
+    from playwright.sync_api import TimeoutError as PageTimeout
+
+    try:
+        page.wait_for_function("(n) => (document.querySelector('#step-label')?.innerText || '')"
+                               ".startsWith('Step ' + n + ' (')", arg=n, timeout=timeout)
+    except PageTimeout:
+        slider = page.locator("#step-slider input[type=number]").input_value()
+        pytest.fail(f"step {n} was not shown within {timeout / 1000:.0f} s; the page shows "
+                    f"{_step_label(page)[:40]!r}, the slider {slider!r}, the Play button {text_of(page, '#play')!r}")
 
 
 def _selected_tab(page) -> str:

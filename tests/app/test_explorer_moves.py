@@ -1,0 +1,176 @@
+"""Moving through a trace in the step explorer: quick presses each move a step and their
+replies come back in order; Play steps to the end, pauses on a second press, and ends when
+another trace takes the view's place. Real shipped traces, the app's own handlers, no server."""
+from __future__ import annotations
+
+import asyncio
+import copy
+import re
+import threading
+import time
+
+import gradio as gr
+import pytest
+
+import app
+from ui.debugger import OUTCOMES
+
+
+@pytest.fixture(scope="module")
+def ui() -> app.ExplorerUI:
+    explorer = app.ExplorerUI()
+    explorer.build()
+    return explorer
+
+
+@pytest.fixture(scope="module")
+def files():
+    shipped = app.shipped_traces()
+    assert len(shipped) >= 2, shipped
+    return shipped
+
+
+def _view(ui, path, step: int) -> app.View:
+    view = ui.open_trace(str(path), OUTCOMES, app.View())[ui.state]
+    ui.step_outputs(view, step)
+    return view
+
+
+def _shown(ui, out: dict) -> int:
+    """The step a reply's label shows."""
+    return int(re.match(r"### Step (\d+) ", out[ui.step_label]).group(1))
+
+
+def _label(out: dict, ui) -> str | None:
+    button = out.get(ui.play_btn)
+    return getattr(button, "value", None)
+
+
+def _changes_nothing(out: dict, ui) -> bool:
+    """A reply that leaves the page as it is (Gradio sends a loop's last reply again at its end)."""
+    return bool(out) and all(v == gr.skip() for v in out.values())
+
+
+def test_quick_presses_reply_in_the_order_of_their_steps(ui, files, monkeypatch):
+    """Three presses arrive before the first reply; the earlier steps draw slower. Each reply
+    must show one step further than the reply before it, or the page ends on the wrong step."""
+    view = _view(ui, files[0], 5)
+    slow = {6: 0.3, 7: 0.15}
+    draw = app.visual.retrieval_html
+
+    def slow_draw(trace, i):
+        time.sleep(slow.get(i, 0.0))
+        return draw(trace, i)
+
+    monkeypatch.setattr(app.visual, "retrieval_html", slow_draw)
+    replies: list[int] = []
+    done = threading.Lock()
+
+    def press():
+        out = ui.next_step(view)
+        with done:
+            replies.append(_shown(ui, out))
+
+    presses = [threading.Thread(target=press) for _ in range(3)]
+    for t in presses:
+        t.start()
+        time.sleep(0.02)  # in the order they were pressed
+    for t in presses:
+        t.join()
+    assert replies == [6, 7, 8]
+    assert view.step == 8
+
+
+def test_each_visitor_gets_a_view_of_their_own(ui, files):
+    first = _view(ui, files[0], 3)
+    second = copy.deepcopy(first)
+    assert second.moving is not first.moving
+    assert second.step == 3 and second.trace.tokens == first.trace.tokens
+    ui.next_step(second)
+    assert (first.step, second.step) == (3, 4)
+
+
+async def _collect(gen, n: int | None = None) -> list[dict]:
+    """The next n replies of a Play loop (all of them when n is None)."""
+    out = []
+    async for reply in gen:
+        out.append(reply)
+        if n is not None and len(out) == n:
+            break
+    return out
+
+
+def test_play_steps_to_the_last_step_and_stops(ui, files, monkeypatch):
+    monkeypatch.setattr(app, "PLAY_SECONDS", 0.01)
+    view = _view(ui, files[0], 0)
+    last = len(view.trace.steps) - 1
+    ui.step_outputs(view, last - 3)
+    replies = asyncio.run(_collect(ui.play(view)))
+    assert _label(replies[0], ui) == "❚❚ Pause"
+    assert [_shown(ui, r) for r in replies[1:-1]] == [last - 2, last - 1, last]
+    assert [_label(r, ui) for r in replies[-2:]] == ["▶ Play", "▶ Play"] and view.playing == 0
+    assert all(ui.state not in r for r in replies)  # the view moved in place
+
+
+def test_a_second_press_pauses_and_no_step_follows(ui, files, monkeypatch):
+    monkeypatch.setattr(app, "PLAY_SECONDS", 0.05)
+    view = _view(ui, files[0], 2)
+
+    async def scenario():
+        playing = ui.play(view)
+        first = await _collect(playing, 2)
+        paused = await _collect(ui.play(view))
+        rest = await _collect(playing)
+        return first, paused, rest
+
+    first, paused, rest = asyncio.run(scenario())
+    assert _label(first[0], ui) == "❚❚ Pause" and _shown(ui, first[1]) == 3
+    # The press itself changes nothing on the page: only the loop sets the button while it runs,
+    # so a Pause label of the loop can never land after the press's Play.
+    assert all(_changes_nothing(r, ui) for r in paused), paused
+    assert [_label(r, ui) for r in rest] == ["▶ Play"] and ui.step_label not in rest[0]
+    assert view.step == 3 and view.playing == 0
+
+
+def test_opening_another_trace_ends_the_old_views_play(ui, files, monkeypatch):
+    monkeypatch.setattr(app, "PLAY_SECONDS", 0.05)
+    view = _view(ui, files[0], 2)
+
+    async def scenario():
+        playing = ui.play(view)
+        await _collect(playing, 1)
+        opened = await asyncio.to_thread(ui.open_trace, str(files[1]), OUTCOMES, view)
+        return opened, await _collect(playing)
+
+    opened, rest = asyncio.run(scenario())
+    assert all(_changes_nothing(r, ui) for r in rest), rest
+    assert view.step == 2
+    assert _label(opened, ui) == "▶ Play" and opened[ui.state].playing == 0
+
+
+def test_a_pause_during_a_steps_drawing_shows_that_step_paused(ui, files, monkeypatch):
+    """The step was on its way: it is shown, with Play on the button, and the page and the
+    view agree on where it stopped."""
+    monkeypatch.setattr(app, "PLAY_SECONDS", 0.01)
+    draw = app.visual.retrieval_html
+
+    def slow_draw(trace, i):
+        time.sleep(0.4)
+        return draw(trace, i)
+
+    monkeypatch.setattr(app.visual, "retrieval_html", slow_draw)
+    view = _view(ui, files[0], 4)
+
+    async def scenario():
+        playing = ui.play(view)
+        await anext(playing)
+        step = asyncio.ensure_future(anext(playing))
+        await asyncio.sleep(0.15)  # the step is being drawn
+        paused = await _collect(ui.play(view))
+        return await step, paused, await _collect(playing)
+
+    shown, paused, rest = asyncio.run(scenario())
+    assert _shown(ui, shown) == 5 and _label(shown, ui) == "▶ Play"
+    assert all(_changes_nothing(r, ui) for r in paused), paused
+    assert [_label(r, ui) for r in rest] == ["▶ Play"]
+    assert view.step == 5 and view.playing == 0

@@ -35,7 +35,7 @@ from ui import links, trie_view
 from ui.figures import FIGURES_CSS, FIGURES_JS, figure_slot, tree_slot
 from ui.debugger import OUTCOMES, DebuggerTab
 from ui.explain import ExplainTab
-from ui.keys import KEYS_JS
+from ui.keys import KEYS_JS, MOVES_JS, take_moves
 
 ROOT = Path(__file__).resolve().parent
 TRACES_DIR = ROOT / "traces"
@@ -548,11 +548,15 @@ class ExplorerUI:
         view.compact_tree = bool(compact)
         return self.step_outputs(view)
 
-    def prev_step(self, view: View):
-        return self.step_outputs(view, by=-1)
-
-    def next_step(self, view: View):
-        return self.step_outputs(view, by=1)
+    def move(self, view: View, by):
+        """Previous/Next: `by` steps, the presses the page counted since its last move."""
+        try:
+            by = int(by)
+        except (TypeError, ValueError, OverflowError):
+            return gr.skip()
+        if by == 0 or view.trace is None:
+            return gr.skip()
+        return self.step_outputs(view, by=by)
 
     def on_span(self, view: View, evt: gr.SelectData):
         """Clicking a token span opens the step that produced it."""
@@ -686,6 +690,7 @@ class ExplorerUI:
                     self.slider = gr.Slider(0, 1, value=0, step=1, label="Step", elem_id="step-slider", scale=4)
                     f.next_btn = gr.Button("Next ▶", elem_id="next", scale=0, min_width=120)
                     self.play_btn = gr.Button("▶ Play", elem_id="play", scale=0, min_width=120)
+                    self.moves = gr.Number(0, visible=False)  # presses counted on the page (ui/keys.py)
                 self.step_label = gr.Markdown(elem_id="step-label")
                 self.summary_md = gr.Markdown(elem_id="step-summary")
                 with gr.Row():
@@ -781,6 +786,7 @@ class ExplorerUI:
                   **view_kw).then(
             self.explain.on_link, [self.state, self.explain.picked], self.explain.outputs, **view_kw)
         demo.load(None, None, None, js=KEYS_JS)
+        demo.load(None, None, None, js=MOVES_JS)
         demo.load(None, None, None, js=FIGURES_JS)  # fits the figures to the page, exports their slides
         self.explain.wire(self.explain_tab, self.state, view_kw, step_kw)
 
@@ -790,9 +796,9 @@ class ExplorerUI:
         self.tree_view.input(self.set_tree_view, [self.state, self.tree_view], explorer_out, **view_kw)
         self.tree_fig.compact.input(self.set_compact_tree, [self.state, self.tree_fig.compact], explorer_out,
                                     **view_kw)
-        # Every press counts: a second press during a slow redraw moves a second step.
-        f.prev_btn.click(self.prev_step, [self.state], explorer_out, trigger_mode="multiple", **step_kw)
-        f.next_btn.click(self.next_step, [self.state], explorer_out, trigger_mode="multiple", **step_kw)
+        # Every press counts: presses during a slow redraw go in the next move, one move at a time.
+        gr.on([f.prev_btn.click, f.next_btn.click], self.move, [self.state, self.moves], explorer_out,
+              trigger_mode="always_last", js=take_moves("explorer"), **step_kw)
         # A press while playing pauses; the loop mostly sleeps, so it takes no drawing slot.
         self.play_btn.click(self.play, [self.state], explorer_out, trigger_mode="multiple", concurrency_limit=None,
                             show_progress="hidden", api_visibility="undocumented")

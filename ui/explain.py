@@ -15,6 +15,7 @@ from visual.explain import TITLES, Panel, choose_step, walkthrough
 from visual.style import sub_x
 
 from .figures import FigureSlot, figure_slot
+from .keys import take_moves
 from .links import parse_link, request_params
 
 INTRO_MD = """
@@ -76,6 +77,7 @@ class ExplainTab:
             self.prev = gr.Button("◀ Previous step", elem_id="explain-prev", scale=0, min_width=150)
             self.step = gr.Number(label="Step", precision=0, elem_id="explain-step", scale=1, min_width=120)
             self.next = gr.Button("Next step ▶", elem_id="explain-next", scale=0, min_width=150)
+            self.moves = gr.Number(0, visible=False)  # presses counted on the page (ui/keys.py)
             self.auto = gr.Button("Pick a step for me", elem_id="explain-auto", scale=0, min_width=170)
         self.slots: dict[str, FigureSlot] = {}
         keys = list(TITLES)
@@ -96,8 +98,9 @@ class ExplainTab:
         ins = [state, self.picked]
         tab.select(self.show, ins, self.outputs, **kw)
         self.step.input(self.show_step, ins + [self.step], self.outputs, trigger_mode="always_last", **step_kw)
-        self.prev.click(lambda v, p: self.move(v, p, -1), ins, self.outputs, trigger_mode="multiple", **step_kw)
-        self.next.click(lambda v, p: self.move(v, p, 1), ins, self.outputs, trigger_mode="multiple", **step_kw)
+        # Every press counts: presses during a slow redraw go in the next move, one move at a time.
+        gr.on([self.prev.click, self.next.click], self.move, ins + [self.moves], self.outputs,
+              trigger_mode="always_last", js=take_moves("explain"), **step_kw)
         self.auto.click(lambda v, p: self.show(v, None), ins, self.outputs, **kw)
 
     # ------------------------------------------------------------ what to explain
@@ -157,14 +160,21 @@ class ExplainTab:
             return gr.skip()
         return self.show(view, picked, int(step))
 
-    def move(self, view, picked: Pick | None, by: int):
+    def move(self, view, picked: Pick | None, by):
+        """Previous/Next: `by` steps (the presses the page counted since its last move), kept
+        within the run."""
+        try:
+            by = int(by)
+        except (TypeError, ValueError, OverflowError):
+            return gr.skip()
         base = picked.step if picked is not None else None
         if base is None:
             return self.show(view, picked)
         trace, _, _ = self.run_of(view)
-        if trace is None or not 0 <= base + by < len(trace.steps):
+        if trace is None or by == 0:
             return gr.skip()
-        return self.show(view, picked, base + by)
+        step = max(0, min(base + by, len(trace.steps) - 1))
+        return gr.skip() if step == base else self.show(view, picked, step)
 
     def linked(self, view, step: int | None) -> Pick | None:
         """The pick a link makes: its step of the run the view holds (None: the chooser picks)."""

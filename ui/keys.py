@@ -1,4 +1,5 @@
-"""Keyboard shortcuts for presenting: ← / → step, space plays or pauses.
+"""Keyboard shortcuts for presenting (← / → step, space plays or pauses), and the count of
+Previous/Next presses that each move sends.
 
 They press the visible tab's own buttons (the Step explorer's, else the Explain tab's), so a
 key does exactly what a click does. Keys typed into a text box, a number box or a slider
@@ -30,3 +31,27 @@ KEYS_JS = """
   });
 }
 """
+
+# Previous/Next presses, counted on the page: the page sends one move at a time with every
+# press made since the last reply, since replies that overlap can be applied out of order
+# and leave the page a step behind the view.
+MOVES_JS = """
+() => {
+  if (window.__logitspecMoves) return;
+  window.__logitspecMoves = {};
+  const buttons = {'next': ['explorer', 1], 'prev': ['explorer', -1],
+                   'explain-next': ['explain', 1], 'explain-prev': ['explain', -1]};
+  document.addEventListener('click', (e) => {
+    const b = e.target && e.target.closest && e.target.closest('button[id]');
+    const move = b && !b.disabled && buttons[b.id];
+    if (move) window.__logitspecMoves[move[0]] = (window.__logitspecMoves[move[0]] || 0) + move[1];
+  }, true);
+}
+"""
+
+
+def take_moves(group: str) -> str:
+    """An event's js: its inputs with the last one replaced by the presses counted for `group`
+    since the last move was sent (and the count cleared)."""
+    return ("(...args) => { const m = window.__logitspecMoves || {}; args[args.length - 1] = m['%s'] || 0;"
+            " m['%s'] = 0; return args; }" % (group, group))

@@ -67,7 +67,7 @@ def test_quick_presses_reply_in_the_order_of_their_steps(ui, files, monkeypatch)
     done = threading.Lock()
 
     def press():
-        out = ui.next_step(view)
+        out = ui.move(view, 1)
         with done:
             replies.append(_shown(ui, out))
 
@@ -81,12 +81,33 @@ def test_quick_presses_reply_in_the_order_of_their_steps(ui, files, monkeypatch)
     assert view.step == 8
 
 
+def test_a_move_carries_every_press_the_page_counted(ui, files):
+    view = _view(ui, files[0], 5)
+    assert _shown(ui, ui.move(view, 3)) == 8
+    assert _shown(ui, ui.move(view, -2)) == 6
+    last = len(view.trace.steps) - 1
+    assert _shown(ui, ui.move(view, 10_000)) == last  # held within the run
+    for nothing in (0, None, "x", float("inf")):
+        assert ui.move(view, nothing) == gr.skip(), nothing
+    assert view.step == last
+
+
+def test_the_explain_tabs_moves_count_every_press_within_the_run(ui, files):
+    view = _view(ui, files[0], 0)
+    tab = ui.explain
+    pick = tab.linked(view, 2)
+    out = tab.move(view, pick, 3)
+    assert out[tab.picked].step == 5
+    assert tab.move(view, out[tab.picked], -100)[tab.picked].step == 0
+    assert tab.move(view, pick, 0) == gr.skip() and tab.move(view, pick, "x") == gr.skip()
+
+
 def test_each_visitor_gets_a_view_of_their_own(ui, files):
     first = _view(ui, files[0], 3)
     second = copy.deepcopy(first)
     assert second.moving is not first.moving
     assert second.step == 3 and second.trace.tokens == first.trace.tokens
-    ui.next_step(second)
+    ui.move(second, 1)
     assert (first.step, second.step) == (3, 4)
 
 

@@ -218,7 +218,8 @@ def _check_panels(page, trace: RunTrace, step: int) -> None:
 
 @pytest.mark.browser
 def test_quick_presses_each_move_a_step(browser, app_url):
-    """A presenter pressing → twice before the first redraw lands moves two steps, not one."""
+    """A presenter pressing → twice before the first redraw lands moves two steps, not one,
+    in the Step explorer and in the Explain tab."""
     page = _open(browser, app_url, "trace=coding-122&step=5")
     _wait_step(page, 5)
     page.locator("#next").click()
@@ -231,4 +232,22 @@ def test_quick_presses_each_move_a_step(browser, app_url):
     _wait_step(page, 6)
     page.wait_for_timeout(1500)  # nothing more arrives
     assert _step_label(page).startswith("Step 6 ("), _step_label(page)
+
+    # The Explain tab's buttons count every press the same way.
+    page.get_by_role("tab", name="Explain").click()
+    explained = "(n) => new RegExp('Step ' + n + ' of').test(document.querySelector('#explain-head')?.innerText || '')"
+    page.wait_for_function("() => /Step \\d+ of/.test(document.querySelector('#explain-head')?.innerText || '')",
+                           timeout=60_000)
+    box = page.locator("#explain-step input")
+    box.fill("5")
+    box.press("Enter")
+    page.wait_for_function(explained, arg=5, timeout=30_000)
+    for _ in range(3):
+        page.locator("#explain-next").click()
+    page.wait_for_function(explained, arg=8, timeout=30_000)
+    page.locator("#explain-prev").click()
+    page.locator("#explain-prev").click()
+    page.wait_for_function(explained, arg=6, timeout=30_000)
+    page.wait_for_timeout(1500)
+    assert re.search(r"Step 6 of", text_of(page, "#explain-head")), text_of(page, "#explain-head")
     page.context.close()

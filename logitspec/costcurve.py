@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
+from .runtime.tuner import thread_tuner
 from .trace import TreeNode
 
 if TYPE_CHECKING:
@@ -39,6 +40,7 @@ class CostCurve:
     device: str
     dtype: str
     measurements: int = 1  # measured this many times; each size keeps its fastest
+    threads: int | None = None  # the intra-op thread count it was timed on (runtime.tuner)
     _table: list[float] | None = field(default=None, repr=False, compare=False)
 
     def __call__(self, n: int) -> float:
@@ -54,7 +56,8 @@ class CostCurve:
 
     def to_dict(self) -> dict:
         return {"sizes": self.sizes, "seconds": self.seconds, "context_len": self.context_len,
-                "device": self.device, "dtype": self.dtype, "measurements": self.measurements}
+                "device": self.device, "dtype": self.dtype, "measurements": self.measurements,
+                "threads": self.threads}
 
 
 class CurveMeasurement:
@@ -75,6 +78,7 @@ class CurveMeasurement:
         self.runs: dict[int, list[float]] = {n: [] for n in self.sizes}
         self._todo = [(r, n) for r in range(rounds + 1) for n in self.sizes]  # round 0 warms up
         self._cache: Cache | None = None  # holds a random context of `context_len` tokens
+        self.threads: int | None = None  # the count it is timed on, settled before the first pass
 
     @property
     def done(self) -> bool:
@@ -100,34 +104,43 @@ class CurveMeasurement:
                 nodes.append(TreeNode(id=i, token=toks[i], parent=parent, depth=nodes[parent].depth + 1, origin="g2"))
             self._trees[n] = nodes
         self._head_rows = free_head_rows(model)
+        # The curve is timed on the count decoding will use under the load there is now.
+        one = self._trees[1]
+        self.threads = thread_tuner().settle(lambda: self._time(1, one))
 
     @torch.inference_mode()
     def step(self) -> bool:
         """Do the next chunk (the prefill, or one timed pass); True once every pass is timed."""
-        from .verify import crop_cache, prepare_inputs, verify_tree
-
         if self._cache is None:
             self._prepare()
             return self.done
         r, n = self._todo.pop(0)
-        inputs = prepare_inputs(self.model, self._trees[n], self.context_len)
-        if self.model.device.type == "cuda":
-            torch.cuda.synchronize()
-        t = time.perf_counter()
-        verify_tree(self.model, self._cache, self._trees[n], inputs, self._head_rows)
+        seconds = self._time(n, self._trees[n])
         if r:
-            self.runs[n].append(time.perf_counter() - t)
-        crop_cache(self._cache, self.context_len)
+            self.runs[n].append(seconds)
         if self.done:
             self._cache = self._trees = None  # free the cache as soon as the curve is known
         return self.done
+
+    def _time(self, n: int, tree: list[TreeNode]) -> float:
+        """Seconds of one verification pass of `tree` (n tokens) over the context; the cache is left as it was."""
+        from .verify import crop_cache, prepare_inputs, verify_tree
+
+        inputs = prepare_inputs(self.model, tree, self.context_len)
+        if self.model.device.type == "cuda":
+            torch.cuda.synchronize()
+        t = time.perf_counter()
+        verify_tree(self.model, self._cache, tree, inputs, self._head_rows)
+        seconds = time.perf_counter() - t
+        crop_cache(self._cache, self.context_len)
+        return seconds
 
     def result(self) -> CostCurve:
         secs = [min(self.runs[n]) for n in self.sizes]
         # A forward pass never gets cheaper with more tokens; noise can say otherwise.
         secs = list(np.maximum.accumulate(secs))
         return CostCurve(self.sizes, [float(s) for s in secs], self.context_len, str(self.model.device),
-                         str(self.model.dtype).replace("torch.", ""))
+                         str(self.model.dtype).replace("torch.", ""), threads=self.threads)
 
 
 def measure_cost_curve(model: PreTrainedModel, context_len: int = 256, max_n: int = 64,
@@ -181,6 +194,7 @@ class LiveCost:
     steady_steps: int = 0  # consecutive steps that chose `settled` again (a probe ends the run)
     vain_probes: int = 0  # probes since the trees last grew on their own
     probes: int = 0
+    threads: int | None = None  # the thread count of the passes `level` and `recent` come from
     _curve: CostCurve | None = field(default=None, repr=False)
     # The corrected shape (sizes, c(n)/c(1)): rebuilt only when a real ratio or the base
     # changes, while the level changes every step.
@@ -230,14 +244,18 @@ class LiveCost:
             b = self.base
             sizes, ratios = self.shape()
             self._curve = CostCurve(sizes, [self.level * r for r in ratios], b.context_len, b.device, b.dtype,
-                                    b.measurements)
+                                    b.measurements, threads=self.threads or b.threads)
         return self._curve
 
-    def observe(self, n: int, seconds: float, at: float) -> None:
+    def observe(self, n: int, seconds: float, at: float, threads: int | None = None) -> None:
         """Learn from one real pass: its time-local ratio to a pass of another size, and
         the load level it implies."""
         if seconds <= 0:
             return
+        moved = threads is not None and self.threads is not None and threads != self.threads
+        if moved:  # another thread count: a new level, and no pairs across the change
+            self.recent.clear()
+        self.threads = threads if threads is not None else self.threads
         other = next((p for p in reversed(self.recent) if p.n != n and at - p.at <= PAIR_WINDOW), None)
         if other is not None:
             small, big = sorted((other, Pass(at, n, seconds)), key=lambda p: p.n)
@@ -248,7 +266,7 @@ class LiveCost:
                 del seen[:-OBSERVED_KEPT]
                 self._curve = self._shape = None
         est = seconds / self.ratio(min(n, self.base.sizes[-1]))
-        first = not self.passes
+        first = moved or not self.passes
         self.level = est if first else (1 - LEVEL_RATE) * self.level + LEVEL_RATE * est
         self.recent.append(Pass(at, n, seconds))
         self.passes[n] = self.passes.get(n, 0) + 1
@@ -353,12 +371,12 @@ def cost_curve_for(model: PreTrainedModel, context_len: int, max_n: int,
 
 
 def observe_forward(model: PreTrainedModel, context_len: int, n: int, seconds: float,
-                    at: float | None = None) -> None:
-    """Set one decoding step's measured forward time (n tokens) against the curve."""
+                    at: float | None = None, threads: int | None = None) -> None:
+    """Set one decoding step's measured forward time (n tokens on `threads` threads) against the curve."""
     with _LOCK:
         live = _LIVE.get(model, {}).get(_bucket(context_len))
         if live is not None:
-            live.observe(n, seconds, time.monotonic() if at is None else at)
+            live.observe(n, seconds, time.monotonic() if at is None else at, threads)
 
 
 def warm_up(model: PreTrainedModel, max_context: int, capacity: int = 64) -> float:

@@ -369,7 +369,8 @@ class CostAwareDrafter:
                                   prune_reason="cost" if pruned else None, accept_prob=round(t.p[n], 6)))
         return nodes
 
-    def observe(self, truth: Sequence[int], verified: int | None = None, seconds: float | None = None) -> None:
+    def observe(self, truth: Sequence[int], verified: int | None = None, seconds: float | None = None,
+                threads: int | None = None) -> None:
         """Learn from the step's truth: root, the accepted drafts, then the bonus token; and
         check the cost curve against the step's measured forward time (`verified` tokens in
         `seconds`).
@@ -378,7 +379,7 @@ class CostAwareDrafter:
         was every candidate left out of the trie for its low chance.
         """
         if seconds is not None and verified and self.model is not None and self.curve is None:
-            observe_forward(self.model, self._context_len, verified, seconds)
+            observe_forward(self.model, self._context_len, verified, seconds, threads=threads)
         t = self.trie
         if t is None or len(truth) < 2:
             return

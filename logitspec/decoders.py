@@ -15,6 +15,7 @@ from transformers import Cache, PreTrainedModel
 
 from .errors import DecodeError
 from .runtime.kvcache import new_cache
+from .runtime.tuner import ThreadTuner, thread_tuner
 from .retrieval import NgramPool, retrieve
 from .sampling import SamplingRule, choose
 from .settings import METHODS, DecodeSettings
@@ -46,9 +47,10 @@ class Drafter:
         Vanilla greedy drafts nothing: the tree is the root alone."""
         return Draft(nodes=chain_tree(root, [], "root"))
 
-    def observe(self, truth: Sequence[int], verified: int | None = None, seconds: float | None = None) -> None:
+    def observe(self, truth: Sequence[int], verified: int | None = None, seconds: float | None = None,
+                threads: int | None = None) -> None:
         """Hear the step's truth (root, accepted drafts, bonus) and its forward pass: the
-        tokens verified and the seconds they took."""
+        tokens verified, the seconds they took and on how many threads."""
 
 
 class PromptLookupDrafter(Drafter):
@@ -97,9 +99,10 @@ class LogitSpecDrafter(Drafter):
         return Draft(nodes=nodes, candidates=cands, queries=queries, sizing=sizing,
                      root_prob=root_prob, calibration_seconds=calibration)
 
-    def observe(self, truth: Sequence[int], verified: int | None = None, seconds: float | None = None) -> None:
+    def observe(self, truth: Sequence[int], verified: int | None = None, seconds: float | None = None,
+                threads: int | None = None) -> None:
         if self.cost is not None:
-            self.cost.observe(truth, verified, seconds)
+            self.cost.observe(truth, verified, seconds, threads)
 
 
 def make_drafter(method: str, s: DecodeSettings, model: PreTrainedModel | None = None) -> Drafter:
@@ -169,6 +172,7 @@ class Decoding:
     eos: set[int]
     cache: Cache
     rule: SamplingRule | None  # None: greedy
+    tuner: ThreadTuner  # the thread count of each pass (runtime.tuner)
 
 
 def decode(
@@ -196,6 +200,7 @@ def decode(
         # Room for the prompt, the answer and one full tree: the cache never reallocates.
         cache=new_cache(model.config, len(prompt) + s.max_new_tokens + s.capacity + 1),
         rule=SamplingRule.of(s),
+        tuner=thread_tuner(),
     )
     t0 = time.perf_counter()
     logits = prefill(model, run.cache, prompt)
@@ -234,9 +239,11 @@ def decode_step(run: Decoding, pool: NgramPool, root: int, logits: torch.Tensor,
     verified = [n for n in draft.nodes if not n.pruned]
     t_prep = time.perf_counter()
     log = WalkLog()
+    threads = run.tuner.before(len(verified))
     path, bonus, next_logits, t_fwd = verify_fitting(run.model, run.cache, verified, context_len, run.head_rows,
                                                      run.rule, log)  # verify, accept
     t_book = time.perf_counter()
+    probe = run.tuner.after(len(verified), t_book - t_fwd)
     for node in verified:
         node.target_prob = log.child_prob.get(node.id)
     tokens, eos_hit = cut_at_eos([verified[i].token for i in path][:remaining], run.eos)
@@ -244,7 +251,9 @@ def decode_step(run: Decoding, pool: NgramPool, root: int, logits: torch.Tensor,
     if not done:
         compact_cache(run.cache, context_len, path)
     pool.extend(tokens)
-    run.drafter.observe(tokens if done else tokens + [bonus], len(verified), t_book - t_fwd)
+    # A pass on a probed thread count says nothing about what trees cost at the run's count.
+    run.drafter.observe(tokens if done else tokens + [bonus], len(verified), None if probe else t_book - t_fwd,
+                        threads)
     t_end = time.perf_counter()
     step = StepRecord(
         index=index, method=run.method, context_len=context_len, root=root, tokens=tokens,

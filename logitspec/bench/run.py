@@ -225,6 +225,7 @@ def run_bench(args: argparse.Namespace) -> dict:
     under load, then they stop and the same runs are timed again."""
     from ..models import load_model
     from ..runtime.threads import configure_threads
+    from ..runtime.tuner import thread_tuner
 
     questions = load_questions(args.questions, args.categories, args.limit_per_category)
     methods = args.methods
@@ -237,21 +238,33 @@ def run_bench(args: argparse.Namespace) -> dict:
         prompts = {q["question_id"]: lm.encode_chat(q["turns"][0]) for q in questions}
         prepare(args, lm, prompts, settings)
         if load.procs:
+            seen = dict(thread_tuner().passes)
             phases.append(("loaded", timed_runs(lm, questions, prompts, methods, settings, args.repeats),
-                           _curves(lm, methods)))
+                           _curves(lm, methods), _passes_since(seen)))
     finally:
         load.stop()
+    seen = dict(thread_tuner().passes)
     runs = timed_runs(lm, questions, prompts, methods, settings, args.repeats)
     if phases:
-        phases.append(("after", runs, _curves(lm, methods)))
+        phases.append(("after", runs, _curves(lm, methods), _passes_since(seen)))
     report = make_report(args, lm, questions, settings, threads, runs)
+    report["settings"]["threads_tuned"] = not thread_tuner().fixed
+    report["passes_per_thread_count"] = _passes_since(seen)
     if phases:
-        report["lossless"] = all(r[1] for _, r, _ in phases)
-        report["mismatches"] = [dict(m, phase=n) for n, r, _ in phases for m in r[2]]
+        report["lossless"] = all(r[1] for _, r, _, _ in phases)
+        report["mismatches"] = [dict(m, phase=n) for n, r, _, _ in phases for m in r[2]]
         report["phases"] = [{"name": n, "background_load": args.background_load if n == "loaded" else 0,
                              "lossless": r[1], "methods": method_figures(r[0], methods, questions, args.repeats),
-                             "cost_curves": c} for n, r, c in phases]
+                             "cost_curves": c, "passes_per_thread_count": t} for n, r, c, t in phases]
     return report
+
+
+def _passes_since(seen: dict[int, int]) -> dict[str, int]:
+    """Forward passes run on each intra-op thread count since `seen` was taken (runtime.tuner)."""
+    from ..runtime.tuner import thread_tuner
+
+    now = thread_tuner().passes
+    return {str(c): now[c] - seen.get(c, 0) for c in sorted(now) if now[c] > seen.get(c, 0)}
 
 
 def make_report(args: argparse.Namespace, lm, questions: list[dict], settings: DecodeSettings, threads: int,
@@ -357,7 +370,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", default="bundled")
     p.add_argument("--device", default="auto")
     p.add_argument("--dtype", default="float32")
-    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--threads", type=int, default=None,
+                   help="a fixed intra-op thread count (default: one per core, fewer while other work makes fewer faster)")
     p.add_argument("--temperature", type=number, default=d.temperature, help="0 = greedy (every method samples alike)")
     p.add_argument("--top-p", type=number, default=d.top_p, help="nucleus sampling mass, in (0, 1]")
     p.add_argument("--seed", type=number, default=d.seed, help="sampling seed, the same for every method")

@@ -68,6 +68,26 @@ def test_bundled_equals_vanilla(bundled, prompt, method, tree):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("method", ["vanilla", "logitspec"])
+def test_switching_thread_counts_mid_run_changes_no_token(bundled, monkeypatch, method):
+    """The thread tuner may move any pass to another count: tokens must not depend on it."""
+    from logitspec.runtime import tuner as tuning
+
+    monkeypatch.setattr(tuning, "PROBE_SECONDS", 0.0)  # probe whenever there is a reference
+    monkeypatch.setattr(tuning, "WIN", 1e9)  # and let every probe win: the count flips each time
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        t = tuning.reset_thread_tuner(2, fixed=False)
+        prompt = PROMPT_BY_ID["code-121"]
+        got = run_trace(bundled, prompt.text, method, DecodeSettings(max_new_tokens=MAX_NEW, tree="cost"))
+        assert t.switches >= 5 and set(t.passes) == {1, 2}
+    finally:
+        tuning.reset_thread_tuner(before)
+    assert got.tokens == bundled_run(bundled, prompt, "vanilla").tokens
+
+
+@pytest.mark.slow
 def test_eos_prompt_ends_early_on_eos(bundled):
     run = bundled_run(bundled, PROMPT_BY_ID["eos-capital"], "vanilla")
     assert len(run.tokens) < MAX_NEW and run.tokens[-1] in bundled.eos_ids

@@ -253,6 +253,21 @@ def test_only_passes_close_in_time_are_paired(no_measuring):
     assert live_cost(model, 512).observed[4] == [pytest.approx(0.066 / 0.060)]
 
 
+def test_passes_on_another_thread_count_reset_the_level_and_are_not_paired(no_measuring):
+    from logitspec.costcurve import install_curve, live_cost, observe_forward
+
+    model = FakeModel()
+    install_curve(model, 512, CostCurve(SIZES, [cheap_trees(n) for n in SIZES], 512, "cpu", "float32"))
+    for i in range(10):  # two threads, a busy core: every pass is slow
+        observe_forward(model, 40, 1, 0.45, at=0.1 * i, threads=2)
+    observe_forward(model, 40, 4, cheap_trees(4), at=1.05, threads=1)  # the tuner moved to one thread
+    live = live_cost(model, 512)
+    assert live.observed == {}  # 0.45 s on two threads against 66 ms on one is no shape
+    assert live.curve()(4) == pytest.approx(cheap_trees(4), rel=1e-6)  # the level is one thread's at once
+    observe_forward(model, 40, 1, cheap_trees(1), at=1.1, threads=1)
+    assert live.observed[4] == [pytest.approx(cheap_trees(4) / cheap_trees(1))]
+
+
 def test_probing_happens_only_now_and_then_and_never_when_trees_grow(no_measuring):
     from logitspec.costcurve import PROBE_EVERY, install_curve
 

@@ -106,7 +106,8 @@ class CurveMeasurement:
         self._head_rows = free_head_rows(model)
         # The curve is timed on the count decoding will use under the load there is now.
         one = self._trees[1]
-        self.threads = thread_tuner().settle(lambda: self._time(1, one))
+        tuner = thread_tuner()
+        self.threads = tuner.settle(lambda: self._time(1, one)) if model.device.type == "cpu" else tuner.now
 
     @torch.inference_mode()
     def step(self) -> bool:

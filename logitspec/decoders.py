@@ -200,7 +200,8 @@ def decode(
         # Room for the prompt, the answer and one full tree: the cache never reallocates.
         cache=new_cache(model.config, len(prompt) + s.max_new_tokens + s.capacity + 1),
         rule=SamplingRule.of(s),
-        tuner=thread_tuner(),
+        # Host threads only time a CPU's passes: on an accelerator the count stays as set.
+        tuner=thread_tuner() if model.device.type == "cpu" else ThreadTuner(torch.get_num_threads(), fixed=True),
     )
     t0 = time.perf_counter()
     logits = prefill(model, run.cache, prompt)
@@ -262,7 +263,7 @@ def decode_step(run: Decoding, pool: NgramPool, root: int, logits: torch.Tensor,
         draft_seconds=t_prep - t_draft - draft.calibration_seconds, forward_seconds=t_book - t_fwd,
         bookkeeping_seconds=(t_fwd - t_prep) + (t_end - t_book), sizing=draft.sizing,
         root_prob=draft.root_prob, calibration_seconds=draft.calibration_seconds,
-        sampled=log.sampled[: len(tokens)],
+        sampled=log.sampled[: len(tokens)], threads=threads if run.model.device.type == "cpu" else None,
     )
     return step, next_logits
 

@@ -121,8 +121,9 @@ def step_summary_md(trace: RunTrace, step: int) -> str:
         if held:
             lines.append(f"- **What the drafts held:** {held}")
         total = s.seconds
+        on = f" on {s.threads} thread{'s' if s.threads != 1 else ''}" if s.threads else ""
         lines.append(f"- **Time:** {total * 1000:.1f} ms = draft {_ms(s.draft_seconds)} + forward "
-                     f"{_ms(s.forward_seconds)} + bookkeeping {_ms(s.bookkeeping_seconds)}")
+                     f"{_ms(s.forward_seconds)}{on} + bookkeeping {_ms(s.bookkeeping_seconds)}")
     if s.sizing is not None:
         z = s.sizing
         line = f"- **Tree size:** {z.size} ({z.mode}) — {z.reason}"

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import html
 import re
 import subprocess
@@ -238,6 +239,12 @@ def test_step_summary_has_the_numbers():
     assert f"{sum(not n.pruned for n in s.tree)} verified" in md
     assert f"{s.draft_seconds * 1000:.1f} ms" in md and f"{s.forward_seconds * 1000:.1f} ms" in md
     assert s.sizing.reason in md
+    assert " thread" not in md  # a trace recorded before thread counts were kept says nothing of them
+    mine = copy.copy(tr)  # the cached fixture stays as it is
+    mine.steps = list(tr.steps)
+    for threads, said in ((1, "on 1 thread + bookkeeping"), (2, "on 2 threads + bookkeeping")):
+        mine.steps[31] = dataclasses.replace(s, threads=threads)
+        assert said in step_summary_md(mine, 31)
 
 
 @pytest.mark.parametrize("name, any_sizing_miss", [("summarization-241", True), ("coding-121", False)])

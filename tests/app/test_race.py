@@ -187,6 +187,40 @@ def test_a_slower_logitspec_is_explained_in_one_sentence(summ):
     assert faster.speedups["logitspec"] > 1.0 and shortfall(faster) == ""
 
 
+def _slower(summ, forward: float, draft: float = 0.0, prefill: float = 0.0):
+    """A race of `summ` against a one-token-a-step vanilla whose passes take 50 ms, LogitSpec's
+    steps taking `forward` and `draft` times (50 ms x its tokens per pass) each."""
+    from logitspec.trace import StepRecord
+
+    van = _as(summ, "vanilla")
+    van.steps = [StepRecord(i, "vanilla", 0, t, [t], None, forward_seconds=0.05) for i, t in enumerate(summ.tokens)]
+    ls = _as(summ, "logitspec")
+    passes = [s for s in ls.steps if s.forward]
+    per_pass = sum(len(s.tokens) for s in passes) / len(passes)
+    ls.steps = [dataclasses.replace(s, forward_seconds=0.05 * per_pass * forward, draft_seconds=0.05 * per_pass * draft,
+                                    bookkeeping_seconds=0.0) for s in ls.steps]
+    ls.prefill_seconds = van.prefill_seconds + prefill
+    return result_of({"vanilla": van, "logitspec": ls}), per_pass
+
+
+@pytest.mark.parametrize("forward, draft, prefill, said", [
+    (1.3, 0.0, 0.0, "its forward passes took {:.2f}× vanilla's"),
+    (0.9, 0.3, 0.0, "drafting and bookkeeping brought its steps to {:.2f}× vanilla's time"),
+    (0.9, 0.0, 60.0, "its prompt pass took"),
+])
+def test_each_reason_for_a_slower_logitspec_follows_from_its_numbers(summ, forward, draft, prefill, said):
+    from visual.verdict import shortfall
+
+    res, per_pass = _slower(summ, forward, draft, prefill)
+    assert res.speedups["logitspec"] < 1.0
+    why = shortfall(res)
+    gain = per_pass  # vanilla makes one token a pass
+    assert said.format((forward + draft) * gain) in why, why
+    assert f"{gain:.2f}× tokens per pass" in why or "prompt pass" in why
+    if prefill:
+        assert f"{gain / (forward * gain):.2f}× as fast" in why  # the steps alone were faster
+
+
 def test_a_sampled_race_is_compared_with_vanilla_sampling_not_greedy_decoding(summ):
     from visual.verdict import verdict_text
 

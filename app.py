@@ -35,7 +35,7 @@ from ui import links, trie_view
 from ui.figures import FIGURES_CSS, FIGURES_JS, figure_slot, tree_slot
 from ui.debugger import OUTCOMES, DebuggerTab
 from ui.explain import ExplainTab
-from ui.keys import KEYS_JS, MOVES_JS, take_moves
+from ui.keys import KEYS_JS, MOVES_JS, presses, take_moves
 
 ROOT = Path(__file__).resolve().parent
 TRACES_DIR = ROOT / "traces"
@@ -550,10 +550,7 @@ class ExplorerUI:
 
     def move(self, view: View, by):
         """Previous/Next: `by` steps, the presses the page counted since its last move."""
-        try:
-            by = int(by)
-        except (TypeError, ValueError, OverflowError):
-            return gr.skip()
+        by = presses(by)
         if by == 0 or view.trace is None:
             return gr.skip()
         return self.step_outputs(view, by=by)

@@ -15,7 +15,7 @@ from visual.explain import TITLES, Panel, choose_step, walkthrough
 from visual.style import sub_x
 
 from .figures import FigureSlot, figure_slot
-from .keys import take_moves
+from .keys import presses, take_moves
 from .links import parse_link, request_params
 
 INTRO_MD = """
@@ -163,10 +163,7 @@ class ExplainTab:
     def move(self, view, picked: Pick | None, by):
         """Previous/Next: `by` steps (the presses the page counted since its last move), kept
         within the run."""
-        try:
-            by = int(by)
-        except (TypeError, ValueError, OverflowError):
-            return gr.skip()
+        by = presses(by)
         base = picked.step if picked is not None else None
         if base is None:
             return self.show(view, picked)

@@ -50,6 +50,14 @@ MOVES_JS = """
 """
 
 
+def presses(by) -> int:
+    """The press count a move event carried (`take_moves`); 0 for anything that is not a whole number."""
+    try:
+        return int(by)
+    except (TypeError, ValueError, OverflowError):
+        return 0
+
+
 def take_moves(group: str) -> str:
     """An event's js: its inputs with the last one replaced by the presses counted for `group`
     since the last move was sent (and the count cleared)."""

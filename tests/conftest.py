@@ -38,10 +38,12 @@ def tiny_gpt2():
 def one_thread():
     """One torch thread for the test: tiny models are all per-op overhead, and on a busy
     machine a second thread spin-waiting costs several times the work itself."""
+    from logitspec.runtime.tuner import reset_thread_tuner
+
     before = torch.get_num_threads()
-    torch.set_num_threads(1)
+    reset_thread_tuner(1, fixed=True)  # and no probe of another count, whatever an earlier test left
     yield
-    torch.set_num_threads(before)
+    reset_thread_tuner(before)
 
 
 @pytest.fixture(scope="session")

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-PROBE_SECONDS = 2.0  # decoding time between probes of another count
+PROBE_SECONDS = 2.0  # seconds of forward passes between probes of another count (idle time does not count)
 PROBE_BACKOFF = 2  # each probe that lost doubles the wait, up to 2**this times
 WIN = 0.85  # a probe must take at most this share of the reference to take over
 REFERENCE_SECONDS = 3.0  # same-sized passes this recent are the probe's reference
@@ -40,7 +40,8 @@ class ThreadTuner:
     fixed: bool = False  # a count the user set: never probed
     clock: Callable[[], float] = time.monotonic
     recent: dict[int, deque] = field(default_factory=dict)  # rows -> (at, seconds) at `now`
-    next_probe: float = 0.0
+    decoded: float = 0.0  # seconds of forward passes heard so far
+    next_probe: float = -1.0  # in `decoded` seconds; PROBE_SECONDS unless given
     lost: int = 0  # probes lost since the count last changed
     probing: int | None = None  # the count this pass runs at when it is a probe
     side: int = 0  # which neighbour the next probe tries
@@ -50,7 +51,7 @@ class ThreadTuner:
 
     def __post_init__(self) -> None:
         self.now = self.now or self.most
-        self.next_probe = self.clock() + PROBE_SECONDS
+        self.next_probe = PROBE_SECONDS if self.next_probe < 0 else self.next_probe
         self._set = torch.get_num_threads()
 
     def _use(self, count: int) -> None:
@@ -74,7 +75,7 @@ class ThreadTuner:
         count = self.now
         near = self.recent.get(rows)
         at = self.clock()
-        if (not self.fixed and at >= self.next_probe and near and at - near[-1][0] <= REFERENCE_SECONDS
+        if (not self.fixed and self.decoded >= self.next_probe and near and at - near[-1][0] <= REFERENCE_SECONDS
                 and (options := self._candidates())):
             count = self.probing = options[self.side % len(options)]
             self.side += 1
@@ -85,6 +86,7 @@ class ThreadTuner:
         """Hear how long the pass took; True when it was a probe (its time is not the run's count)."""
         at = self.clock()
         count, self.probing = self.probing, None
+        self.decoded += seconds
         self.passes[count or self.now] = self.passes.get(count or self.now, 0) + 1
         if count is None:
             self.recent.setdefault(rows, deque(maxlen=KEPT)).append((at, seconds))
@@ -96,7 +98,7 @@ class ThreadTuner:
         else:
             self.lost += 1
             self._use(self.now)
-        self.next_probe = at + PROBE_SECONDS * 2 ** min(self.lost, PROBE_BACKOFF)
+        self.next_probe = self.decoded + PROBE_SECONDS * 2 ** min(self.lost, PROBE_BACKOFF)
         return True
 
     def settle(self, one_pass, repeats: int = 3) -> int:
@@ -119,6 +121,7 @@ class ThreadTuner:
             self.now, self.switches = best, self.switches + 1
             self.recent.clear()
         self._use(self.now)
+        self.next_probe = self.decoded + PROBE_SECONDS  # just measured: no probe straight after
         return self.now
 
 

@@ -1,6 +1,8 @@
 """The thread tuner: a probed count takes over only when clearly faster, and tokens never change."""
 from __future__ import annotations
 
+import time
+
 import pytest
 import torch
 
@@ -40,9 +42,10 @@ def test_a_busy_core_moves_passes_to_fewer_threads_and_back_when_it_is_free(two_
     clock = Clock()
     tuner = ThreadTuner(most=2, clock=clock)
     busy = {2: 0.45, 1: 0.054}  # a second process spins one of two cores
+    clock.now = 600.0  # idle time before the first pass does not count towards a probe
     counts = run_passes(tuner, clock, busy, 60)
     first_probe = counts.index(1)
-    assert first_probe * 0.1 >= PROBE_SECONDS - 0.1  # no probe before its time
+    assert first_probe * busy[2] >= PROBE_SECONDS  # only after that much decoding
     assert tuner.now == 1 and counts[first_probe:].count(2) <= 2  # the probe won; probes back to 2 lose
     idle = {2: 0.035, 1: 0.055}
     counts = run_passes(tuner, clock, idle, 200)
@@ -54,7 +57,7 @@ def test_a_probe_that_is_not_clearly_faster_changes_nothing_and_waits_longer(two
     clock = Clock()
     tuner = ThreadTuner(most=2, clock=clock)
     close = {2: 0.050, 1: 0.047}  # within the margin: not worth a change
-    counts = run_passes(tuner, clock, close, 400)
+    counts = run_passes(tuner, clock, close, 1000)
     probes = [i for i, c in enumerate(counts) if c == 1]
     assert tuner.now == 2 and tuner.switches == 0 and len(probes) >= 3
     gaps = [b - a for a, b in zip(probes, probes[1:])]
@@ -89,9 +92,16 @@ def test_a_count_set_from_outside_is_adopted(two_threads):
     assert tuner.most == 1
 
 
-def test_settle_runs_at_the_fastest_count(two_threads):
-    import time
+def test_no_probe_straight_after_settling(two_threads):
+    clock = Clock()
+    tuner = ThreadTuner(most=2, clock=clock)
+    run_passes(tuner, clock, {2: 0.05, 1: 0.08}, 30)  # 1.5 s of decoding
+    tuner.settle(lambda: time.sleep({2: 0.002, 1: 0.02}[torch.get_num_threads()]))
+    counts = run_passes(tuner, clock, {2: 0.05, 1: 0.08}, 20)  # 1 s more
+    assert counts == [2] * 20
 
+
+def test_settle_runs_at_the_fastest_count(two_threads):
     tuner = ThreadTuner(most=2)
     cost = {2: 0.02, 1: 0.002}  # a busy core: one thread is faster
 

@@ -149,6 +149,14 @@ def verify_fitting(model: PreTrainedModel, cache: Cache, verified: list[TreeNode
     return path, bonus, next_logits, t_fwd
 
 
+def root_pass(run: Decoding, root: int, context_len: int) -> None:
+    """A one-token pass of the root over the context, the cache left as it was: the
+    thread tuner's probe, on this run's own model, context and cache."""
+    tree = chain_tree(root, [], "root")
+    verify_tree(run.model, run.cache, tree, prepare_inputs(run.model, tree, context_len), run.head_rows)
+    crop_cache(run.cache, context_len)
+
+
 @torch.inference_mode()
 def prefill(model: PreTrainedModel, cache: Cache, prompt: Sequence[int]) -> torch.Tensor:
     """Run the prompt through the model; return the last position's logits: [V]."""
@@ -235,16 +243,17 @@ def decode_step(run: Decoding, pool: NgramPool, root: int, logits: torch.Tensor,
     the cache too unless the run ends with this step.
     """
     context_len = len(pool)
+    # The thread count for this step's pass, probed first when due: outside the step's clock.
+    tuning = run.tuner.between(lambda: root_pass(run, root, context_len))
     t_draft = time.perf_counter()
     draft = run.drafter.draft(root, logits, pool, context_len)  # speculate, retrieve, build tree
     verified = [n for n in draft.nodes if not n.pruned]
     t_prep = time.perf_counter()
     log = WalkLog()
-    threads = run.tuner.before(len(verified))
     path, bonus, next_logits, t_fwd = verify_fitting(run.model, run.cache, verified, context_len, run.head_rows,
                                                      run.rule, log)  # verify, accept
     t_book = time.perf_counter()
-    probe = run.tuner.after(len(verified), t_book - t_fwd)
+    run.tuner.heard(t_book - t_fwd)
     for node in verified:
         node.target_prob = log.child_prob.get(node.id)
     tokens, eos_hit = cut_at_eos([verified[i].token for i in path][:remaining], run.eos)
@@ -252,9 +261,7 @@ def decode_step(run: Decoding, pool: NgramPool, root: int, logits: torch.Tensor,
     if not done:
         compact_cache(run.cache, context_len, path)
     pool.extend(tokens)
-    # A pass on a probed thread count says nothing about what trees cost at the run's count.
-    run.drafter.observe(tokens if done else tokens + [bonus], len(verified), None if probe else t_book - t_fwd,
-                        threads)
+    run.drafter.observe(tokens if done else tokens + [bonus], len(verified), t_book - t_fwd, run.tuner.now)
     t_end = time.perf_counter()
     step = StepRecord(
         index=index, method=run.method, context_len=context_len, root=root, tokens=tokens,
@@ -262,8 +269,8 @@ def decode_step(run: Decoding, pool: NgramPool, root: int, logits: torch.Tensor,
         tree=draft.nodes, accepted_path=path[: len(tokens)],
         draft_seconds=t_prep - t_draft - draft.calibration_seconds, forward_seconds=t_book - t_fwd,
         bookkeeping_seconds=(t_fwd - t_prep) + (t_end - t_book), sizing=draft.sizing,
-        root_prob=draft.root_prob, calibration_seconds=draft.calibration_seconds,
-        sampled=log.sampled[: len(tokens)], threads=threads if run.model.device.type == "cpu" else None,
+        root_prob=draft.root_prob, calibration_seconds=draft.calibration_seconds + tuning,
+        sampled=log.sampled[: len(tokens)], threads=run.tuner.now if run.model.device.type == "cpu" else None,
     )
     return step, next_logits
 

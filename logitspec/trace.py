@@ -119,7 +119,7 @@ class StepRecord:
     forward: bool = True  # False only for a final commit that needed no forward pass
     sizing: TreeSizing | None = None
     root_prob: float | None = None  # softmax probability of the root in its logits
-    calibration_seconds: float = 0.0  # one-off measuring of c(n) in this step, outside `seconds`
+    calibration_seconds: float = 0.0  # one-off measuring (c(n), the thread count) in this step, outside `seconds`
     # The token the target took after each node of accepted_path, in order (argmax when
     # greedy, the draw at that position when sampling); empty in older traces.
     sampled: list[int] = field(default_factory=list)

@@ -88,6 +88,23 @@ def test_family_lossless_over_more_prompts(fam):
     check_lossless(prepared(fam.name), prompts(12)[4:])
 
 
+@pytest.mark.parametrize("name", ["llama", *sorted(WINDOWED)])
+def test_a_thread_probe_before_every_step_changes_no_token(name, monkeypatch):
+    """The thread tuner's probe runs a pass of the root on the run's own cache and crops it
+    back: with one before every step, and the count flipping each time, decoding is unchanged."""
+    from logitspec.runtime import tuner as tuning
+
+    monkeypatch.setattr(tuning, "PROBE_SECONDS", 0.0)
+    monkeypatch.setattr(tuning, "WIN", 1e9)
+    model = prepared(name)
+    tuner = tuning.reset_thread_tuner(2, fixed=False)
+    try:
+        check_lossless(model, prompts(2))
+        assert tuner.probes > 100 and tuner.switches >= tuner.probes  # (a curve measurement may settle too)
+    finally:
+        tuning.reset_thread_tuner(1, fixed=True)
+
+
 @pytest.mark.parametrize("name", sorted(WINDOWED))
 def test_windowed_family_equals_transformers_generate(name):
     model = prepared(name)

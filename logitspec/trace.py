@@ -123,7 +123,8 @@ class StepRecord:
     # The token the target took after each node of accepted_path, in order (argmax when
     # greedy, the draw at that position when sampling); empty in older traces.
     sampled: list[int] = field(default_factory=list)
-    threads: int | None = None  # intra-op threads of a CPU pass (runtime.tuner); None on an accelerator or in older traces
+    # Intra-op threads of a CPU pass (runtime.tuner); None on an accelerator or in older traces.
+    threads: int | None = None
 
     @property
     def verified_nodes(self) -> list[TreeNode]:

@@ -121,7 +121,8 @@ def main() -> int:
     try:
         for i in range(a.starts):
             s = one_start(a.port, cache, a.max_new_tokens, a.linger, a.races)
-            ready = f"{s.ready:.1f} s ({s.ready - s.page:+.1f} s after the page)" if s.ready is not None else "not reported"
+            ready = (f"{s.ready:.1f} s ({s.ready - s.page:+.1f} s after the page)" if s.ready is not None
+                     else "not reported")
             print(f"start {i + 1}: page {s.page:.1f} s; model ready {ready}; first race ({a.max_new_tokens} tokens) "
                   f"finished {s.race:.1f} s after the command")
             print(f"  {s.ready_line}")

@@ -371,7 +371,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default="auto")
     p.add_argument("--dtype", default="float32")
     p.add_argument("--threads", type=int, default=None,
-                   help="a fixed intra-op thread count (default: one per core, fewer while other work makes fewer faster)")
+                   help="a fixed intra-op thread count (default: one per core, fewer while other work "
+                        "makes fewer faster)")
     p.add_argument("--temperature", type=number, default=d.temperature, help="0 = greedy (every method samples alike)")
     p.add_argument("--top-p", type=number, default=d.top_p, help="nucleus sampling mass, in (0, 1]")
     p.add_argument("--seed", type=number, default=d.seed, help="sampling seed, the same for every method")

@@ -97,7 +97,7 @@ class ThreadTuner:
         self.decoded += seconds
         self.passes[self.now] = self.passes.get(self.now, 0) + 1
 
-    def settle(self, one_pass, repeats: int = 3) -> int:
+    def settle(self, one_pass: Callable[[], object], repeats: int = 3) -> int:
         """Time `one_pass()` on every count from `most` down to half of it, interleaved, and
         run at the fastest: for a measurement that must not start on a count the load made slow."""
         self._adopt()

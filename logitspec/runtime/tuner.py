@@ -6,8 +6,8 @@ a second process spinning one of two cores, a one-token pass of the bundled mode
 regions waits for the thread that shares its core (docs/performance.md, "Threads on a busy
 machine"). So the count is measured, not assumed: after a few seconds of forward passes,
 before the next step, a one-token pass runs on the current count and one on a neighbouring
-count, back to back (a probe), and the neighbour takes over when it is clearly faster.
-Probes that lose space out the next ones.
+count, back to back (a probe), and the neighbour takes over when it is clearly faster in
+that pair and in a second one. Probes that lose space out the next ones.
 
 A probe is no decoder's work: its seconds are kept apart from every step's (like a cost
 curve's measuring), so a race's lanes and the bench's methods are timed on their own passes
@@ -76,15 +76,21 @@ class ThreadTuner:
         t = time.perf_counter()
         other = options[self.side % len(options)]
         self.side += 1
-        mine, theirs = self._timed(self.now, one_pass), self._timed(other, one_pass)
         self.probes += 1
-        if theirs <= WIN * mine:
+        # A pair that looks like a win is timed again: under load a lone pass can be lucky,
+        # and a wrong move costs seconds of slow passes before the next probe moves back.
+        if self._wins(other, one_pass) and self._wins(other, one_pass):
             self.now, self.lost, self.switches = other, 0, self.switches + 1
         else:
             self.lost += 1
         self.next_probe = self.decoded + PROBE_SECONDS * 2 ** min(self.lost, PROBE_BACKOFF)
         self._use(self.now)
         return time.perf_counter() - t
+
+    def _wins(self, other: int, one_pass: Callable[[], object]) -> bool:
+        """One pass on the current count, then one on `other`: whether `other` was clearly faster."""
+        mine = self._timed(self.now, one_pass)
+        return self._timed(other, one_pass) <= WIN * mine
 
     def _timed(self, count: int, one_pass: Callable[[], object]) -> float:
         self._use(count)

@@ -70,10 +70,27 @@ def test_a_probe_that_is_not_clearly_faster_changes_nothing_and_waits_longer(two
     close = Machine({2: 0.050, 1: 0.047})  # within the margin: not worth a change
     counts = run_steps(tuner, close, 1000, monkeypatch)
     assert set(counts) == {2} and tuner.switches == 0 and tuner.probes >= 3
-    # each probe: the current count, then the neighbour, back to back
-    assert close.probe_passes[:4] == [2, 1, 2, 1]
+    # each probe: the current count, then the neighbour, back to back (no second pair: no win)
+    assert close.probe_passes[:4] == [2, 1, 2, 1] and len(close.probe_passes) == 2 * tuner.probes
     assert tuner.next_probe - tuner.decoded > 2 * PROBE_SECONDS  # lost probes space out the next ones
     assert tuner.probes < 1000 * 0.05 / PROBE_SECONDS / 2
+
+
+def test_a_lucky_pass_on_the_other_count_is_not_enough_to_move(two_threads, monkeypatch):
+    from logitspec.runtime import tuner as tuning
+
+    tuner = ThreadTuner(most=2, now=1)
+    tuner.heard(PROBE_SECONDS)  # a probe is due
+    clock = {"t": 0.0}
+    monkeypatch.setattr(tuning.time, "perf_counter", lambda: clock["t"])
+    two = iter([0.03, 0.45])  # a busy core: two threads are slow, once in a while not
+
+    def one_pass() -> None:
+        clock["t"] += next(two) if torch.get_num_threads() == 2 else 0.055
+
+    spent = tuner.between(one_pass)
+    assert tuner.now == 1 and tuner.switches == 0
+    assert spent == pytest.approx(0.055 + 0.03 + 0.055 + 0.45)  # the win was timed again, and failed
 
 
 def test_a_probe_costs_no_step_its_seconds_are_returned_apart(two_threads, monkeypatch):
@@ -87,7 +104,7 @@ def test_a_probe_costs_no_step_its_seconds_are_returned_apart(two_threads, monke
     def one_pass() -> None:
         clock["t"] += {2: 0.4, 1: 0.05}[torch.get_num_threads()]
 
-    assert tuner.between(one_pass) == pytest.approx(0.45)
+    assert tuner.between(one_pass) == pytest.approx(2 * 0.45)  # a win is timed twice
     assert tuner.now == 1 and tuner.passes == {2: 1}  # probe passes are not decoding's passes
     assert tuner.between(one_pass) == 0.0  # the next probe waits for more decoding
 

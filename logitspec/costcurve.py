@@ -125,16 +125,9 @@ class CurveMeasurement:
 
     def _time(self, n: int, tree: list[TreeNode]) -> float:
         """Seconds of one verification pass of `tree` (n tokens) over the context; the cache is left as it was."""
-        from .verify import crop_cache, prepare_inputs, verify_tree
+        from .verify import trial_pass
 
-        inputs = prepare_inputs(self.model, tree, self.context_len)
-        if self.model.device.type == "cuda":
-            torch.cuda.synchronize()
-        t = time.perf_counter()
-        verify_tree(self.model, self._cache, tree, inputs, self._head_rows)
-        seconds = time.perf_counter() - t
-        crop_cache(self._cache, self.context_len)
-        return seconds
+        return trial_pass(self.model, self._cache, tree, self.context_len, self._head_rows)
 
     def result(self) -> CostCurve:
         secs = [min(self.runs[n]) for n in self.sizes]

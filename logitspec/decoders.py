@@ -22,7 +22,7 @@ from .settings import METHODS, DecodeSettings
 from .speculation import speculate
 from .trace import Candidate, QueryRecord, StepRecord, TreeNode, TreeSizing
 from .tree import build_static_tree, chain_tree
-from .verify import WalkLog, compact_cache, crop_cache, free_head_rows, prepare_inputs, verify_tree
+from .verify import WalkLog, compact_cache, crop_cache, free_head_rows, prepare_inputs, trial_pass, verify_tree
 
 
 @dataclass
@@ -152,9 +152,7 @@ def verify_fitting(model: PreTrainedModel, cache: Cache, verified: list[TreeNode
 def root_pass(run: Decoding, root: int, context_len: int) -> None:
     """A one-token pass of the root over the context, the cache left as it was: the
     thread tuner's probe, on this run's own model, context and cache."""
-    tree = chain_tree(root, [], "root")
-    verify_tree(run.model, run.cache, tree, prepare_inputs(run.model, tree, context_len), run.head_rows)
-    crop_cache(run.cache, context_len)
+    trial_pass(run.model, run.cache, chain_tree(root, [], "root"), context_len, run.head_rows)
 
 
 @torch.inference_mode()

@@ -251,6 +251,20 @@ def verify_tree(model: PreTrainedModel, cache: Cache, nodes: Sequence[TreeNode],
     return path, bonus, head.row(path[-1])
 
 
+def trial_pass(model: PreTrainedModel, cache: Cache, nodes: Sequence[TreeNode], context_len: int,
+               head_rows: int) -> float:
+    """Seconds of one verification pass of `nodes` over the first `context_len` cached
+    tokens, the cache left as it was: for timing passes (c(n), the thread count)."""
+    inputs = prepare_inputs(model, nodes, context_len)
+    if model.device.type == "cuda":
+        torch.cuda.synchronize()
+    t = time.perf_counter()
+    verify_tree(model, cache, nodes, inputs, head_rows)
+    seconds = time.perf_counter() - t
+    crop_cache(cache, context_len)
+    return seconds
+
+
 def crop_cache(cache: Cache, length: int) -> None:
     """Drop every cached entry past `length` (undoes a forward pass that failed midway)."""
     for layer in cache.layers:

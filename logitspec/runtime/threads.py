@@ -15,11 +15,11 @@ T = TypeVar("T")
 def configure_threads(n: int | None = None) -> int:
     """Use at most one intra-op thread per core, fewer while other work makes fewer faster
     (runtime.tuner); a count given here or in LOGITSPEC_THREADS is kept as it is. Return the most."""
-    from .tuner import reset_thread_tuner
+    from .tuner import env_threads, reset_thread_tuner
 
-    fixed = n is not None or bool(int(os.environ.get("LOGITSPEC_THREADS", "0") or 0))
+    fixed = n is not None or bool(env_threads())
     if n is None:
-        n = int(os.environ.get("LOGITSPEC_THREADS", "0")) or (os.cpu_count() or 1)
+        n = env_threads() or (os.cpu_count() or 1)
     torch.set_num_threads(max(1, n))
     return reset_thread_tuner(torch.get_num_threads(), fixed or None).most
 

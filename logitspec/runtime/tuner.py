@@ -127,13 +127,17 @@ class ThreadTuner:
 _local = threading.local()
 
 
+def env_threads() -> int:
+    """The count LOGITSPEC_THREADS fixes, 0 when it fixes none."""
+    return int(os.environ.get("LOGITSPEC_THREADS", "0") or 0)
+
+
 def thread_tuner() -> ThreadTuner:
     """The calling thread's tuner, made on first use from its configured count. A count set
     in LOGITSPEC_THREADS is kept fixed, as is any count when LOGITSPEC_TUNE_THREADS=0."""
     tuner = getattr(_local, "tuner", None)
     if tuner is None:
-        fixed = bool(int(os.environ.get("LOGITSPEC_THREADS", "0") or 0)) or \
-            os.environ.get("LOGITSPEC_TUNE_THREADS", "1") == "0"
+        fixed = bool(env_threads()) or os.environ.get("LOGITSPEC_TUNE_THREADS", "1") == "0"
         tuner = _local.tuner = ThreadTuner(most=torch.get_num_threads(), fixed=fixed)
     return tuner
 

@@ -1,10 +1,8 @@
 """The intra-op thread count, chosen by timing forward passes as the machine's load changes.
 
-One OpenMP thread per core is fastest on an idle machine and far slower on a busy one: with
-a second process spinning one of two cores, a one-token pass of the bundled model took
-430-470 ms on two threads against 54 ms on one, because every one of a pass's parallel
-regions waits for the thread that shares its core (docs/performance.md, "Threads on a busy
-machine"). So the count is measured, not assumed: after a few seconds of forward passes,
+One OpenMP thread per core is fastest on an idle machine and several times slower when
+another process takes a core, since every parallel region of a pass waits for the thread
+that shares it (figures: docs/performance.md, "Threads on a busy machine"). So the count is measured, not assumed: after a few seconds of forward passes,
 before the next step, a one-token pass runs on the current count and one on a neighbouring
 count, back to back (a probe), and the neighbour takes over when it is clearly faster in
 that pair and in a second one. Probes that lose space out the next ones.

@@ -11,7 +11,7 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -44,6 +44,9 @@ class CostCurve:
     _table: list[float] | None = field(default=None, repr=False, compare=False)
 
     def __call__(self, n: int) -> float:
+        cached = self._table
+        if cached is not None and type(n) is int and 0 < n < len(cached):
+            return cached[n]
         return float(np.interp(n, self.sizes, self.seconds))
 
     def table(self, max_n: int) -> list[float]:
@@ -147,6 +150,21 @@ def measure_cost_curve(model: PreTrainedModel, context_len: int = 256, max_n: in
 
 
 # ---------------------------------------------------------------- c(n) under a changing load
+def interp_sorted(xs: Sequence[float], xp: Sequence[float], fp: Sequence[float]) -> list[float]:
+    """np.interp for ascending `xs` in plain Python: f at each x, linear between the points
+    (xp ascending), held flat outside them."""
+    out, j, last = [], 0, len(xp) - 1
+    for x in xs:
+        while j < last and xp[j + 1] <= x:
+            j += 1
+        if x <= xp[0] or j == last:
+            out.append(float(fp[0] if x <= xp[0] else fp[last]))
+        else:
+            x0, x1 = xp[j], xp[j + 1]
+            out.append(float(fp[j] + (fp[j + 1] - fp[j]) * (x - x0) / (x1 - x0)))
+    return out
+
+
 PAIR_WINDOW = 3.0  # seconds within which two passes are taken to share the machine's load
 PAIR_RECENT = 6  # passes remembered for pairing
 OBSERVED_KEPT = 12  # ratios kept per size: a recent window
@@ -194,11 +212,14 @@ class LiveCost:
     # changes, while the level changes every step.
     _shape: tuple[list[int], list[float]] | None = field(default=None, repr=False)
     _base_ratios: dict[int, float] = field(default_factory=dict, repr=False)
+    _shape_by_n: list[float] | None = field(default=None, repr=False)
+    _factors: dict[int, float] = field(default_factory=dict, repr=False)  # n -> _corrected(n) / base_ratio(n)
 
     def set_base(self, base: CostCurve) -> None:
         """A newly measured shape; what decoding has learnt (level, real ratios) is kept."""
-        self.base, self._curve, self._shape = base, None, None
+        self.base, self._curve, self._shape, self._shape_by_n = base, None, None, None
         self._base_ratios.clear()
+        self._factors.clear()
 
     def base_ratio(self, n: int) -> float:
         r = self._base_ratios.get(n)
@@ -208,6 +229,9 @@ class LiveCost:
 
     def ratio(self, n: int) -> float:
         """The corrected shape c(n)/c(1)."""
+        by_n = self._by_n()
+        if type(n) is int and 0 < n < len(by_n):
+            return by_n[n]
         sizes, ratios = self.shape()
         return float(np.interp(n, sizes, ratios))
 
@@ -219,6 +243,13 @@ class LiveCost:
         # statistics.median: numpy's costs ~10 us on a dozen floats, and this runs per size per step
         return (SHAPE_PRIOR * self.base_ratio(n) + k * statistics.median(seen)) / (SHAPE_PRIOR + k)
 
+    def _factor(self, n: int) -> float:
+        """The correction at size n, kept until a real ratio of that size arrives."""
+        f = self._factors.get(n)
+        if f is None:
+            f = self._factors[n] = self._corrected(n) / self.base_ratio(n)
+        return f
+
     def shape(self) -> tuple[list[int], list[float]]:
         """The measured shape corrected by the real ratios: sizes and c(n)/c(1)."""
         if self._shape is None:
@@ -226,19 +257,34 @@ class LiveCost:
             points = sorted(n for n in self.observed if 1 < n <= b.sizes[-1])
             # The correction factor at observed sizes, 1 at n = 1, held flat past the last one.
             fx = [1, *points]
-            fy = [1.0, *(self._corrected(n) / self.base_ratio(n) for n in points)]
+            fy = [1.0, *(self._factor(n) for n in points)]
             sizes = sorted(set(b.sizes) | set(points))
-            ratios = np.array([self.base_ratio(n) for n in sizes]) * np.interp(sizes, fx, fy)
-            self._shape = (sizes, [float(r) for r in np.maximum.accumulate(ratios)])
+            # Plain Python: these lists are a few dozen long, and between forward passes each
+            # numpy call costs tens of microseconds (docs/performance.md).
+            ratios, top = [], 0.0
+            for n, f in zip(sizes, interp_sorted(sizes, fx, fy)):
+                top = max(top, self.base_ratio(n) * f)  # a pass never gets cheaper with more tokens
+                ratios.append(top)
+            self._shape = (sizes, ratios)
+            self._shape_by_n = None
         return self._shape
+
+    def _by_n(self) -> list[float]:
+        """The corrected shape at every whole size from 0 (0) to one past the largest measured."""
+        sizes, ratios = self.shape()
+        if self._shape_by_n is None:
+            self._shape_by_n = [0.0, *interp_sorted(range(1, sizes[-1] + 2), sizes, ratios)]
+        return self._shape_by_n
 
     def curve(self) -> CostCurve:
         """The curve the tree search uses now: the shape at the load level."""
         if self._curve is None:
             b = self.base
             sizes, ratios = self.shape()
-            self._curve = CostCurve(sizes, [self.level * r for r in ratios], b.context_len, b.device, b.dtype,
+            level = self.level
+            self._curve = CostCurve(sizes, [level * r for r in ratios], b.context_len, b.device, b.dtype,
                                     b.measurements, threads=self.threads or b.threads)
+            self._curve._table = [level * r for r in self._by_n()]  # c(0..), read per node by the search
         return self._curve
 
     def observe(self, n: int, seconds: float, at: float, threads: int | None = None) -> None:
@@ -258,6 +304,7 @@ class LiveCost:
                 seen = self.observed.setdefault(big.n, [])
                 seen.append(big.seconds / small.seconds * r_small)
                 del seen[:-OBSERVED_KEPT]
+                self._factors.pop(big.n, None)
                 self._curve = self._shape = None
         est = seconds / self.ratio(min(n, self.base.sizes[-1]))
         first = moved or not self.passes

@@ -83,12 +83,19 @@ class AcceptanceStats:
         return (hit + self.strength * m) / (seen + self.strength)
 
     def observe(self, key: tuple, success: bool) -> None:
+        self.observe_many(key, (success,))
+
+    def observe_many(self, key: tuple, outcomes: Sequence[bool]) -> None:
+        """Learn the outcomes of one kind, in order."""
         c = self.counts.setdefault(key, [0.0, 0.0])
-        if c[1] >= self.cap:
-            c[0] *= 0.99
-            c[1] *= 0.99
-        c[0] += float(success)
-        c[1] += 1.0
+        hit, seen, cap = c[0], c[1], self.cap
+        for success in outcomes:
+            if seen >= cap:
+                hit *= 0.99
+                seen *= 0.99
+            hit += success
+            seen += 1.0
+        c[0], c[1] = hit, seen
 
 
 _STATS: "weakref.WeakKeyDictionary[torch.nn.Module, dict[float, AcceptanceStats]]" = weakref.WeakKeyDictionary()
@@ -171,11 +178,17 @@ class RunFit:
         return odds / (1.0 + odds)
 
     def observe(self, group: tuple, p: float, success: bool) -> None:
+        self.observe_many(group, p, (success,))
+
+    def observe_many(self, group: tuple, p: float, outcomes: Sequence[bool]) -> None:
+        """Tests of nodes of one kind, each with chance p."""
         r = self.record.setdefault(group, [0.0, 0.0, 0.0, 0.0])
-        r[0] += success
-        r[1] += p
-        r[2] += not success
-        r[3] += 1.0 - p
+        n = len(outcomes)
+        hits = sum(outcomes)
+        r[0] += hits
+        r[1] += p * n
+        r[2] += n - hits
+        r[3] += (1.0 - p) * n
 
 
 RATE_MEMORY = 0.95  # each step's weight fades by this per step: the rate follows the text
@@ -384,19 +397,24 @@ class CostAwareDrafter:
         if t is None or len(truth) < 2:
             return
         self.rate.observe(len(truth) - 1, self._relative_cost)  # the root and the accepted drafts
-        # Each test is held against the chance the step was built with, before any of it is learnt.
-        outcomes: list[tuple[tuple, bool, str]] = [(key, tok == truth[1], "g2") for tok, key in self.skipped]
+        # The outcomes in order, gathered by node kind: a step tests ~60 nodes of a dozen kinds.
+        tests: dict[tuple, list[bool]] = {}
+        second = truth[1]
+        for tok, key in self.skipped:
+            tests.setdefault((key, "g2"), []).append(tok == second)
         node = 0
         for depth in range(1, len(truth)):
             right = t.child.get((node, int(truth[depth])))
-            outcomes.extend((t.key[c], c == right, t.origin[c]) for c in t.children.get(node, ()))
+            for c in t.children.get(node, ()):
+                tests.setdefault((t.key[c], t.origin[c]), []).append(c == right)
             if right is None:
                 break
             node = right
-        before = {key: self.stats.p(key) for key, _, _ in outcomes}
-        for key, success, origin in outcomes:
-            self.run_fit.observe(fit_group(key, origin), before[key], success)
-            self.stats.observe(key, success)
+        # Each test is held against the chance the step was built with, before any of it is learnt.
+        before = {key: self.stats.p(key) for key, _ in tests}
+        for (key, origin), outcomes in tests.items():
+            self.run_fit.observe_many(fit_group(key, origin), before[key], outcomes)
+            self.stats.observe_many(key, outcomes)
         self.trie = None
 
 

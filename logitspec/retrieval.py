@@ -17,27 +17,40 @@ MATCH_LEN_CAP = 16  # how far back a match's agreement is counted
 
 
 class NgramPool:
-    """Maps each n-gram of the context to the index of the token that followed it last."""
+    """Maps each n-gram of the context to the index of the token that followed it last.
+
+    Held by the n-gram's first n - 1 tokens, then its last: a step asks about ~64 n-grams
+    that share all but their last token (g2's), and finds what they share once.
+    """
 
     def __init__(self, sizes: Iterable[int] = (1, 2, 3), tokens: Iterable[int] = ()) -> None:
         self.sizes: tuple[int, ...] = tuple(sorted(set(int(n) for n in sizes), reverse=True))
         if not self.sizes or self.sizes[-1] < 1:
             raise ValueError("n-gram sizes must be positive integers")
         self.tokens: list[int] = []
-        self.table: dict[tuple[int, ...], int] = {}
+        self.follow: dict[tuple[int, ...], dict[int, int]] = {}  # n-gram head -> {last token: follower index}
         self.extend(tokens)
 
     def __len__(self) -> int:
         return len(self.tokens)
 
+    @property
+    def table(self) -> dict[tuple[int, ...], int]:
+        """Every n-gram with a follower -> the index of its latest follower (for inspection)."""
+        return {(*head, last): pos for head, lasts in self.follow.items() for last, pos in lasts.items()}
+
     def extend(self, new_tokens: Iterable[int]) -> None:
         """Append tokens to the context; later occurrences overwrite earlier ones."""
-        toks, table = self.tokens, self.table
+        toks, follow = self.tokens, self.follow
         for tok in new_tokens:
             t = len(toks)
             for n in self.sizes:
                 if t >= n:
-                    table[tuple(toks[t - n : t])] = t
+                    head = tuple(toks[t - n : t - 1])
+                    lasts = follow.get(head)
+                    if lasts is None:
+                        lasts = follow[head] = {}
+                    lasts[toks[t - 1]] = t
             toks.append(int(tok))
 
     def query(
@@ -52,17 +65,36 @@ class NgramPool:
 
         Tries the longest n-gram first and falls back to shorter ones; records every try.
         """
-        attempts: list[NgramAttempt] = []
-        end = len(suffix)
+        return self.query_each(kind, suffix[:-1], [suffix[-1]], [max_len], [candidate_rank], sizes)[0]
+
+    def query_each(
+        self,
+        kind: str,
+        head: Sequence[int],
+        lasts: Sequence[int],
+        max_lens: Sequence[int],
+        ranks: Sequence[int | None],
+        sizes: Sequence[int] | None = None,
+    ) -> list[QueryRecord]:
+        """`query` of head + [last] for each of `lasts` (with its max_len and rank)."""
+        end = len(head) + 1
+        tries = []  # per n-gram size: (n, its first n - 1 tokens, their followers)
         for n in sizes if sizes is not None else self.sizes:
-            if n > end:
-                continue
-            key = tuple(suffix[end - n:])
-            pos = self.table.get(key)
-            attempts.append(NgramAttempt(n, list(key), pos is not None))
-            if pos is not None:
-                return QueryRecord(kind, candidate_rank, attempts, n, pos - n, self.tokens[pos:pos + max_len])
-        return QueryRecord(kind, candidate_rank, attempts, None, None, [])
+            if n <= end:
+                first = tuple(head[end - n:])
+                tries.append((n, first, self.follow.get(first)))
+        toks, out = self.tokens, []
+        for last, max_len, rank in zip(lasts, max_lens, ranks):
+            attempts: list[NgramAttempt] = []
+            for n, first, followers in tries:
+                pos = followers.get(last) if followers is not None else None
+                attempts.append(NgramAttempt(n, [*first, last], pos is not None))
+                if pos is not None:
+                    out.append(QueryRecord(kind, rank, attempts, n, pos - n, toks[pos:pos + max_len]))
+                    break
+            else:
+                out.append(QueryRecord(kind, rank, attempts, None, None, []))
+        return out
 
 
 def match_length(pool: NgramPool, q: QueryRecord, pending: Sequence[int]) -> int | None:
@@ -86,13 +118,12 @@ def retrieve(root: int, cands: Sequence[Candidate], pool: NgramPool, s: DecodeSe
     queries = [pool.query("g1", tail, s.continuation + PRUNED_SHOWN_PER_BRANCH)]
     queries[0].match_len = match_length(pool, queries[0], [root])
     cost_len = min(s.continuation, G2_COST_LEN)
-    for c in cands:
-        # A static branch keeps at most rule.keep(rank) tokens, the candidate included; fetch
-        # only that plus the few cut tokens the picture shows.
-        want = (cost_len if s.tree == "cost"
-                else min(s.continuation, s.rule.keep(c.rank) - 1 + PRUNED_SHOWN_PER_BRANCH))
-        q = pool.query("g2", [*tail, c.token], want, c.rank)
+    # A static branch keeps at most rule.keep(rank) tokens, the candidate included; fetch
+    # only that plus the few cut tokens the picture shows.
+    wants = [cost_len if s.tree == "cost" else min(s.continuation, s.rule.keep(c.rank) - 1 + PRUNED_SHOWN_PER_BRANCH)
+             for c in cands]
+    g2 = pool.query_each("g2", tail, [c.token for c in cands], wants, [c.rank for c in cands])
+    for c, q in zip(cands, g2):
         if q.matched_n is not None:
             q.match_len = match_length(pool, q, (root, c.token))
-        queries.append(q)
-    return queries
+    return queries + g2

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import torch
 
+from .runtime.topk import top_entries
 from .trace import Candidate
 
 
@@ -16,18 +17,18 @@ def speculate(logits: torch.Tensor, root: int, k: int) -> tuple[list[Candidate],
     logits = logits.float()
     # One softmax kernel, not exp(v - logsumexp)'s several passes that each wait for every thread.
     probs_all = torch.softmax(logits, dim=-1)
-    root_prob = float(probs_all[root])
     if k <= 0:
-        return [], root_prob
+        return [], float(probs_all[root])
     # One top-k over the whole vocabulary: between forward passes each small op costs far more
     # than in a loop of its own, so fewer ops beat a two-stage search (docs/performance.md).
-    top = torch.topk(logits, min(k + 1, logits.shape[-1]))
-    vals, idx, ps = top.values.tolist(), top.indices.tolist(), probs_all[top.indices].tolist()
+    idx, (vals, ps) = top_entries(logits, min(k + 1, logits.shape[-1]), probs_all)
     cands: list[Candidate] = []
+    root_prob = None
     for v, i, p in zip(vals, idx, ps):
         if i == root:
-            continue
-        cands.append(Candidate(rank=len(cands) + 1, token=i, logit=v, prob=p))
-        if len(cands) == k:
-            break
+            root_prob = p
+        elif len(cands) < k:
+            cands.append(Candidate(rank=len(cands) + 1, token=i, logit=v, prob=p))
+    if root_prob is None:  # a sampled root outside the top k + 1
+        root_prob = float(probs_all[root])
     return cands, root_prob

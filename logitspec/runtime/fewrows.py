@@ -18,6 +18,9 @@ with torch's extension builder (`-march=native`, AVX-512 left out of the AVX2 va
 about 10 s, and cached under LOGITSPEC_KERNEL_DIR (default ~/.cache/logitspec), one folder
 per variant. Where neither can be built (no C++ compiler, neither instruction set, not
 x86-64 Linux) the layers keep MKL's kernels; LOGITSPEC_FEW_ROWS=0 turns it off.
+
+Each build also holds speculation's top-k over the vocabulary (`csrc/top_k.cpp`,
+`runtime.topk`), which torch.topk serves where there is no build.
 """
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ import platform
 import shutil
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -43,6 +47,7 @@ FEW_MAX_ROWS = 16
 # weights one 64-byte line (16 floats) at a time. Compiled in as FEW_FEATURE_MULTIPLE.
 FEATURE_MULTIPLE = 16
 SOURCE = Path(__file__).with_name("csrc") / "few_linear.cpp"
+TOP_K_SOURCE = SOURCE.with_name("top_k.cpp")  # built beside it: speculation's top-k (see top_k_kernel)
 ISA_VARIABLE = "LOGITSPEC_FEW_ROWS_ISA"
 
 # Variants, best first: the CPU flags each needs, their name in words, the compiler flags.
@@ -54,7 +59,7 @@ ISAS = {
 }
 
 _lock = threading.Lock()
-_ops: dict[str, Callable] = {}  # variant -> its built op
+_ops: dict[str, Kernels] = {}  # variant -> its built ops
 _errors: dict[str, str] = {}  # variant -> why it could not be built (not retried)
 
 
@@ -127,7 +132,7 @@ def _ninja() -> str | None:
 
 
 def _cflags(isa: str) -> list[str]:
-    return ["-O3", *ISAS[isa][2], "-fopenmp",
+    return ["-O3", *ISAS[isa][2], "-fopenmp", f"-DKERNEL_ISA={isa}",
             f"-DFEW_MAX_ROWS={FEW_MAX_ROWS}", f"-DFEW_FEATURE_MULTIPLE={FEATURE_MULTIPLE}"]
 
 
@@ -156,13 +161,22 @@ def build_directory(isa: str) -> Path:
     root = cache_root()
     key = hashlib.sha256()
     key.update(SOURCE.read_bytes())
+    key.update(TOP_K_SOURCE.read_bytes())
     key.update(" ".join(_cflags(isa)).encode())
     key.update(torch.__version__.encode())
     key.update(" ".join(sorted(cpu_flags())).encode())  # -march=native code fits one CPU
     return root / f"few_linear_{isa}-{key.hexdigest()[:16]}"
 
 
-def _build(isa: str) -> Callable:
+@dataclass(frozen=True)
+class Kernels:
+    """The ops of one variant's build."""
+
+    linear: Callable  # (x, weight, bias) -> x @ weight.T + bias, for 1 to FEW_MAX_ROWS rows
+    top_k: Callable  # (x: [V] float32, k) -> the indices of its k largest entries, best first
+
+
+def _build(isa: str) -> Kernels:
     import torch
     from torch.utils.cpp_extension import load
 
@@ -173,17 +187,37 @@ def _build(isa: str) -> Callable:
         os.environ["PATH"] = ninja_dir + os.pathsep + os.environ.get("PATH", "")
     # at::parallel_for only splits work when compiled with OpenMP; the op then shares
     # torch's own thread pool (the same libgomp, already loaded by torch).
-    load(name=f"logitspec_few_linear_{isa}", sources=[str(SOURCE)], build_directory=str(folder),
+    load(name=f"logitspec_few_linear_{isa}", sources=[str(SOURCE), str(TOP_K_SOURCE)], build_directory=str(folder),
          extra_cflags=_cflags(isa), extra_ldflags=["-fopenmp"], is_python_module=False, verbose=False)
-    # The source names its op after the instruction set it was compiled for: a build for
-    # another one than asked has no op of this name and fails here.
-    return getattr(torch.ops.logitspec, f"few_linear_{isa}")
+    # The sources name their ops after the instruction set they were compiled for: a build
+    # for another one than asked has no op of this name and fails here.
+    return Kernels(getattr(torch.ops.logitspec, f"few_linear_{isa}"), getattr(torch.ops.logitspec, f"top_k_{isa}"))
 
 
 def few_row_kernel(isa: str | None = None) -> Callable | None:
     """The kernel `op(x, weight, bias) -> x @ weight.T + bias` in the variant `isa_choice`
     picks (or `isa`, to test or time another), building it on first call; None where it is
     unavailable or turned off (`kernel_status`, or `unsupported_reason(isa)`, says why)."""
+    kernels = _kernels(isa)
+    return kernels.linear if kernels is not None else None
+
+
+def top_k_kernel(isa: str | None = None) -> Callable | None:
+    """`op(x, k)`: the indices of the k largest entries of a float32 CPU vector, best first
+    (equal values: the lower index first), built with the few-row kernel; None where that
+    is unavailable or turned off."""
+    kernels = _kernels(isa)
+    return kernels.top_k if kernels is not None else None
+
+
+def built_top_k() -> Callable | None:
+    """The top-k op of a variant already built in this process, or None: it never builds,
+    so a decoding step may ask (the variants' top-k are the same code)."""
+    with _lock:
+        return next((k.top_k for k in _ops.values()), None)
+
+
+def _kernels(isa: str | None) -> Kernels | None:
     if turned_off():
         return None
     isa = isa or isa_choice()[0]

@@ -228,3 +228,41 @@ def test_a_failed_build_falls_back_with_its_reason(monkeypatch):
     assert kernel_status() == "the build failed: c++: fatal error: no input files"
     assert kernel_variant() == (None, "the build failed: c++: fatal error: no input files")
     assert few_row_kernel() is None and tries == ["avx2"]  # remembered, not rebuilt on every load
+
+
+def best_first(x: torch.Tensor, k: int) -> list[int]:
+    """The reference order: larger values first, equal values by the lower index."""
+    return torch.sort(x, descending=True, stable=True).indices[:k].tolist()
+
+
+@pytest.mark.parametrize("n, k", [(49152, 65), (49157, 65), (7, 3), (5, 9), (300, 0), (1, 1), (64, 64)])
+def test_the_built_top_k_takes_the_largest_entries_best_first(kernel, n, k):
+    isa = next(isa for isa in ISAS if fewrows._ops.get(isa) and fewrows._ops[isa].linear is kernel)
+    top_k = fewrows.top_k_kernel(isa)
+    g = torch.Generator().manual_seed(n + k)
+    for x in (torch.randn(n, generator=g) * 3,
+              torch.round(torch.randn(n, generator=g) * 2),  # many equal values
+              torch.arange(n, dtype=torch.float32),  # the best at the end: the heap turns over all along
+              -torch.arange(n, dtype=torch.float32)):
+        assert top_k(x, k).tolist() == best_first(x, k)
+    strided = torch.randn(2 * n, generator=g)[::2]
+    assert top_k(strided, k).tolist() == best_first(strided, k)
+
+
+def test_speculation_top_k_matches_torch_with_the_kernel_and_without(monkeypatch):
+    from logitspec.runtime.topk import top_entries
+
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(5000, generator=g) * 4
+    probs = torch.softmax(x, -1)
+    want = torch.topk(x, 33)
+    few_row_kernel()  # built where it can be, as loading a model does
+    if unsupported_reason() is None:
+        assert fewrows.built_top_k() is not None, kernel_status()
+    with_kernel = top_entries(x, 33, probs)
+    monkeypatch.setattr(fewrows, "_ops", {})  # no build: torch.topk
+    without = top_entries(x, 33, probs)
+    for ids, (vals, ps) in (with_kernel, without):
+        assert ids == want.indices.tolist()
+        assert vals == want.values.tolist()
+        assert ps == probs[want.indices].tolist()

@@ -174,6 +174,9 @@ PROBE_EVERY = 8  # steps of trees that stayed the same size before a probe
 PROBE_SIZES = (4, 8, 6, 16)  # larger sizes probed in turn, so the shape is learnt at a few points
 PROBE_BACKOFF = 3  # each probe that did not grow the trees doubles the interval, up to 2**this
 SMALL_TREE = 2  # trees of one and two tokens count as one size (they alternate on small gains)
+# A pass this many times what the curve predicts is a stall (a collection, another process's
+# burst), not the shape: alone it teaches nothing, but two in a row are a new load.
+STALL = 2.5
 
 
 @dataclass
@@ -207,6 +210,7 @@ class LiveCost:
     vain_probes: int = 0  # probes since the trees last grew on their own
     probes: int = 0
     threads: int | None = None  # the thread count of the passes `level` and `recent` come from
+    stalled: bool = False  # the last pass was held out as a stall
     _curve: CostCurve | None = field(default=None, repr=False)
     # The corrected shape (sizes, c(n)/c(1)): rebuilt only when a real ratio or the base
     # changes, while the level changes every step.
@@ -293,7 +297,16 @@ class LiveCost:
         if seconds <= 0:
             return
         moved = threads is not None and self.threads is not None and threads != self.threads
-        if moved:  # another thread count: a new level, and no pairs across the change
+        last = self.base.sizes[-1]
+        stall = bool(self.passes) and not moved and seconds > STALL * self.level * self.ratio(min(n, last))
+        if stall and not self.stalled:
+            # One slow pass paired into the shape priced every larger tree as dear as it, for
+            # good: the trees then never verified that size again to correct it.
+            self.stalled = True
+            return
+        self.stalled = False
+        moved = moved or stall  # a second stall in a row: the load changed
+        if moved:  # another thread count or load: a new level, and no pairs across the change
             self.recent.clear()
         self.threads = threads if threads is not None else self.threads
         other = next((p for p in reversed(self.recent) if p.n != n and at - p.at <= PAIR_WINDOW), None)
@@ -306,7 +319,7 @@ class LiveCost:
                 del seen[:-OBSERVED_KEPT]
                 self._factors.pop(big.n, None)
                 self._curve = self._shape = None
-        est = seconds / self.ratio(min(n, self.base.sizes[-1]))
+        est = seconds / self.ratio(min(n, last))
         first = moved or not self.passes
         self.level = est if first else (1 - LEVEL_RATE) * self.level + LEVEL_RATE * est
         self.recent.append(Pass(at, n, seconds))
@@ -324,7 +337,8 @@ class LiveCost:
             return None
         if self.settled > 2 * SMALL_TREE:
             return 1
-        larger = [n for n in PROBE_SIZES if n > self.settled] or [2 * self.settled]
+        # The next size up first: a shape too dear there holds the trees below it for good.
+        larger = [self.settled + 1, *(n for n in PROBE_SIZES if n > self.settled + 1)]
         return larger[self.probes % len(larger)]
 
     def chose(self, size: int, probed: bool) -> None:

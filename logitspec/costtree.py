@@ -82,11 +82,8 @@ class AcceptanceStats:
         hit, seen = self.counts.get(key, (0.0, 0.0))
         return (hit + self.strength * m) / (seen + self.strength)
 
-    def observe(self, key: tuple, success: bool) -> None:
-        self.observe_many(key, (success,))
-
-    def observe_many(self, key: tuple, outcomes: Sequence[bool]) -> None:
-        """Learn the outcomes of one kind, in order."""
+    def observe(self, key: tuple, outcomes: Sequence[bool]) -> None:
+        """Learn the outcomes of tests of one kind, in order."""
         c = self.counts.setdefault(key, [0.0, 0.0])
         hit, seen, cap = c[0], c[1], self.cap
         for success in outcomes:
@@ -177,11 +174,8 @@ class RunFit:
         odds = p / max(1e-9, 1.0 - p) * self.factor(group)
         return odds / (1.0 + odds)
 
-    def observe(self, group: tuple, p: float, success: bool) -> None:
-        self.observe_many(group, p, (success,))
-
-    def observe_many(self, group: tuple, p: float, outcomes: Sequence[bool]) -> None:
-        """Tests of nodes of one kind, each with chance p."""
+    def observe(self, group: tuple, p: float, outcomes: Sequence[bool]) -> None:
+        """The outcomes of tests of nodes of one kind, each with chance p."""
         r = self.record.setdefault(group, [0.0, 0.0, 0.0, 0.0])
         n = len(outcomes)
         hits = sum(outcomes)
@@ -413,8 +407,8 @@ class CostAwareDrafter:
         # Each test is held against the chance the step was built with, before any of it is learnt.
         before = {key: self.stats.p(key) for key, _ in tests}
         for (key, origin), outcomes in tests.items():
-            self.run_fit.observe_many(fit_group(key, origin), before[key], outcomes)
-            self.stats.observe_many(key, outcomes)
+            self.run_fit.observe(fit_group(key, origin), before[key], outcomes)
+            self.stats.observe(key, outcomes)
         self.trie = None
 
 

@@ -344,6 +344,54 @@ def test_trees_held_at_three_tokens_by_a_wrong_shape_grow_back_after_probes(no_m
     assert all(size > 3 for size, probed in tail if not probed) and sum(p for _, p in tail) <= 1, tail
 
 
+def test_a_lone_stall_leaves_the_shape_and_two_in_a_row_are_a_new_load(no_measuring):
+    from logitspec.costcurve import STALL, install_curve, live_cost, observe_forward
+
+    model = FakeModel()
+    install_curve(model, 512, CostCurve(SIZES, [cheap_trees(n) for n in SIZES], 512, "cpu", "float32"))
+    live = live_cost(model, 512)
+    at = 0.0
+    for i in range(20):  # the idle machine: passes cost what the curve says
+        at += 0.1
+        observe_forward(model, 40, (1, 5)[i % 2], cheap_trees((1, 5)[i % 2]), at=at)
+    shape, level, seen = live.ratio(5), live.level, {n: list(r) for n, r in live.observed.items()}
+    # A collection inside one 5-token pass, beside the 1-token pass just before it.
+    observe_forward(model, 40, 5, 2 * STALL * cheap_trees(5), at=at + 0.1)
+    assert live.observed == seen and live.ratio(5) == shape and live.level == level
+    observe_forward(model, 40, 1, cheap_trees(1), at=at + 0.2)  # the next pass is ordinary again
+    assert live.level == pytest.approx(cheap_trees(1), rel=1e-6)
+    # Another process starts: every pass is now four times as slow, the first is held out as a
+    # stall, the second sets the new level and pairs with nothing from before the change.
+    observe_forward(model, 40, 5, 4 * cheap_trees(5), at=at + 0.3)
+    observe_forward(model, 40, 1, 4 * cheap_trees(1), at=at + 0.4)
+    assert live.level == pytest.approx(4 * cheap_trees(1), rel=1e-6)
+    assert live.ratio(5) == pytest.approx(shape, rel=1e-6)
+    observe_forward(model, 40, 5, 4 * cheap_trees(5), at=at + 0.5)
+    assert live.ratio(5) == pytest.approx(cheap_trees(5) / cheap_trees(1), rel=0.02)
+
+
+def test_a_size_priced_too_dear_by_slow_passes_is_probed_and_the_trees_grow_past_it(no_measuring):
+    # Passes of five tokens that ran slow, each under the stall line (bursts of other work),
+    # price five tokens and up at several times what they cost, and trees settle at four.
+    # Probing only other sizes never showed a five-token pass again, so the price stayed.
+    from logitspec.costcurve import install_curve, live_cost, observe_forward
+
+    model = FakeModel()
+    sizes = list(range(1, 17)) + [32, 64]
+    install_curve(model, 512, CostCurve(sizes, [cheap_trees(n) for n in sizes], 512, "cpu", "float32"))
+    live = live_cost(model, 512)
+    for i in range(12):
+        for j, n in enumerate((2, 3, 4, 5)):
+            observe_forward(model, 40, 1, cheap_trees(1), at=i + 0.2 * j)
+            observe_forward(model, 40, n, cheap_trees(n) * (2.4 if n == 5 else 1.0), at=i + 0.2 * j + 0.1)
+    assert live.ratio(4) < 1.2 and live.ratio(5) > 2 * cheap_trees(5) / cheap_trees(1)
+    steps = run_steps(model, 200, cheap_trees, start=10.0)
+    assert steps[0][0] <= 4  # the dear price holds the trees below five
+    assert any(size == 5 and probed for size, probed in steps)
+    tail = steps[-20:]
+    assert all(size > 4 for size, probed in tail if not probed), tail
+
+
 def test_evidence_keys_long_matches_apart_from_bare_ngrams():
     from logitspec.costtree import evidence
     from logitspec.trace import QueryRecord

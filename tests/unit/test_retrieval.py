@@ -109,6 +109,36 @@ def test_query_respects_explicit_sizes_and_max_len():
     assert q.continuation == [3, 7]  # cut at max_len
 
 
+def brute_force_query(tokens: list[int], suffix: list[int], sizes, max_len: int):
+    """(matched n, follower index, continuation) by scanning the context: the longest
+    n-gram of `suffix` whose latest occurrence has a follower."""
+    for n in sorted(sizes, reverse=True):
+        if n > len(suffix):
+            continue
+        key = suffix[len(suffix) - n:]
+        hits = [i + n for i in range(len(tokens) - n) if tokens[i:i + n] == key]
+        if hits:
+            return n, hits[-1], tokens[hits[-1]:hits[-1] + max_len]
+    return None, None, []
+
+
+@settings(max_examples=200, deadline=None)
+@given(tokens=token_lists, head=st.lists(st.integers(0, 6), max_size=4),
+       lasts=st.lists(st.integers(0, 7), min_size=1, max_size=8), sizes=size_sets)
+def test_queries_sharing_a_head_find_what_a_scan_finds(tokens, head, lasts, sizes):
+    # g2's queries share all but their last token; each must still be its own full lookup.
+    pool = NgramPool(sizes, tokens)
+    max_lens = [1 + i % 4 for i in range(len(lasts))]
+    got = pool.query_each("g2", head, lasts, max_lens, list(range(1, len(lasts) + 1)))
+    for q, last, max_len, rank in zip(got, lasts, max_lens, range(1, len(lasts) + 1)):
+        n, follower, continuation = brute_force_query(tokens, [*head, last], sizes, max_len)
+        assert (q.matched_n, q.continuation, q.candidate_rank) == (n, continuation, rank)
+        assert q.match_pos == (None if n is None else follower - n)
+        tried = [a.n for a in q.attempts]
+        assert tried == [m for m in pool.sizes if m <= len(head) + 1 and (n is None or m >= n)]
+        assert all(a.ngram == [*head, last][len(head) + 1 - a.n:] for a in q.attempts)
+
+
 def test_sizes_are_sorted_longest_first_and_deduplicated():
     assert NgramPool([1, 3, 2, 3]).sizes == (3, 2, 1)
 

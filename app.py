@@ -35,7 +35,7 @@ from ui import links, trie_view
 from ui.figures import FIGURES_CSS, FIGURES_JS, figure_slot, tree_slot
 from ui.debugger import OUTCOMES, DebuggerTab
 from ui.explain import ExplainTab
-from ui.keys import KEYS_JS, MOVES_JS, presses, take_moves
+from ui.keys import KEYS_JS, MOVES_JS, on_moves, presses
 
 ROOT = Path(__file__).resolve().parent
 TRACES_DIR = ROOT / "traces"
@@ -793,9 +793,7 @@ class ExplorerUI:
         self.tree_view.input(self.set_tree_view, [self.state, self.tree_view], explorer_out, **view_kw)
         self.tree_fig.compact.input(self.set_compact_tree, [self.state, self.tree_fig.compact], explorer_out,
                                     **view_kw)
-        # Every press counts: presses during a slow redraw go in the next move, one move at a time.
-        gr.on([f.prev_btn.click, f.next_btn.click], self.move, [self.state, self.moves], explorer_out,
-              trigger_mode="always_last", js=take_moves("explorer"), **step_kw)
+        on_moves(f.prev_btn, f.next_btn, "explorer", self.move, [self.state, self.moves], explorer_out, **step_kw)
         # A press while playing pauses; the loop mostly sleeps, so it takes no drawing slot.
         self.play_btn.click(self.play, [self.state], explorer_out, trigger_mode="multiple", concurrency_limit=None,
                             show_progress="hidden", api_visibility="undocumented")

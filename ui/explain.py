@@ -15,7 +15,7 @@ from visual.explain import TITLES, Panel, choose_step, walkthrough
 from visual.style import sub_x
 
 from .figures import FigureSlot, figure_slot
-from .keys import presses, take_moves
+from .keys import on_moves, presses
 from .links import parse_link, request_params
 
 INTRO_MD = """
@@ -98,9 +98,7 @@ class ExplainTab:
         ins = [state, self.picked]
         tab.select(self.show, ins, self.outputs, **kw)
         self.step.input(self.show_step, ins + [self.step], self.outputs, trigger_mode="always_last", **step_kw)
-        # Every press counts: presses during a slow redraw go in the next move, one move at a time.
-        gr.on([self.prev.click, self.next.click], self.move, ins + [self.moves], self.outputs,
-              trigger_mode="always_last", js=take_moves("explain"), **step_kw)
+        on_moves(self.prev, self.next, "explain", self.move, ins + [self.moves], self.outputs, **step_kw)
         self.auto.click(lambda v, p: self.show(v, None), ins, self.outputs, **kw)
 
     # ------------------------------------------------------------ what to explain

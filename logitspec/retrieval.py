@@ -65,6 +65,8 @@ class NgramPool:
 
         Tries the longest n-gram first and falls back to shorter ones; records every try.
         """
+        if not suffix:
+            return QueryRecord(kind, candidate_rank, [], None, None, [])
         return self.query_each(kind, suffix[:-1], [suffix[-1]], [max_len], [candidate_rank], sizes)[0]
 
     def query_each(

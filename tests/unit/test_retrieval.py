@@ -139,6 +139,11 @@ def test_queries_sharing_a_head_find_what_a_scan_finds(tokens, head, lasts, size
         assert all(a.ngram == [*head, last][len(head) + 1 - a.n:] for a in q.attempts)
 
 
+def test_an_empty_suffix_matches_nothing():
+    q = NgramPool((1, 2, 3), [1, 2, 3]).query("g1", [], max_len=4)
+    assert (q.attempts, q.matched_n, q.continuation) == ([], None, [])
+
+
 def test_sizes_are_sorted_longest_first_and_deduplicated():
     assert NgramPool([1, 3, 2, 3]).sizes == (3, 2, 1)
 

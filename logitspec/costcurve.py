@@ -53,7 +53,7 @@ class CostCurve:
         """c(0..max_n) as a list, computed once per curve: the tree search reads it per node."""
         cached = self._table
         if cached is None or len(cached) <= max_n:
-            cached = [0.0] + np.interp(np.arange(1, max_n + 1), self.sizes, self.seconds).tolist()
+            cached = [0.0, *interp_sorted(range(1, max_n + 1), self.sizes, self.seconds)]
             self._table = cached
         return cached
 
@@ -286,9 +286,10 @@ class LiveCost:
             b = self.base
             sizes, ratios = self.shape()
             level = self.level
+            # c(0..) per whole size comes with it: the tree search reads it per node.
             self._curve = CostCurve(sizes, [level * r for r in ratios], b.context_len, b.device, b.dtype,
-                                    b.measurements, threads=self.threads or b.threads)
-            self._curve._table = [level * r for r in self._by_n()]  # c(0..), read per node by the search
+                                    b.measurements, threads=self.threads or b.threads,
+                                    _table=[level * r for r in self._by_n()])
         return self._curve
 
     def observe(self, n: int, seconds: float, at: float, threads: int | None = None) -> None:

@@ -90,7 +90,7 @@ class CurveMeasurement:
     @torch.inference_mode()
     def _prepare(self) -> None:
         from .runtime.kvcache import new_cache
-        from .verify import free_head_rows
+        from .verify import head_batch_rows
 
         model, vocab = self.model, int(self.model.config.vocab_size)
         g = torch.Generator().manual_seed(0)
@@ -106,7 +106,7 @@ class CurveMeasurement:
                 parent = i - 1 if i % 2 else 0
                 nodes.append(TreeNode(id=i, token=toks[i], parent=parent, depth=nodes[parent].depth + 1, origin="g2"))
             self._trees[n] = nodes
-        self._head_rows = free_head_rows(model)
+        self._head_rows = head_batch_rows(model)
         # The curve is timed on the count decoding will use under the load there is now.
         one = self._trees[1]
         tuner = thread_tuner()
@@ -437,10 +437,10 @@ def observe_forward(model: PreTrainedModel, context_len: int, n: int, seconds: f
 
 def warm_up(model: PreTrainedModel, max_context: int, capacity: int = 64) -> float:
     """Measure every curve a run up to `max_context` tokens may need; return the seconds."""
-    from .verify import free_head_rows
+    from .verify import head_batch_rows
 
     t = time.perf_counter()
-    free_head_rows(model)
+    head_batch_rows(model)
     for below, at in CONTEXT_BUCKETS:
         cost_curve_for(model, min(at, max_context), capacity)
         if max_context < below:

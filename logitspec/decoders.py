@@ -22,7 +22,7 @@ from .settings import METHODS, DecodeSettings
 from .speculation import speculate
 from .trace import Candidate, QueryRecord, StepRecord, TreeNode, TreeSizing
 from .tree import build_static_tree, chain_tree
-from .verify import WalkLog, compact_cache, crop_cache, free_head_rows, prepare_inputs, trial_pass, verify_tree
+from .verify import WalkLog, compact_cache, crop_cache, head_batch_rows, prepare_inputs, trial_pass, verify_tree
 
 
 @dataclass
@@ -201,7 +201,7 @@ def decode(
     run = Decoding(
         model=model, method=method, drafter=make_drafter(method, s, model),
         # Measured once per model, before any timed work; a lone root needs one row anyway.
-        head_rows=1 if method == "vanilla" else free_head_rows(model),
+        head_rows=1 if method == "vanilla" else head_batch_rows(model),
         eos={int(e) for e in eos_ids},
         # Room for the prompt, the answer and one full tree: the cache never reallocates.
         cache=new_cache(model.config, len(prompt) + s.max_new_tokens + s.capacity + 1),

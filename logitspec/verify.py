@@ -2,6 +2,7 @@
 compaction of the KV cache down to the accepted path."""
 from __future__ import annotations
 
+import statistics
 import threading
 import time
 import weakref
@@ -102,9 +103,9 @@ class LazyHead:
     from a node with children; so the head runs at once, in one batch, for the root and
     every inner node, and for a leaf only if the walk arrives there (then it ends).
 
-    The first batch is padded with the likeliest leaves up to `rows` (see `free_head_rows`):
-    on a small model the head reads its weights once for a few rows as for one, while a
-    leaf the walk reaches later costs a second full read of them.
+    The first batch is padded with leaves up to `rows` (`first_batch`, `head_batch_rows`):
+    on a small model the head reads its weights once for a dozen rows at little more than
+    the cost of one, while a leaf the walk reaches later costs a second full read of them.
 
     With a sampling `rule`, `choose` draws the token after a node at its child's absolute
     position (context_len + depth + 1), with that position's noise (see sampling.py). The
@@ -120,11 +121,7 @@ class LazyHead:
         self.head = model.get_output_embeddings()
         self.hidden = hidden
         self.index = index if index is not None else TreeIndex.of(nodes)
-        first = {0} | set(self.index.children)
-        if len(first) < rows:
-            leaves = sorted((n for n in nodes if n.id not in first), key=lambda n: (-(n.accept_prob or 0.0), n.id))
-            first.update(n.id for n in leaves[: rows - len(first)])
-        inner = sorted(first)
+        inner = first_batch(nodes, self.index, rows)
         self.row_of = {node: i for i, node in enumerate(inner)}
         self.model = model
         self.logits = self._logits(hidden[inner])
@@ -189,44 +186,74 @@ class WalkLog:
     child_prob: dict[int, float] = field(default_factory=dict)
 
 
-_FREE_ROWS: "weakref.WeakKeyDictionary[torch.nn.Module, int]" = weakref.WeakKeyDictionary()
-_FREE_LOCK = threading.Lock()
+# A leaf's chance of ending the walk, above which it is worth a row of the head's first
+# batch: a row there adds ~0.1 ms, a second batch for the leaf ~4 ms (docs/performance.md).
+LEAF_WORTH = 0.03
+HEAD_SLACK = 1.5  # the first batch may cost this many times one row
+
+
+def first_batch(nodes: Sequence[TreeNode], index: TreeIndex, rows: int) -> list[int]:
+    """The node ids whose logits the head computes at once: the root and every inner node
+    (the walk can only move on from a node with children), then leaves up to `rows` in all,
+    likeliest first, each only if its chance of being reached beats LEAF_WORTH. A leaf of
+    unknown chance (prompt lookup's chain, the paper's static tree) is taken while rows are left."""
+    first = {0} | set(index.children)
+    if len(first) < rows:
+        leaves = sorted((n for n in nodes if n.id not in first), key=lambda n: (-_chance(n), n.id))
+        first.update(n.id for n in leaves[: rows - len(first)] if _chance(n) >= LEAF_WORTH)
+    return sorted(first)
+
+
+def _chance(node: TreeNode) -> float:
+    return 1.0 if node.accept_prob is None else node.accept_prob
+
+
+_HEAD_ROWS: "weakref.WeakKeyDictionary[torch.nn.Module, int]" = weakref.WeakKeyDictionary()
+_HEAD_LOCK = threading.Lock()
 
 
 @torch.inference_mode()
-def measure_free_head_rows(model: PreTrainedModel, max_rows: int = 8, rounds: int = 6, slack: float = 1.15) -> int:
+def measure_head_batch_rows(model: PreTrainedModel, max_rows: int = 16, rounds: int = 6,
+                            slack: float = HEAD_SLACK) -> int:
     """The most rows the output head maps to logits within `slack` times the cost of one row.
 
-    Times the head alone on this device (fastest of `rounds`); rows are counted up from 1
-    and the count stops at the first size that costs more.
+    Times the head alone on this device, every row count once per round, and holds each
+    count against one row timed in the same round, so load from other work slows both
+    sides of a ratio alike. The count is the largest whose median ratio, and every smaller
+    count's, is within `slack`: one slow sample no longer stops the count at one row.
     """
     head = model.get_output_embeddings()
     width = head.weight.shape[1]
     device, dtype = head.weight.device, head.weight.dtype
-    best: dict[int, float] = {}
+    ratios: dict[int, list[float]] = {m: [] for m in range(2, max_rows + 1)}
+    xs = {m: torch.randn(m, width, device=device, dtype=dtype) for m in range(1, max_rows + 1)}
     for r in range(rounds + 1):  # round 0 warms up
-        for m in range(1, max_rows + 1):
-            x = torch.randn(m, width, device=device, dtype=dtype)
-            if device.type == "cuda":
-                torch.cuda.synchronize()
-            t = time.perf_counter()
-            head(x)
-            if device.type == "cuda":
-                torch.cuda.synchronize()
-            if r:
-                best[m] = min(best.get(m, float("inf")), time.perf_counter() - t)
+        secs = {m: _time_head(head, x) for m, x in xs.items()}
+        if r:
+            for m in ratios:
+                ratios[m].append(secs[m] / secs[1])
     rows = 1
-    while rows < max_rows and best[rows + 1] <= slack * best[1]:
+    while rows < max_rows and statistics.median(ratios[rows + 1]) <= slack:
         rows += 1
     return rows
 
 
-def free_head_rows(model: PreTrainedModel) -> int:
-    """`measure_free_head_rows` for this model, measured once and cached."""
-    with _FREE_LOCK:
-        if model not in _FREE_ROWS:
-            _FREE_ROWS[model] = measure_free_head_rows(model)
-        return _FREE_ROWS[model]
+def _time_head(head: torch.nn.Module, x: torch.Tensor) -> float:
+    if x.device.type == "cuda":
+        torch.cuda.synchronize()
+    t = time.perf_counter()
+    head(x)
+    if x.device.type == "cuda":
+        torch.cuda.synchronize()
+    return time.perf_counter() - t
+
+
+def head_batch_rows(model: PreTrainedModel) -> int:
+    """`measure_head_batch_rows` for this model, measured once and cached."""
+    with _HEAD_LOCK:
+        if model not in _HEAD_ROWS:
+            _HEAD_ROWS[model] = measure_head_batch_rows(model)
+        return _HEAD_ROWS[model]
 
 
 @torch.inference_mode()
@@ -237,8 +264,7 @@ def verify_tree(model: PreTrainedModel, cache: Cache, nodes: Sequence[TreeNode],
 
     Returns the accepted path, the bonus token and next_logits: [V], the logits after the
     last accepted node (where the next step's speculation reads its candidates).
-    `head_rows`: the least number of nodes whose logits are computed in the first batch
-    (see LazyHead). `rule` samples instead of taking the argmax; `context_len` places the
+    `head_rows`: the rows the head's first batch is padded to with leaves (`first_batch`). `rule` samples instead of taking the argmax; `context_len` places the
     nodes' positions then. `log`, if given, is filled with what the walk saw.
     """
     hidden = model.base_model(**inputs, cache=cache, use_cache=True).last_hidden_state[0]  # [T, d]

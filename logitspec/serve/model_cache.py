@@ -158,9 +158,9 @@ def warm_cost_curves(lm, capacity: int | None = None, background: bool | None = 
     nothing in the background (a server that shares its cores with other timed work).
     """
     from ..calibration import BackgroundCalibration, start_curves
-    from ..verify import free_head_rows
+    from ..verify import head_batch_rows
 
-    free_head_rows(lm.model)  # measured once per model, before any timed step
+    head_batch_rows(lm.model)  # measured once per model, before any timed step
     if capacity is None:  # every tree a visitor may ask for, so no race measures in front
         capacity = Limits.from_env().capacity
     starts = start_curves(lm.model, max_context=1024, capacity=capacity)

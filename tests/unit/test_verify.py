@@ -262,12 +262,12 @@ def test_padding_the_head_batch_changes_nothing_but_where_leaves_are_computed(ti
     torch.testing.assert_close(head.row(1), expected, atol=ATOL, rtol=1e-4)
 
 
-def test_free_head_rows_is_measured_within_its_bounds(tiny_llama):
-    from logitspec.verify import _FREE_ROWS, free_head_rows, measure_free_head_rows
+def test_head_batch_rows_is_measured_within_its_bounds(tiny_llama):
+    from logitspec.verify import _HEAD_ROWS, head_batch_rows, measure_head_batch_rows
 
-    assert 1 <= measure_free_head_rows(tiny_llama, max_rows=4, rounds=2) <= 4
-    rows = free_head_rows(tiny_llama)
-    assert _FREE_ROWS[tiny_llama] == rows  # measured once, then read from the cache
+    assert 1 <= measure_head_batch_rows(tiny_llama, max_rows=4, rounds=2) <= 4
+    rows = head_batch_rows(tiny_llama)
+    assert _HEAD_ROWS[tiny_llama] == rows  # measured once, then read from the cache
 
 
 class NoLogitsToKeep(torch.nn.Module):
@@ -289,3 +289,49 @@ def test_prefill_returns_the_last_logits_with_or_without_logits_to_keep(tiny):
         cache = DynamicCache(config=tiny.config)
         torch.testing.assert_close(prefill(model, cache, PROMPT), full, atol=ATOL, rtol=1e-4)
         assert cache.get_seq_length() == len(PROMPT)  # the prompt is cached once, not twice
+
+
+def test_the_head_batch_takes_inner_nodes_then_leaves_worth_a_row():
+    """Root and inner nodes always; leaves likeliest first up to the rows, each only if its
+    chance beats LEAF_WORTH; a leaf of unknown chance (a prompt-lookup chain's) while rows last."""
+    from logitspec.tree import TreeIndex
+    from logitspec.verify import LEAF_WORTH, first_batch
+
+    def tree(chances):  # a root with one inner node (1), then leaves 2.. under it
+        nodes = [TreeNode(id=0, token=0, parent=-1, depth=0, origin="root"),
+                 TreeNode(id=1, token=1, parent=0, depth=1, origin="g1", accept_prob=0.9)]
+        nodes += [TreeNode(id=2 + i, token=2 + i, parent=1, depth=2, origin="g2", accept_prob=p)
+                  for i, p in enumerate(chances)]
+        return nodes, TreeIndex.of(nodes)
+
+    nodes, index = tree([0.1, LEAF_WORTH / 2, 0.4, LEAF_WORTH])
+    assert first_batch(nodes, index, 1) == [0, 1]  # inner nodes even past the rows
+    assert first_batch(nodes, index, 3) == [0, 1, 4]  # the likeliest leaf first
+    assert first_batch(nodes, index, 5) == [0, 1, 2, 4, 5]
+    assert first_batch(nodes, index, 16) == [0, 1, 2, 4, 5]  # never a leaf under LEAF_WORTH
+    chain, index = tree([None])
+    assert first_batch(chain, index, 3) == [0, 1, 2]
+    assert first_batch(chain, index, 2) == [0, 1]
+
+
+def test_head_batch_rows_hold_each_count_against_one_row_timed_in_the_same_round(tiny_llama, monkeypatch):
+    """A round slowed throughout by other work, or one slow count in one round, moves nothing."""
+    from logitspec import verify
+
+    rounds = iter(range(10**6))
+    timings: list[float] = []
+
+    def fake_time(head, x):
+        m = x.shape[0]
+        if m == 1:
+            timings.append(next(rounds))
+        r = len(timings)
+        load = 3.0 if r == 3 else 1.0  # the whole of round 3 under load
+        cost = 1.0 if m <= 6 else 2.0
+        if r == 2 and m == 2:
+            cost = 5.0  # one slow count in round 2
+        return load * cost
+
+    monkeypatch.setattr(verify, "_time_head", fake_time)
+    assert verify.measure_head_batch_rows(tiny_llama, max_rows=10, rounds=5) == 6
+    assert verify.measure_head_batch_rows(tiny_llama, max_rows=4, rounds=5) == 4

@@ -135,7 +135,7 @@ class CurveMeasurement:
     def result(self) -> CostCurve:
         secs = [min(self.runs[n]) for n in self.sizes]
         # A forward pass never gets cheaper with more tokens; noise can say otherwise.
-        secs = list(np.maximum.accumulate(secs))
+        secs = isotonic(secs, [1.0] * len(secs))
         return CostCurve(self.sizes, [float(s) for s in secs], self.context_len, str(self.model.device),
                          str(self.model.dtype).replace("torch.", ""), threads=self.threads)
 
@@ -163,6 +163,21 @@ def interp_sorted(xs: Sequence[float], xp: Sequence[float], fp: Sequence[float])
             x0, x1 = xp[j], xp[j + 1]
             out.append(float(fp[j] + (fp[j + 1] - fp[j]) * (x - x0) / (x1 - x0)))
     return out
+
+
+def isotonic(values: Sequence[float], weights: Sequence[float]) -> list[float]:
+    """The weighted least-squares non-decreasing fit of `values` (pool adjacent violators)."""
+    blocks: list[list[float]] = []  # [mean, weight, count]
+    for v, w in zip(values, weights):
+        blocks.append([float(v), w, 1])
+        while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
+            v2, w2, c2 = blocks.pop()
+            b = blocks[-1]
+            total = b[1] + w2
+            # An infinite weight (a fixed point) keeps its value.
+            b[0] = b[0] if b[1] == float("inf") else v2 if w2 == float("inf") else (b[0] * b[1] + v2 * w2) / total
+            b[1], b[2] = total, b[2] + c2
+    return [v for v, _, c in blocks for _ in range(int(c))]
 
 
 PAIR_WINDOW = 3.0  # seconds within which two passes are taken to share the machine's load
@@ -217,13 +232,13 @@ class LiveCost:
     _shape: tuple[list[int], list[float]] | None = field(default=None, repr=False)
     _base_ratios: dict[int, float] = field(default_factory=dict, repr=False)
     _shape_by_n: list[float] | None = field(default=None, repr=False)
-    _factors: dict[int, float] = field(default_factory=dict, repr=False)  # n -> _corrected(n) / base_ratio(n)
+    _fixes: dict[int, float] = field(default_factory=dict, repr=False)  # n -> _corrected(n), until n's next ratio
 
     def set_base(self, base: CostCurve) -> None:
         """A newly measured shape; what decoding has learnt (level, real ratios) is kept."""
         self.base, self._curve, self._shape, self._shape_by_n = base, None, None, None
         self._base_ratios.clear()
-        self._factors.clear()
+        self._fixes.clear()
 
     def base_ratio(self, n: int) -> float:
         r = self._base_ratios.get(n)
@@ -247,11 +262,11 @@ class LiveCost:
         # statistics.median: numpy's costs ~10 us on a dozen floats, and this runs per size per step
         return (SHAPE_PRIOR * self.base_ratio(n) + k * statistics.median(seen)) / (SHAPE_PRIOR + k)
 
-    def _factor(self, n: int) -> float:
-        """The correction at size n, kept until a real ratio of that size arrives."""
-        f = self._factors.get(n)
+    def _fix(self, n: int) -> float:
+        """`_corrected(n)`, kept until a real ratio of that size arrives."""
+        f = self._fixes.get(n)
         if f is None:
-            f = self._factors[n] = self._corrected(n) / self.base_ratio(n)
+            f = self._fixes[n] = self._corrected(n)
         return f
 
     def shape(self) -> tuple[list[int], list[float]]:
@@ -259,9 +274,13 @@ class LiveCost:
         if self._shape is None:
             b = self.base
             points = sorted(n for n in self.observed if 1 < n <= b.sizes[-1])
+            # The real ratios made non-decreasing by a fit weighted by their evidence, not a
+            # running maximum: one size seen dear a few times must not price every larger one.
+            fitted = isotonic([1.0, *(self._fix(n) for n in points)],
+                              [float("inf"), *(SHAPE_PRIOR + len(self.observed[n]) for n in points)])
             # The correction factor at observed sizes, 1 at n = 1, held flat past the last one.
             fx = [1, *points]
-            fy = [1.0, *(self._factor(n) for n in points)]
+            fy = [1.0, *(r / self.base_ratio(n) for n, r in zip(points, fitted[1:]))]
             sizes = sorted(set(b.sizes) | set(points))
             # Plain Python: these lists are a few dozen long, and between forward passes each
             # numpy call costs tens of microseconds (docs/performance.md).
@@ -318,7 +337,7 @@ class LiveCost:
                 seen = self.observed.setdefault(big.n, [])
                 seen.append(big.seconds / small.seconds * r_small)
                 del seen[:-OBSERVED_KEPT]
-                self._factors.pop(big.n, None)
+                self._fixes.pop(big.n, None)
                 self._curve = self._shape = None
         est = seconds / self.ratio(min(n, last))
         first = moved or not self.passes

@@ -436,3 +436,41 @@ def test_a_run_whose_g1_drafts_come_true_trusts_them_more():
     assert d.chance(key, "g1") > fresh.chance(key, "g1") == stats.p(key)
     # g2's candidates other than the true one were predicted unlikely and were wrong: no lift.
     assert d.run_fit.factor(("g2", "first")) <= 1.0
+
+
+def test_a_size_seen_dear_a_few_times_does_not_price_every_larger_size(no_measuring):
+    """The shape is a fit of the real ratios weighted by how often each size was seen: a
+    few slow passes of one size pool with its well-seen neighbours instead of lifting
+    every larger size to their price (as a running maximum did)."""
+    from logitspec.costcurve import install_curve, live_cost, observe_forward
+
+    model = FakeModel()
+    sizes = list(range(1, 17)) + [32, 64]
+    install_curve(model, 512, CostCurve(sizes, [cheap_trees(n) for n in sizes], 512, "cpu", "float32"))
+    live = live_cost(model, 512)
+    at = 0.0
+    for i in range(12):
+        for n in (9, 11, 12):  # seen often, at what they cost
+            observe_forward(model, 40, 1, cheap_trees(1), at=at)
+            observe_forward(model, 40, n, cheap_trees(n), at=at + 0.05)
+            at += 0.1
+        if i < 2:  # two passes of ten tokens slowed by 30% (under the stall line)
+            observe_forward(model, 40, 1, cheap_trees(1), at=at)
+            observe_forward(model, 40, 10, 1.3 * cheap_trees(10), at=at + 0.05)
+            at += 0.1
+    true = {n: cheap_trees(n) / cheap_trees(1) for n in (9, 10, 11, 12, 16)}
+    assert live.ratio(12) == pytest.approx(true[12], rel=0.03)
+    assert live.ratio(16) < 1.03 * true[16]
+    assert live.ratio(10) < 1.1 * true[10]  # pooled with 11, not held at 1.3 times
+    ratios = [live.ratio(n) for n in range(1, 65)]
+    assert ratios == sorted(ratios)
+
+
+def test_isotonic_fit_pools_violators_by_weight_and_keeps_fixed_points():
+    from logitspec.costcurve import isotonic
+
+    inf = float("inf")
+    assert isotonic([1.0, 1.2, 1.1, 1.3], [1, 1, 1, 1]) == pytest.approx([1.0, 1.15, 1.15, 1.3])
+    assert isotonic([1.0, 1.5, 1.2], [1, 1, 3]) == pytest.approx([1.0, 1.275, 1.275])
+    assert isotonic([1.0, 0.9, 1.2], [inf, 3, 3]) == pytest.approx([1.0, 1.0, 1.2])
+    assert isotonic([1.0, 2.0, 3.0], [1, 1, 1]) == [1.0, 2.0, 3.0]

@@ -151,18 +151,27 @@ class Prefix:
 FIT_PRIOR = 4.0  # weight, in observations, of the process-wide chances against the run's record
 
 
+FIT_EVIDENCE = 3  # evidence levels fitted apart: none, a bare 1-, 2- and 3-gram or longer
+
+
 def fit_group(key: tuple, origin: str) -> tuple:
-    """The group a node kind is fitted in by `RunFit`: its origin and whether it is a first token."""
-    return origin, key[0]
+    """The group a node kind is fitted in by `RunFit`: its origin, whether it is a first
+    token, and the evidence of the match behind it (`evidence`, capped at FIT_EVIDENCE)."""
+    if key[0] == "first":  # ("first", rank bucket, g1 evidence, g2 evidence)
+        n = key[2] if origin == "g1" else key[3]
+    else:  # ("cont", evidence, depth)
+        n = key[1]
+    return origin, key[0], min(n, FIT_EVIDENCE)
 
 
 @dataclass
 class RunFit:
-    """How this run's drafts fare against the process-wide chances, per origin and kind
-    (g1's chain, g2's branches; first tokens, continuations). A text that copies its prompt
-    keeps g1's drafts right far more often than the average text with the same evidence,
-    and the chances follow it by an odds factor: hits over expected hits, against misses
-    over expected misses."""
+    """How this run's drafts fare against the process-wide chances, per origin, kind and
+    evidence (`fit_group`). A text that copies its prompt keeps drafts after a bare 1- or
+    2-gram right far more often than the average text does, while drafts after a long match
+    are right in almost any text; one factor for both let the many long matches, right as
+    expected, hold down the lift the short ones had earned. The chances follow the record by
+    an odds factor: hits over expected hits, against misses over expected misses."""
 
     record: dict[tuple, list[float]] = field(default_factory=dict)  # [hits, expected, misses, expected]
 

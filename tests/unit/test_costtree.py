@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from logitspec.costcurve import CostCurve
-from logitspec.costtree import AcceptanceStats, CostAwareDrafter, RunRate
+from logitspec.costtree import FIT_EVIDENCE, AcceptanceStats, CostAwareDrafter, RunFit, RunRate, fit_group
 from logitspec.retrieval import NgramPool
 from logitspec.trace import Candidate
 
@@ -432,10 +432,25 @@ def test_a_run_whose_g1_drafts_come_true_trusts_them_more():
 
     key = d.trie.key[d.trie.child[(d.trie.child[(d.trie.child[(0, 9)], 10)], 11)]]
     assert key[0] == "cont"
-    assert d.run_fit.factor(("g1", "cont")) > 1.0
+    assert d.run_fit.factor(fit_group(key, "g1")) > 1.0
     assert d.chance(key, "g1") > fresh.chance(key, "g1") == stats.p(key)
     # g2's candidates other than the true one were predicted unlikely and were wrong: no lift.
-    assert d.run_fit.factor(("g2", "first")) <= 1.0
+    assert all(d.run_fit.factor(g) <= 1.0 for g in d.run_fit.record if g[:2] == ("g2", "first"))
+
+
+def test_the_run_fits_short_and_long_matches_apart():
+    """Drafts after bare 1-grams that keep coming true lift those chances, however many
+    drafts after long matches fared just as the process expected."""
+    fit = RunFit()
+    short, long_ = ("cont", 1, 3), ("cont", 16, 3)
+    for _ in range(10):
+        fit.observe(fit_group(long_, "g1"), 0.9, [True] * 9 + [False])  # as expected
+        fit.observe(fit_group(short, "g1"), 0.4, [True, True])  # far above 0.4
+    assert fit_group(short, "g1") != fit_group(long_, "g1")
+    assert fit.adjust(fit_group(short, "g1"), 0.4) > 0.7
+    assert fit.adjust(fit_group(long_, "g1"), 0.9) == pytest.approx(0.9, abs=0.02)
+    assert fit_group(("first", 1, 0, 2), "g2") == ("g2", "first", 2)
+    assert fit_group(("first", 0, 16, 0), "g1") == ("g1", "first", FIT_EVIDENCE)
 
 
 def test_a_size_seen_dear_a_few_times_does_not_price_every_larger_size(no_measuring):

@@ -2,7 +2,7 @@
 
     python scripts/modelled_speedup.py [--runs FILE | --record FILE] [--curve-from REPORT]
         [--limit-per-category 3] [--max-new-tokens 128] [--passes 2] [--drafting-ms 0,0]
-        [--ngram-evidence-only] [--without-run-fit] [--rate-memory 0.95]
+        [--ngram-evidence-only] [--without-run-fit] [--fit-without-evidence] [--rate-memory 0.95]
 
 Greedy output does not depend on the drafter, so the bundled model decodes each bench
 question once with vanilla, and the logits behind every output token are kept (their top
@@ -19,8 +19,9 @@ the last of `--passes` passes over the questions (the earlier ones teach the pro
 chances, as a bench's repetitions do). `--drafting-ms PLD,LOGITSPEC` adds a drafting time
 per step (0 by default: the tree's choices alone). `--ngram-evidence-only` keys acceptance
 by the matched n-gram's length alone (`logitspec.costtree.evidence`), `--without-run-fit`
-leaves each run's fit of the chances out (`costtree.RunFit`), and `--rate-memory` sets how
-fast the run's rate forgets (`costtree.RATE_MEMORY`; 1 never forgets).
+leaves each run's fit of the chances out (`costtree.RunFit`), `--fit-without-evidence` fits
+it per origin and kind only (`costtree.fit_group` without the evidence level), and
+`--rate-memory` sets how fast the run's rate forgets (`costtree.RATE_MEMORY`; 1 never forgets).
 """
 from __future__ import annotations
 
@@ -168,6 +169,8 @@ def variants(args: argparse.Namespace) -> None:
         costtree.evidence = lambda q: (q.matched_n or 0) if q is not None else 0
     if args.without_run_fit:
         costtree.RunFit.adjust = lambda self, group, p: p
+    if args.fit_without_evidence:
+        costtree.fit_group = lambda key, origin: (origin, key[0])
     if args.rate_memory is not None:
         costtree.RATE_MEMORY = args.rate_memory
 
@@ -184,6 +187,7 @@ def main() -> int:
     p.add_argument("--drafting-ms", default="0,0", help="drafting time per step: PLD,LOGITSPEC")
     p.add_argument("--ngram-evidence-only", action="store_true")
     p.add_argument("--without-run-fit", action="store_true")
+    p.add_argument("--fit-without-evidence", action="store_true")
     p.add_argument("--rate-memory", type=float, default=None)
     args = p.parse_args()
     try:

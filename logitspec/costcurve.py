@@ -174,8 +174,8 @@ def isotonic(values: Sequence[float], weights: Sequence[float]) -> list[float]:
             v2, w2, c2 = blocks.pop()
             b = blocks[-1]
             total = b[1] + w2
-            # An infinite weight (a fixed point) keeps its value.
-            b[0] = b[0] if b[1] == float("inf") else v2 if w2 == float("inf") else (b[0] * b[1] + v2 * w2) / total
+            if b[1] != float("inf"):  # a block of infinite weight (a fixed point) keeps its value
+                b[0] = v2 if w2 == float("inf") else (b[0] * b[1] + v2 * w2) / total
             b[1], b[2] = total, b[2] + c2
     return [v for v, _, c in blocks for _ in range(int(c))]
 
@@ -232,7 +232,7 @@ class LiveCost:
     _shape: tuple[list[int], list[float]] | None = field(default=None, repr=False)
     _base_ratios: dict[int, float] = field(default_factory=dict, repr=False)
     _shape_by_n: list[float] | None = field(default=None, repr=False)
-    _fixes: dict[int, float] = field(default_factory=dict, repr=False)  # n -> _corrected(n), until n's next ratio
+    _fixes: dict[int, float] = field(default_factory=dict, repr=False)  # n -> _corrected(n)
 
     def set_base(self, base: CostCurve) -> None:
         """A newly measured shape; what decoding has learnt (level, real ratios) is kept."""

@@ -149,8 +149,6 @@ class Prefix:
 
 
 FIT_PRIOR = 4.0  # weight, in observations, of the process-wide chances against the run's record
-
-
 FIT_EVIDENCE = 3  # evidence levels fitted apart: none, a bare 1-, 2- and 3-gram or longer
 
 

@@ -196,7 +196,8 @@ def first_batch(nodes: Sequence[TreeNode], index: TreeIndex, rows: int) -> list[
     """The node ids whose logits the head computes at once: the root and every inner node
     (the walk can only move on from a node with children), then leaves up to `rows` in all,
     likeliest first, each only if its chance of being reached beats LEAF_WORTH. A leaf of
-    unknown chance (prompt lookup's chain, the paper's static tree) is taken while rows are left."""
+    unknown chance (prompt lookup's chain, the paper's static tree) is taken while rows
+    are left."""
     first = {0} | set(index.children)
     if len(first) < rows:
         leaves = sorted((n for n in nodes if n.id not in first), key=lambda n: (-_chance(n), n.id))
@@ -264,8 +265,9 @@ def verify_tree(model: PreTrainedModel, cache: Cache, nodes: Sequence[TreeNode],
 
     Returns the accepted path, the bonus token and next_logits: [V], the logits after the
     last accepted node (where the next step's speculation reads its candidates).
-    `head_rows`: the rows the head's first batch is padded to with leaves (`first_batch`). `rule` samples instead of taking the argmax; `context_len` places the
-    nodes' positions then. `log`, if given, is filled with what the walk saw.
+    `head_rows`: the rows the head's first batch is padded to with leaves (`first_batch`).
+    `rule` samples instead of taking the argmax; `context_len` places the nodes' positions
+    then. `log`, if given, is filled with what the walk saw.
     """
     hidden = model.base_model(**inputs, cache=cache, use_cache=True).last_hidden_state[0]  # [T, d]
     index = TreeIndex.of(nodes)

@@ -136,7 +136,7 @@ class CurveMeasurement:
         secs = [min(self.runs[n]) for n in self.sizes]
         # A forward pass never gets cheaper with more tokens; noise can say otherwise.
         secs = isotonic(secs, [1.0] * len(secs))
-        return CostCurve(self.sizes, [float(s) for s in secs], self.context_len, str(self.model.device),
+        return CostCurve(self.sizes, secs, self.context_len, str(self.model.device),
                          str(self.model.dtype).replace("torch.", ""), threads=self.threads)
 
 

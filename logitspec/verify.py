@@ -240,11 +240,16 @@ def measure_head_batch_rows(model: PreTrainedModel, max_rows: int = 16, rounds: 
 
 
 def _time_head(head: torch.nn.Module, x: torch.Tensor) -> float:
-    if x.device.type == "cuda":
+    return seconds_of(x.device, lambda: head(x))
+
+
+def seconds_of(device: torch.device, fn: Callable[[], object]) -> float:
+    """Wall seconds of fn(), with an accelerator's queued work finished on both sides."""
+    if device.type == "cuda":
         torch.cuda.synchronize()
     t = time.perf_counter()
-    head(x)
-    if x.device.type == "cuda":
+    fn()
+    if device.type == "cuda":
         torch.cuda.synchronize()
     return time.perf_counter() - t
 
@@ -284,11 +289,7 @@ def trial_pass(model: PreTrainedModel, cache: Cache, nodes: Sequence[TreeNode], 
     """Seconds of one verification pass of `nodes` over the first `context_len` cached
     tokens, the cache left as it was: for timing passes (c(n), the thread count)."""
     inputs = prepare_inputs(model, nodes, context_len)
-    if model.device.type == "cuda":
-        torch.cuda.synchronize()
-    t = time.perf_counter()
-    verify_tree(model, cache, nodes, inputs, head_rows)
-    seconds = time.perf_counter() - t
+    seconds = seconds_of(model.device, lambda: verify_tree(model, cache, nodes, inputs, head_rows))
     crop_cache(cache, context_len)
     return seconds
 

@@ -139,6 +139,31 @@ class _Trie(TreeIndex):
 
 
 @dataclass
+class ChainTail:
+    """What a drafted chain held past the deepest node the truth reached: its next tokens,
+    tested against the text as later steps commit it, as if they had been verified. The
+    trie stops a chain where its chance falls under the floor, so without these tests a
+    node kind cut early (a copy after a bare 1-gram) never shows how often it was right."""
+
+    tokens: list[int]
+    n: int  # the chain's evidence (`evidence`)
+    origin: str
+    depth: int  # the depth tokens[0] would have had in its tree
+
+    def test(self, text: Sequence[int], tests: dict[tuple, list[bool]]) -> "ChainTail | None":
+        """Test the tail against `text`, the tokens that follow its last tested one; return
+        what is left to test against the text after it (None: a miss, or nothing left)."""
+        for i, (tok, right) in enumerate(zip(self.tokens, text)):
+            key = CostAwareDrafter.cont_key(self.n, self.depth + i)
+            tests.setdefault((key, self.origin), []).append(tok == right)
+            if tok != right:
+                return None
+        used = min(len(self.tokens), len(text))
+        rest = self.tokens[used:]
+        return ChainTail(rest, self.n, self.origin, self.depth + used) if rest else None
+
+
+@dataclass
 class Prefix:
     """The greedy search's result: nodes by falling path chance, and the best cut of them."""
 
@@ -246,6 +271,8 @@ class CostAwareDrafter:
         self.curve = curve
         self.trie: _Trie | None = None  # the last built step's trie, until its truth is observed
         self.skipped: list[tuple[int, tuple]] = []  # first tokens left out of the trie, for learning
+        self.tail: ChainTail | None = None  # the last step's chain past the truth, for learning
+        self._chains: tuple = (None, 0, ())  # the step's g1 query, its length and g2 pairs
         self.calibration_seconds = 0.0  # time spent measuring c(n) during this run
         self.rate = RunRate()
         self.run_fit = RunFit()
@@ -315,6 +342,7 @@ class CostAwareDrafter:
               g1_len: int, floor: float) -> _Trie:
         """The trie of g1's chain and every candidate's branch, nodes under `floor` left out."""
         trie, self.skipped, self._chances = _Trie(root), [], {}
+        self._chains = (g1, g1_len, g2)
         g1n = evidence(g1)
         if g1 is not None and g1.continuation:
             self._add_g1(trie, g1.continuation[:g1_len], g1n, floor)
@@ -390,7 +418,8 @@ class CostAwareDrafter:
         `seconds`).
 
         Every drafted node whose parent lies on the true path was, in effect, tested, and so
-        was every candidate left out of the trie for its low chance.
+        was every candidate left out of the trie for its low chance, and so is the chain
+        through the deepest right node past where the trie or the truth ended (`ChainTail`).
         """
         if seconds is not None and verified and self.model is not None and self.curve is None:
             observe_forward(self.model, self._context_len, verified, seconds, threads=threads)
@@ -400,23 +429,44 @@ class CostAwareDrafter:
         self.rate.observe(len(truth) - 1, self._relative_cost)  # the root and the accepted drafts
         # The outcomes in order, gathered by node kind: a step tests ~60 nodes of a dozen kinds.
         tests: dict[tuple, list[bool]] = {}
+        if self.tail is not None:  # the last step's chain against this step's new tokens; what
+            self.tail.test(truth[1:], tests)  # is left of it goes: this step's own chains go on from here
         second = truth[1]
         for tok, key in self.skipped:
             tests.setdefault((key, "g2"), []).append(tok == second)
-        node = 0
+        node, reached = 0, 0
         for depth in range(1, len(truth)):
             right = t.child.get((node, int(truth[depth])))
             for c in t.children.get(node, ()):
                 tests.setdefault((t.key[c], t.origin[c]), []).append(c == right)
             if right is None:
                 break
-            node = right
+            node, reached = right, depth
+        self.tail = self._tail(node, truth[reached + 1:], tests)
         # Each test is held against the chance the step was built with, before any of it is learnt.
         before = {key: self.stats.p(key) for key, _ in tests}
         for (key, origin), outcomes in tests.items():
             self.run_fit.observe(fit_group(key, origin), before[key], outcomes)
             self.stats.observe(key, outcomes)
         self.trie = None
+
+    def _tail(self, node: int, after: Sequence[int], tests: dict[tuple, list[bool]]) -> ChainTail | None:
+        """The chain through `node`, the deepest right one, past it: tested against `after`
+        (the truth past the node) where the trie left it untested; returns what is left."""
+        if node == 0:
+            return None
+        t, (g1, g1_len, g2) = self.trie, self._chains
+        q = t.query[node]
+        if q == 0:
+            chain, n, origin = g1.continuation[:g1_len], evidence(g1), "g1"
+        else:
+            cand, rec = g2[q - 1]
+            chain, n, origin = [cand.token, *rec.continuation], evidence(rec), "g2"
+        depth = t.depth[node]
+        tail = ChainTail(chain[depth:], n, origin, depth + 1)
+        if not tail.tokens or (after and (node, tail.tokens[0]) in t.child):
+            return None  # nothing past it, or its next node was in the trie and tested already
+        return tail.test(after, tests) if after else tail
 
 
 def best_prefix(trie: _Trie, cost: Sequence[float], capacity: int, rate: float) -> Prefix:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from logitspec.costcurve import CostCurve
-from logitspec.costtree import FIT_EVIDENCE, AcceptanceStats, CostAwareDrafter, RunFit, RunRate, fit_group
+from logitspec.costtree import FIT_EVIDENCE, AcceptanceStats, CostAwareDrafter, RunFit, RunRate, evidence, fit_group
 from logitspec.retrieval import NgramPool
 from logitspec.trace import Candidate
 
@@ -451,6 +451,47 @@ def test_the_run_fits_short_and_long_matches_apart():
     assert fit.adjust(fit_group(long_, "g1"), 0.9) == pytest.approx(0.9, abs=0.02)
     assert fit_group(("first", 1, 0, 2), "g2") == ("g2", "first", 2)
     assert fit_group(("first", 0, 16, 0), "g1") == ("g1", "first", FIT_EVIDENCE)
+
+
+def test_a_chain_cut_short_still_learns_from_the_text_that_follows():
+    """The trie stops g1's chain where its chance falls under the floor; the tokens the
+    chain held past there are tested as the following steps commit the text, up to the
+    first miss, so a kind of node cut early still learns how often it would have been right."""
+    stats = AcceptanceStats()
+    d = CostAwareDrafter(model=None, stats=stats, curve=LINEAR)  # a high floor: the chain is cut early
+    pool = NgramPool((1, 2, 3), list(range(100, 130)) + [100, 101, 102])
+    g1 = pool.query("g1", pool.tokens[-3:] + [103], 20)
+    chain = g1.continuation  # 104, 105, ...: the text copies on
+    d.build(103, g1, [], capacity=64, g1_len=20, context_len=len(pool))
+    cut = max(d.trie.depth.values())
+    deeper = [CostAwareDrafter.cont_key(evidence(g1), cut + i) for i in (1, 2, 3, 4)]
+    assert cut + 4 <= 8 and len(chain) > cut + 4  # each depth its own key
+    assert all(k not in stats.counts for k in deeper)
+    d.observe([103, *chain[:cut], chain[cut]])  # all the trie held came true, and the bonus is the next
+    d.build(chain[cut], None, [], capacity=64, g1_len=20, context_len=len(pool) + cut + 1)
+    # One more right, then the text leaves the chain (and meets it again by chance: not tested).
+    d.observe([chain[cut], chain[cut + 1], 999, chain[cut + 3]])
+    d.build(chain[cut + 3], None, [], capacity=64, g1_len=20, context_len=len(pool) + cut + 4)
+    d.observe([chain[cut + 3], chain[cut + 3], 7])
+    assert stats.counts[deeper[0]] == [1.0, 1.0]
+    assert stats.counts[deeper[1]] == [1.0, 1.0]
+    assert stats.counts[deeper[2]] == [0.0, 1.0]
+    assert deeper[3] not in stats.counts and d.tail is None
+
+
+def test_a_chain_node_the_trie_tested_is_not_tested_again():
+    """Where the truth leaves a chain at a node the trie held, that node was tested with
+    the step's other nodes; the chain's tail adds nothing."""
+    stats = AcceptanceStats()
+    d = CostAwareDrafter(model=None, stats=stats, curve=FLAT)  # a free tree: the whole chain is in the trie
+    pool = NgramPool((1, 2, 3), list(range(100, 130)) + [100, 101, 102])
+    g1 = pool.query("g1", pool.tokens[-3:] + [103], 20)
+    chain = g1.continuation
+    d.build(103, g1, [], capacity=64, g1_len=20, context_len=len(pool))
+    assert (d.trie.child[(d.trie.child[(0, chain[0])], chain[1])], chain[2]) in d.trie.child
+    d.observe([103, chain[0], chain[1], 999])
+    assert stats.counts[CostAwareDrafter.cont_key(evidence(g1), 3)] == [0.0, 1.0]
+    assert d.tail is None
 
 
 def test_a_size_seen_dear_a_few_times_does_not_price_every_larger_size(no_measuring):

@@ -429,8 +429,10 @@ class CostAwareDrafter:
         self.rate.observe(len(truth) - 1, self._relative_cost)  # the root and the accepted drafts
         # The outcomes in order, gathered by node kind: a step tests ~60 nodes of a dozen kinds.
         tests: dict[tuple, list[bool]] = {}
-        if self.tail is not None:  # the last step's chain against this step's new tokens; what
-            self.tail.test(truth[1:], tests)  # is left of it goes: this step's own chains go on from here
+        # The last step's chain against this step's new tokens; what is left of it is dropped,
+        # as this step's own chains cover the text from here.
+        if self.tail is not None:
+            self.tail.test(truth[1:], tests)
         second = truth[1]
         for tok, key in self.skipped:
             tests.setdefault((key, "g2"), []).append(tok == second)

@@ -55,13 +55,15 @@ def _dtype(model) -> str:
 def curve_key(model, bucket: int, max_n: int) -> dict:
     """What a stored curve must match to be used: the model, the machine and the settings
     that change what a pass costs. Read on the model thread (threads are per thread)."""
-    from .runtime.fewrows import cpu_model, kernel_variant
+    from .runtime.fewrows import build_directory, cpu_model, kernel_variant
 
     cfg = model.config
+    isa = kernel_variant()[0]
     return {
         "model": str(getattr(cfg, "_name_or_path", "") or type(model).__name__),
         "params": int(sum(p.numel() for p in model.parameters())),
-        "cpu": cpu_model(), "threads": torch.get_num_threads(), "kernel": kernel_variant()[0],
+        "cpu": cpu_model(), "threads": torch.get_num_threads(), "kernel": isa,
+        "kernel_build": build_directory(isa).name if isa else None,  # a changed kernel is re-timed
         "device": str(model.device), "dtype": _dtype(model), "torch": torch.__version__,
         "context": bucket, "max_n": max_n,
     }

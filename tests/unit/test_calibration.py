@@ -47,6 +47,21 @@ def test_a_stored_curve_comes_back_only_for_its_own_key(cache_dir):
     assert calibration.load_curve({**key, "kernel": "other"}) is None
 
 
+def test_a_curve_timed_on_another_build_of_the_kernel_is_not_used(cache_dir, monkeypatch, tmp_path):
+    from logitspec.runtime import fewrows
+
+    model = tiny_llama(seed=1)
+    monkeypatch.setattr(fewrows, "kernel_variant", lambda: ("avx2", "built"))
+    key = calibration.curve_key(model, 512, 8)
+    calibration.save_curve(key, CostCurve([1, 8], [0.01, 0.02], 512, "cpu", "float32"))
+    changed = tmp_path / "few_linear.cpp"
+    changed.write_text(fewrows.SOURCE.read_text() + "\n// another kernel\n")
+    monkeypatch.setattr(fewrows, "SOURCE", changed)
+    rebuilt = calibration.curve_key(model, 512, 8)
+    assert rebuilt["kernel"] == key["kernel"] and calibration.load_curve(rebuilt) is None
+    assert calibration.load_curve(key) is not None
+
+
 @pytest.mark.parametrize("damage", ["{not json", '{"format": "logitspec-cost-curve/1"}', "truncated"])
 def test_a_damaged_stored_curve_is_not_trusted(cache_dir, damage):
     model = tiny_llama(seed=1)

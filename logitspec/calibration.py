@@ -3,7 +3,7 @@ measurement done in small chunks on the model thread while it is idle.
 
 Measuring every curve before the model is ready would keep the first visitor waiting, so
 the app starts from the curve stored by an earlier start on the same machine (per model,
-CPU, thread count, kernel variant, dtype and context) or from a default shape, decoding
+CPU, thread count, kernel build, dtype and context) or from a default shape, decoding
 corrects it (costcurve.LiveCost), and a fresh measurement runs one forward pass at a time
 whenever the model thread has been idle a while. Those passes fall between steps, so no
 lane's clock counts them.

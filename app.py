@@ -657,7 +657,8 @@ class ExplorerUI:
                                           label="Max new tokens", elem_id="max-new")
                     f.tree = gr.Radio(["cost", "static"], value=s.tree, label="Tree sizing",
                                       info="cost: sized by the measured cost of a tree token on this "
-                                           "hardware; static: the paper's fixed capacity")
+                                           f"hardware, at most {s.cpu_capacity} tokens on a CPU; static: "
+                                           "the paper's fixed capacity")
                     f.temperature = gr.Slider(0, MAX_TEMPERATURE, value=s.temperature, step=0.05, label="Temperature",
                                               info="0: greedy; above 0 every lane samples, still token for "
                                                    "token alike", elem_id="temperature")

@@ -43,6 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
     g.add_argument("--k", type=int, default=d.k, help="next-next candidates (top-k)")
     g.add_argument("--capacity", type=int, default=d.capacity, help="draft tree capacity, root included")
+    g.add_argument("--cpu-capacity", type=int, default=d.cpu_capacity,
+                   help="the cost-aware tree's capacity on a CPU, root included")
     g.add_argument("--ngram", type=parse_ngrams, default=d.ngram_sizes, help="n-gram sizes, e.g. 1-3")
     g.add_argument("--continuation", type=int, default=d.continuation, help="g1 continuation length")
     g.add_argument("--tree", choices=["static", "cost"], default=d.tree,
@@ -61,6 +63,7 @@ def generate(args: argparse.Namespace) -> int:
     from .limits import check_context, check_prompt, checked_settings
 
     settings = checked_settings(dict(max_new_tokens=args.max_new_tokens, k=args.k, capacity=args.capacity,
+                                     cpu_capacity=args.cpu_capacity,
                                      ngram_sizes=args.ngram, continuation=args.continuation, tree=args.tree,
                                      temperature=args.temperature, top_p=args.top_p, top_k=args.top_k,
                                      seed=args.seed), args.method)

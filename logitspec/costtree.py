@@ -502,7 +502,7 @@ def _sizing(best: Prefix, size: int, probed: bool, curve: CostCurve, cost: Seque
     gain = best.gains[size - 1]
     nxt = best.order[size - 1] if size - 1 < len(best.order) else best.after
     nxt_p = None if nxt is None else p[nxt]
-    reason = _reason(size, gain, curve, None if probed else nxt_p, rate)
+    reason = _reason(size, gain, curve, None if probed else nxt_p, rate, capacity=len(cost) - 1)
     if probed:
         reason += (f"; verified as a probe instead of the best size ({best.size}), so a real pass re-teaches "
                    "what a tree costs under the machine's load now")
@@ -511,7 +511,8 @@ def _sizing(best: Prefix, size: int, probed: bool, curve: CostCurve, cost: Seque
                       run_rate=rate)
 
 
-def _reason(size: int, expected: float, curve: CostCurve, nxt_p: float | None, rate: float) -> str:
+def _reason(size: int, expected: float, curve: CostCurve, nxt_p: float | None, rate: float,
+            capacity: int) -> str:
     text = (f"{size} tokens: expected {expected:.2f} accepted per pass in {curve(size) * 1e3:.1f} ms; "
             f"the run makes {rate:.1f} tokens/s")
     if nxt_p is None:
@@ -520,4 +521,4 @@ def _reason(size: int, expected: float, curve: CostCurve, nxt_p: float | None, r
     if extra > 0 and nxt_p <= rate * extra:
         return text + (f"; the next node (p={nxt_p:.3f}) would add {extra * 1e3:.1f} ms, {nxt_p / extra:.1f} "
                        "tokens/s on its own cost, below the run's rate, so the tree stops here")
-    return text + f"; the next node (p={nxt_p:.3f}) would pay, but the tree is at its capacity"
+    return text + f"; the next node (p={nxt_p:.3f}) would pay, but the tree is at its capacity of {capacity}"

@@ -67,6 +67,12 @@ class PromptLookupDrafter(Drafter):
         return Draft(nodes=chain_tree(root, q.continuation, "pld"), queries=[q])
 
 
+def cost_capacity(s: DecodeSettings, model: PreTrainedModel | None) -> int:
+    """The cost-aware tree's capacity: `capacity`, and on a CPU at most `cpu_capacity`."""
+    on_cpu = model is None or model.device.type == "cpu"
+    return min(s.capacity, s.cpu_capacity) if on_cpu else s.capacity
+
+
 class LogitSpecDrafter(Drafter):
     """Speculate the next-next token, retrieve with g1 and g2, build the draft tree."""
 
@@ -81,6 +87,7 @@ class LogitSpecDrafter(Drafter):
             # Acceptance falls as the temperature rises: each temperature learns its own rates.
             stats = stats_for(model, s.temperature) if model is not None else None
             self.cost = CostAwareDrafter(model, stats)
+        self.cost_capacity = cost_capacity(s, model)
 
     def draft(self, root: int, logits: torch.Tensor, pool: NgramPool, context_len: int) -> Draft:
         s = self.s
@@ -90,7 +97,8 @@ class LogitSpecDrafter(Drafter):
         calibration = 0.0
         if self.cost is not None:  # build tree
             before = self.cost.calibration_seconds
-            nodes, sizing = self.cost.build(root, queries[0], pairs, s.capacity, s.continuation, context_len)
+            nodes, sizing = self.cost.build(root, queries[0], pairs, self.cost_capacity, s.continuation,
+                                            context_len)
             calibration = self.cost.calibration_seconds - before
         else:
             nodes = build_static_tree(root, queries[0], pairs, s.capacity, s.continuation, s.rule)

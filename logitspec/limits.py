@@ -98,6 +98,7 @@ def check_settings(s: DecodeSettings, method: str = "logitspec", limits: Limits 
     _in_range("max new tokens", s.max_new_tokens, 1, lim.max_new_tokens)
     _in_range("k (next-next candidates)", s.k, 1, lim.k)
     _in_range("tree capacity", s.capacity, 1, lim.capacity)
+    _in_range("CPU tree capacity", s.cpu_capacity, 1, lim.capacity)
     _in_range("continuation length", s.continuation, 1, lim.continuation)
     _in_range("prompt lookup length", s.pld_tokens, 1, lim.continuation)
     if not s.ngram_sizes:

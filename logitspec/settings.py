@@ -31,6 +31,9 @@ class DecodeSettings:
     max_new_tokens: int = 128
     k: int = 64  # next-next candidates taken from the last logits
     capacity: int = 64  # verified tree tokens, root included
+    # The cost-aware tree's capacity on a CPU: past 16 tokens its chances run high and a pass
+    # costs more than it earns (docs/performance.md, "Extraction and coding").
+    cpu_capacity: int = 16
     ngram_sizes: tuple[int, ...] = (1, 2, 3)
     continuation: int = 20  # g1 continuation length
     pld_tokens: int = 10  # prompt lookup's chain length

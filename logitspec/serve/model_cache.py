@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass
 
 from ..limits import InputError, Limits
+from ..settings import DecodeSettings
 
 BUNDLED = "bundled"
 BUNDLED_LABEL = "SmolLM2-135M-Instruct (bundled, CPU-friendly)"
@@ -158,11 +159,12 @@ def warm_cost_curves(lm, capacity: int | None = None, background: bool | None = 
     nothing in the background (a server that shares its cores with other timed work).
     """
     from ..calibration import BackgroundCalibration, start_curves
+    from ..decoders import cost_capacity
     from ..verify import head_batch_rows
 
     head_batch_rows(lm.model)  # measured once per model, before any timed step
-    if capacity is None:  # every tree a visitor may ask for, so no race measures in front
-        capacity = Limits.from_env().capacity
+    if capacity is None:  # every cost tree a visitor may ask for, so no race measures in front
+        capacity = cost_capacity(DecodeSettings(capacity=Limits.from_env().capacity), lm.model)
     starts = start_curves(lm.model, max_context=1024, capacity=capacity)
     if background is None:
         background = os.environ.get("LOGITSPEC_MEASURE_CURVES", "1") != "0"

@@ -56,6 +56,7 @@ def main_refuses(capsys, *argv: str) -> str:
     (["Hello", "--max-new-tokens", "many"], ["--max-new-tokens", "invalid int value"]),
     (["Hello", "--k", "0"], ["error:", "k (next-next candidates)"]),
     (["Hello", "--capacity", "999"], ["error:", "tree capacity"]),
+    (["Hello", "--cpu-capacity", "0"], ["error:", "CPU tree capacity", "1 to 256"]),
     (["Hello", "--ngram", "0-2"], ["error:", "n-gram size"]),
     (["Hello", "--ngram", "a,b"], ["--ngram", "n-gram sizes must look like"]),
     (["Hello", "--method", "beam"], ["invalid choice", "beam"]),

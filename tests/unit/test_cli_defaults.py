@@ -7,9 +7,9 @@ from logitspec.cli import build_parser
 from logitspec.settings import DecodeSettings
 
 # DecodeSettings field -> the `generate` option that sets it.
-OPTION_OF = {"max_new_tokens": "max_new_tokens", "k": "k", "capacity": "capacity", "ngram_sizes": "ngram",
-             "continuation": "continuation", "tree": "tree", "temperature": "temperature", "top_p": "top_p",
-             "top_k": "top_k", "seed": "seed"}
+OPTION_OF = {"max_new_tokens": "max_new_tokens", "k": "k", "capacity": "capacity", "cpu_capacity": "cpu_capacity",
+             "ngram_sizes": "ngram", "continuation": "continuation", "tree": "tree", "temperature": "temperature",
+             "top_p": "top_p", "top_k": "top_k", "seed": "seed"}
 
 
 def test_cli_defaults_equal_decode_settings():

@@ -533,3 +533,26 @@ def test_isotonic_fit_pools_violators_by_weight_and_keeps_fixed_points():
     assert isotonic([1.0, 1.5, 1.2], [1, 1, 3]) == pytest.approx([1.0, 1.275, 1.275])
     assert isotonic([1.0, 0.9, 1.2], [inf, 3, 3]) == pytest.approx([1.0, 1.0, 1.2])
     assert isotonic([1.0, 2.0, 3.0], [1, 1, 1]) == [1.0, 2.0, 3.0]
+
+
+def test_on_a_cpu_the_cost_tree_keeps_within_cpu_capacity_and_an_accelerator_within_capacity():
+    import random
+    from types import SimpleNamespace
+
+    import torch
+
+    from helpers.tiny_models import greedy_reference, repetitive_prompt, tiny_llama
+    from logitspec.decoders import DecodeSettings, cost_capacity, decode
+
+    s = DecodeSettings(capacity=64, cpu_capacity=4, max_new_tokens=40)
+    assert cost_capacity(s, SimpleNamespace(device=torch.device("cuda"))) == 64
+    assert cost_capacity(DecodeSettings(capacity=3, cpu_capacity=16), None) == 3  # the smaller bound holds
+    model = tiny_llama(seed=0)
+    prompt = repetitive_prompt(random.Random(3), 80)
+    sizes = {}
+    for bound in (4, 64):
+        steps = list(decode(model, prompt, "logitspec", DecodeSettings(capacity=64, cpu_capacity=bound,
+                                                                       max_new_tokens=40)))
+        assert [t for st in steps for t in st.tokens] == greedy_reference(model, prompt, 40)
+        sizes[bound] = max(st.sizing.size for st in steps if st.sizing is not None)
+    assert sizes[4] == 4 < sizes[64]  # the bound, not the text, kept the trees small

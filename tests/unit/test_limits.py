@@ -39,6 +39,7 @@ def test_good_prompts_pass_unchanged():
     ("k", 257, "k "),
     ("capacity", 0, "tree capacity must be a whole number from 1 to 256"),
     ("capacity", 300, "tree capacity"),
+    ("cpu_capacity", 0, "CPU tree capacity must be a whole number from 1 to 256"),
     ("ngram_sizes", (0, 1), "n-gram size must be a whole number from 1 to 5"),
     ("ngram_sizes", (6,), "n-gram size"),
     ("ngram_sizes", (), "at least one n-gram size"),

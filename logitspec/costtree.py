@@ -335,7 +335,7 @@ class CostAwareDrafter:
             live.chose(size, probed)
         self._context_len = context_len  # for the curve check in observe
         self._relative_cost = cost[size] / cost[1]
-        sizing = _sizing(best, size, probed, curve, cost, trie.p, rate)
+        sizing = _sizing(best, size, probed, curve, cost, trie.p, rate, capacity)
         return self._select({0, *best.order[: size - 1]}), sizing
 
     def _grow(self, root: int, g1: QueryRecord | None, g2: Sequence[tuple[Candidate, QueryRecord]],
@@ -497,12 +497,12 @@ def best_prefix(trie: _Trie, cost: Sequence[float], capacity: int, rate: float) 
 
 
 def _sizing(best: Prefix, size: int, probed: bool, curve: CostCurve, cost: Sequence[float],
-            p: Sequence[float], rate: float) -> TreeSizing:
+            p: Sequence[float], rate: float, capacity: int) -> TreeSizing:
     """Why the tree verifies `size` nodes: the most gain over the run's rate, or a probe."""
     gain = best.gains[size - 1]
     nxt = best.order[size - 1] if size - 1 < len(best.order) else best.after
     nxt_p = None if nxt is None else p[nxt]
-    reason = _reason(size, gain, curve, None if probed else nxt_p, rate, capacity=len(cost) - 1)
+    reason = _reason(size, gain, curve, None if probed else nxt_p, rate, capacity)
     if probed:
         reason += (f"; verified as a probe instead of the best size ({best.size}), so a real pass re-teaches "
                    "what a tree costs under the machine's load now")

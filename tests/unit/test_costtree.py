@@ -555,4 +555,6 @@ def test_on_a_cpu_the_cost_tree_keeps_within_cpu_capacity_and_an_accelerator_wit
                                                                        max_new_tokens=40)))
         assert [t for st in steps for t in st.tokens] == greedy_reference(model, prompt, 40)
         sizes[bound] = max(st.sizing.size for st in steps if st.sizing is not None)
+        reasons = [st.sizing.reason for st in steps if st.sizing is not None]
+        assert (bound == 4) == any(f"at its capacity of {bound}" in r for r in reasons)
     assert sizes[4] == 4 < sizes[64]  # the bound, not the text, kept the trees small

@@ -70,7 +70,7 @@ class PromptLookupDrafter(Drafter):
 def cost_capacity(s: DecodeSettings, model: PreTrainedModel | None) -> int:
     """The cost-aware tree's capacity: `capacity`, and on a CPU at most `cpu_capacity`."""
     on_cpu = model is None or model.device.type == "cpu"
-    # An accelerator's pass costs about the same at 64 tokens as at 16 (docs/performance.md).
+    # The bound was measured on CPUs only; an accelerator keeps `capacity`, as the paper does.
     return min(s.capacity, s.cpu_capacity) if on_cpu else s.capacity
 
 

@@ -336,7 +336,9 @@ class CostAwareDrafter:
         self._context_len = context_len  # for the curve check in observe
         self._relative_cost = cost[size] / cost[1]
         sizing = _sizing(best, size, probed, curve, cost, trie.p, rate, capacity)
-        return self._select({0, *best.order[: size - 1]}), sizing
+        # A full tree left out nodes that would have paid for one more token's seconds.
+        paid = rate * (cost[size + 1] - cost[size]) if size == capacity else None
+        return self._select({0, *best.order[: size - 1]}, paid), sizing
 
     def _grow(self, root: int, g1: QueryRecord | None, g2: Sequence[tuple[Candidate, QueryRecord]],
               g1_len: int, floor: float) -> _Trie:
@@ -394,9 +396,10 @@ class CostAwareDrafter:
                 trie.p[nxt], trie.key[nxt] = prob, key
             node = nxt
 
-    def _select(self, keep: set[int]) -> list[TreeNode]:
+    def _select(self, keep: set[int], paid: float | None) -> list[TreeNode]:
         """The chosen nodes, then the most likely unchosen frontier nodes marked pruned:
-        verified ones first, so they are the forward pass's rows (as `verified_first`)."""
+        verified ones first, so they are the forward pass's rows (as `verified_first`).
+        Pruned nodes whose chance is above `paid` (a full tree) were cut by the capacity."""
         t = self.trie
         frontier = sorted((n for n in range(1, len(t.token)) if n not in keep and t.parent[n] in keep),
                           key=lambda n: -t.p[n])[:FRONTIER_SHOWN]
@@ -406,9 +409,10 @@ class CostAwareDrafter:
         nodes = [TreeNode(id=0, token=int(t.token[0]), parent=-1, depth=0, origin="root")]
         for i, n in enumerate(order[1:], start=1):
             pruned = i >= len(keep)
+            why = ("capacity" if paid is not None and t.p[n] > paid else "cost") if pruned else None
             nodes.append(TreeNode(id=i, token=t.token[n], parent=remap[t.parent[n]], depth=t.depth[n],
                                   origin=t.origin[n], rank=t.rank[n], query=t.query[n], pruned=pruned,
-                                  prune_reason="cost" if pruned else None, accept_prob=round(t.p[n], 6)))
+                                  prune_reason=why, accept_prob=round(t.p[n], 6)))
         return nodes
 
     def observe(self, truth: Sequence[int], verified: int | None = None, seconds: float | None = None,

@@ -49,6 +49,8 @@ def test_flat_curve_fills_the_capacity():
     _, nodes, sizing = build(FLAT, capacity=64)
     assert len(verified(nodes)) == 64 == sizing.size
     assert sizing.mode == "cost"
+    # Every node left out would have paid: the capacity cut it, not its cost.
+    assert {n.prune_reason for n in nodes if n.pruned} == {"capacity"}
 
 
 def test_steep_curve_keeps_a_small_tree_of_likely_nodes():
@@ -59,6 +61,7 @@ def test_steep_curve_keeps_a_small_tree_of_likely_nodes():
     kept = min(n.accept_prob for n in v[1:])
     cut = [n.accept_prob for n in nodes if n.pruned]
     assert cut and kept >= max(cut)
+    assert {n.prune_reason for n in nodes if n.pruned} == {"cost"}  # the tree was not full
 
 
 def test_linear_curve_verifies_the_root_alone():

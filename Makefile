@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 BROWSER_STAMP := $(VENV)/.browser
 TOOLCHAIN_STAMP := $(VENV)/.toolchain
 
-.PHONY: demo test test-fast bench bench-avx2 setup browser clean space-check
+.PHONY: demo test test-fast bench bench-avx2 setup browser clean space-check check-aarch64
 
 $(STAMP): requirements.txt requirements-dev.txt scripts/install.sh
 	$(PY) -m venv $(VENV)
@@ -63,6 +63,12 @@ bench-avx2: $(STAMP) $(TOOLCHAIN_STAMP)
 # short race through its API. Needs no .venv; scripts/space_check.sh says what it cannot check.
 space-check:
 	bash scripts/space_check.sh
+
+# The kernel's NEON variant built for aarch64 and its tests, with the tiny families' lossless
+# tests, on an aarch64 Python under qemu-user (a Debian 12 x86-64 machine; about 4.5 GB of
+# downloads the first time). Arithmetic only: nothing is timed under emulation.
+check-aarch64:
+	bash scripts/aarch64/check.sh
 
 clean:
 	rm -rf $(VENV) artifacts .pytest_cache

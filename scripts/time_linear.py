@@ -1,8 +1,8 @@
 """Time few-row products over the bundled model's weight shapes: the stock kernel, MKL's
 packed GEMM and each variant of the few-row kernel this CPU runs, side by side.
 
-    python scripts/time_linear.py [--rows 1,2,3,4,6,8,12,16] [--passes 7] [--isa avx512,avx2]
-    python scripts/time_linear.py --curve [--passes 3] [--isa avx512,avx2]
+    python scripts/time_linear.py [--rows 1,2,3,4,6,8,12,16] [--passes 7] [--isa avx512,avx2|neon]
+    python scripts/time_linear.py --curve [--passes 3] [--isa avx512,avx2|neon]
 
 30 layers x 7 matrices (SmolLM2-135M: 576 wide, 1536 in the MLP, 3 key/value heads of 64)
 of random float32 weights, so they stream from memory as a real forward pass's do. Prints
@@ -27,7 +27,8 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from logitspec.runtime.fewrows import ISAS, cpu_flags, few_row_kernel, kernel_status, unsupported_reason
+from logitspec.runtime.fewrows import (ISAS, cpu_flags, few_row_kernel, kernel_status, machine, unsupported_reason,
+                                       variants_here)
 from logitspec.runtime.threads import configure_threads
 
 SHAPES = [(576, 576), (192, 576), (192, 576), (576, 576), (1536, 576), (1536, 576), (576, 1536)]
@@ -43,7 +44,7 @@ def cpu_line() -> str:
                 break
     except OSError:
         pass
-    wanted = sorted(set().union(*(need for need, _, _ in ISAS.values())))
+    wanted = sorted(set().union(*(v.flags for v in ISAS.values() if v.machine == machine())))
     flags = cpu_flags()
     return f"CPU: {model}; flags: " + " ".join(f"{f}{'' if f in flags else ' (absent)'}" for f in wanted)
 
@@ -105,7 +106,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", default="1,2,3,4,6,8,12,16")
     ap.add_argument("--passes", type=int, default=None, help="7 for the products, 3 with --curve")
-    ap.add_argument("--isa", default=",".join(ISAS), help="few-row kernel variants to time")
+    ap.add_argument("--isa", default=",".join(variants_here()), help="few-row kernel variants to time")
     ap.add_argument("--curve", action="store_true", help="the bundled model's c(n) with and without the kernel")
     args = ap.parse_args()
     threads = configure_threads()
@@ -118,16 +119,17 @@ def main() -> None:
     args.passes = args.passes or 7
     g = torch.Generator().manual_seed(0)
     weights = [torch.randn(*s, generator=g) for _ in range(30) for s in SHAPES]
-    packed = [torch.ops.mkl._mkl_reorder_linear_weight(w, 16) for w in weights]
+    mkl = torch.backends.mkl.is_available()  # no MKL on aarch64: no packed GEMM to time
+    packed = [torch.ops.mkl._mkl_reorder_linear_weight(w, 16) for w in weights] if mkl else []
     nbytes = sum(w.numel() * 4 for w in weights)
     print(f"{len(weights)} matrices, {nbytes / 1e6:.0f} MB, {threads} threads; fastest of {args.passes} interleaved passes")
-    names = ["stock", "mkl packed", *(f"few-row {isa}" for isa in kernels)]
+    names = ["stock", *(["mkl packed"] if mkl else []), *(f"few-row {isa}" for isa in kernels)]
     print(f"{'rows':>4} " + " ".join(f"{k:>20}" for k in names))
     for rows in (int(r) for r in args.rows.split(",")):
         xs = {k: torch.randn(rows, k, generator=g) for k in (576, 1536)}
         fns = {
             "stock": lambda i, w: F.linear(xs[w.shape[1]], w),
-            "mkl packed": lambda i, w: torch.ops.mkl._mkl_linear(xs[w.shape[1]], packed[i], w, None, rows),
+            "mkl packed": (lambda i, w: torch.ops.mkl._mkl_linear(xs[w.shape[1]], packed[i], w, None, rows)) if mkl else None,
             **{f"few-row {isa}": (lambda i, w, op=op: op(xs[w.shape[1]], w, None)) for isa, op in kernels.items()},
         }
         best = fastest_passes(fns, weights, args.passes)

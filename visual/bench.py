@@ -39,7 +39,7 @@ def machine(settings: dict) -> str:
     its kernels used, saying so where they were held below what the CPU has."""
     text = settings.get("hardware") or settings["device"]
     flags = settings.get("instruction_sets") or []
-    best = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else None
+    best = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "NEON" if "asimd" in flags else None
     held = str((settings.get("isa_caps") or {}).get("torch_cpu_capability", "")).upper()
     if best == "AVX-512" and held == "AVX2":
         return f"{text} · AVX-512 CPU held to AVX2"

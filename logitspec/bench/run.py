@@ -300,7 +300,7 @@ def instruction_sets() -> list[str]:
     from ..runtime.fewrows import cpu_flags
 
     flags = cpu_flags()
-    return [name for name in ("avx512f", "avx512bw", "avx512vl", "avx2", "fma") if name in flags]
+    return [name for name in ("avx512f", "avx512bw", "avx512vl", "avx2", "fma", "asimd") if name in flags]
 
 
 # Variables that hold a library below the CPU's best instruction set (`make bench-avx2`).

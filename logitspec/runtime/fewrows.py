@@ -10,14 +10,15 @@ Every decoder uses it, vanilla's one-token steps too, so the race compares decod
 kernels. Each output is summed in one fixed order whatever the number of rows, so a token's
 linear outputs are the same bits whether it is multiplied alone or inside a tree.
 
-It comes in two variants, chosen from the CPU's flags: "avx512" where the CPU has AVX-512F,
-else "avx2" where it has AVX2 and FMA (x86-64 CPUs since 2013).
-LOGITSPEC_FEW_ROWS_ISA=avx2 forces the AVX2 one on an AVX-512 CPU, to test and time it;
-`kernel_variant` names the one in use. The variant is compiled from source on first use
-with torch's extension builder (`-march=native`, AVX-512 left out of the AVX2 variant),
-about 10 s, and cached under LOGITSPEC_KERNEL_DIR (default ~/.cache/logitspec), one folder
-per variant. Where neither can be built (no C++ compiler, neither instruction set, not
-x86-64 Linux) the layers keep MKL's kernels; LOGITSPEC_FEW_ROWS=0 turns it off.
+It comes in three variants, chosen from the CPU's flags: on x86-64, "avx512" where the CPU
+has AVX-512F, else "avx2" where it has AVX2 and FMA (x86-64 CPUs since 2013); on aarch64,
+"neon" (every aarch64 CPU has it: Graviton, Ampere, Raspberry Pi, Linux containers on Apple
+silicon). LOGITSPEC_FEW_ROWS_ISA=avx2 forces the AVX2 one on an AVX-512 CPU, to test and time
+it; `kernel_variant` names the one in use. The variant is compiled from source on first use
+with torch's extension builder, about 10 s, and cached under LOGITSPEC_KERNEL_DIR (default
+~/.cache/logitspec), one folder per variant. Where none can be built (no C++ compiler, none
+of the instruction sets, not Linux) the layers keep torch's own kernels; LOGITSPEC_FEW_ROWS=0
+turns it off.
 
 Each build also holds speculation's top-k over the vocabulary (`csrc/top_k.cpp`,
 `runtime.topk`), which torch.topk serves where there is no build.
@@ -50,13 +51,28 @@ SOURCE = Path(__file__).with_name("csrc") / "few_linear.cpp"
 TOP_K_SOURCE = SOURCE.with_name("top_k.cpp")  # built beside it: speculation's top-k (see top_k_kernel)
 ISA_VARIABLE = "LOGITSPEC_FEW_ROWS_ISA"
 
-# Variants, best first: the CPU flags each needs, their name in words, the compiler flags.
+
+@dataclass(frozen=True)
+class Variant:
+    """One build of the kernels: the machine it runs on, the CPU flags it needs (as Linux
+    names them), its instruction set in words, and its compiler flags."""
+
+    machine: str
+    flags: frozenset[str]
+    words: str
+    cflags: tuple[str, ...]
+
+
+# Variants, best first within each machine.
 ISAS = {
-    "avx512": ({"avx512f"}, "AVX-512", ["-march=native"]),
+    "avx512": Variant("x86_64", frozenset({"avx512f"}), "AVX-512", ("-march=native",)),
     # -mno-avx512f also drops AVX-512's 16 extra registers, so a forced build on an AVX-512
     # CPU is the code an AVX2-only CPU runs.
-    "avx2": ({"avx2", "fma"}, "AVX2 with FMA", ["-march=native", "-mno-avx512f"]),
+    "avx2": Variant("x86_64", frozenset({"avx2", "fma"}), "AVX2 with FMA", ("-march=native", "-mno-avx512f")),
+    # NEON ("asimd") is part of every aarch64 CPU, so the baseline build runs on all of them.
+    "neon": Variant("aarch64", frozenset({"asimd"}), "NEON", ()),
 }
+MACHINES = {"x86_64": "x86_64", "AMD64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
 
 _lock = threading.Lock()
 _ops: dict[str, Kernels] = {}  # variant -> its built ops
@@ -64,39 +80,51 @@ _errors: dict[str, str] = {}  # variant -> why it could not be built (not retrie
 
 
 def cpu_flags() -> set[str]:
-    """The CPU's feature flags as Linux reports them (empty elsewhere)."""
+    """The CPU's feature flags as Linux reports them ("flags" on x86, "Features" on
+    aarch64; empty elsewhere)."""
     try:
         text = Path("/proc/cpuinfo").read_text(encoding="ascii", errors="replace")
     except OSError:
         return set()
     for line in text.splitlines():
-        if line.startswith("flags"):
+        if line.startswith(("flags", "Features")):
             return set(line.partition(":")[2].split())
     return set()
 
 
+def machine() -> str | None:
+    """The architecture in the variants' words ("x86_64", "aarch64"), None for others."""
+    return MACHINES.get(platform.machine())
+
+
+def variants_here() -> list[str]:
+    """The variants made for this machine's architecture, best first (none elsewhere)."""
+    return [isa for isa, v in ISAS.items() if v.machine == machine()]
+
+
 def _platform_reason() -> str | None:
-    if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
-        return f"built only on x86-64 Linux, not {platform.system()} {platform.machine()}"
+    if platform.system() != "Linux" or machine() is None:
+        return f"built only on x86-64 or aarch64 Linux, not {platform.system()} {platform.machine()}"
     return None
 
 
 def isa_choice() -> tuple[str | None, str]:
-    """The variant to use here ("avx512", "avx2") and why, or None and why none applies."""
+    """The variant to use here ("avx512", "avx2", "neon") and why, or None and why none applies."""
     if (reason := _platform_reason()) is not None:
         return None, reason
     flags, forced = cpu_flags(), os.environ.get(ISA_VARIABLE, "")
+    here = variants_here()
     if forced:
-        if forced not in ISAS:
-            return None, f"{ISA_VARIABLE}={forced} is not one of {', '.join(ISAS)}"
-        if not ISAS[forced][0] <= flags:
-            return None, f"{ISA_VARIABLE}={forced} asks for {ISAS[forced][1]}, which this CPU lacks"
+        if forced not in here:
+            return None, f"{ISA_VARIABLE}={forced} is not one of {', '.join(here)} (the {machine()} variants)"
+        if not ISAS[forced].flags <= flags:
+            return None, f"{ISA_VARIABLE}={forced} asks for {ISAS[forced].words}, which this CPU lacks"
         return forced, f"forced by {ISA_VARIABLE}={forced}"
-    if ISAS["avx512"][0] <= flags:
-        return "avx512", "the CPU has AVX-512"
-    if ISAS["avx2"][0] <= flags:
-        return "avx2", "the CPU has AVX2 with FMA but no AVX-512"
-    return None, "this CPU has neither AVX-512 nor AVX2 with FMA"
+    usable = [isa for isa in here if ISAS[isa].flags <= flags]
+    if not usable:
+        return None, f"this CPU has none of {', '.join(ISAS[isa].words for isa in here)}"
+    lacking = [ISAS[isa].words for isa in here[: here.index(usable[0])]]
+    return usable[0], f"the CPU has {ISAS[usable[0]].words}" + (f" but no {', '.join(lacking)}" if lacking else "")
 
 
 def unsupported_reason(isa: str | None = None) -> str | None:
@@ -110,8 +138,10 @@ def unsupported_reason(isa: str | None = None) -> str | None:
         return reason
     if isa not in ISAS:
         return f"no variant {isa!r}: there are {', '.join(ISAS)}"
-    if not ISAS[isa][0] <= cpu_flags():
-        return f"this CPU has no {ISAS[isa][1]}"
+    if ISAS[isa].machine != machine():
+        return f"{isa} is made for {ISAS[isa].machine} CPUs, not {machine()}"
+    if not ISAS[isa].flags <= cpu_flags():
+        return f"this CPU has no {ISAS[isa].words}"
     if not (shutil.which(os.environ.get("CXX", "c++")) or shutil.which("g++")):
         return "no C++ compiler found"
     if _ninja() is None:
@@ -132,7 +162,7 @@ def _ninja() -> str | None:
 
 
 def _cflags(isa: str) -> list[str]:
-    return ["-O3", *ISAS[isa][2], "-fopenmp", f"-DKERNEL_ISA={isa}",
+    return ["-O3", *ISAS[isa].cflags, "-fopenmp", f"-DKERNEL_ISA={isa}",
             f"-DFEW_MAX_ROWS={FEW_MAX_ROWS}", f"-DFEW_FEATURE_MULTIPLE={FEATURE_MULTIPLE}"]
 
 
@@ -247,7 +277,7 @@ def turned_off() -> bool:
 
 
 def kernel_variant() -> tuple[str | None, str]:
-    """The variant in use ("avx512" or "avx2"), or None, with `kernel_status`'s words."""
+    """The variant in use ("avx512", "avx2" or "neon"), or None, with `kernel_status`'s words."""
     isa = isa_choice()[0]
     return (isa if not turned_off() and isa in _ops else None), kernel_status()
 

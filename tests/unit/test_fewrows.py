@@ -1,5 +1,5 @@
 """The few-row linear kernel: built wherever it can be, in each variant this CPU runs (the
-AVX2 one forced on an AVX-512 CPU), and the same linear map as torch's."""
+AVX2 one forced on an AVX-512 CPU; NEON on aarch64), and the same linear map as torch's."""
 from __future__ import annotations
 
 import re
@@ -21,12 +21,14 @@ def hardware_reason(isa: str) -> str | None:
     a missing compiler or build tool fails the tests instead (`make test` installs them)."""
     if (reason := fewrows._platform_reason()) is not None:
         return reason
-    if not ISAS[isa][0] <= fewrows.cpu_flags():
-        return f"this CPU has no {ISAS[isa][1]}"
+    if ISAS[isa].machine != fewrows.machine():
+        return f"{isa} is made for {ISAS[isa].machine} CPUs"
+    if not ISAS[isa].flags <= fewrows.cpu_flags():
+        return f"this CPU has no {ISAS[isa].words}"
     return None
 
 
-@pytest.fixture(scope="module", params=list(ISAS))
+@pytest.fixture(scope="module", params=fewrows.variants_here() or list(ISAS))  # all, to skip with the reason
 def kernel(request):
     """Each variant, built (or loaded from the cache) on first use, not at collection."""
     isa = request.param
@@ -61,21 +63,56 @@ def test_the_kernel_is_built_wherever_the_machine_supports_it():
         assert kernel_variant() == (None, kernel_status())
 
 
-@pytest.mark.parametrize("flags, forced, want", [
-    ({"avx512f", "avx2", "fma"}, "", ("avx512", "the CPU has AVX-512")),
-    ({"avx2", "fma"}, "", ("avx2", "the CPU has AVX2 with FMA but no AVX-512")),
-    ({"avx2"}, "", (None, "this CPU has neither AVX-512 nor AVX2 with FMA")),
-    ({"avx512f", "avx2", "fma"}, "avx2", ("avx2", "forced by LOGITSPEC_FEW_ROWS_ISA=avx2")),
-    ({"avx2", "fma"}, "avx512", (None, "LOGITSPEC_FEW_ROWS_ISA=avx512 asks for AVX-512, which this CPU lacks")),
-    ({"avx2", "fma"}, "sse", (None, "LOGITSPEC_FEW_ROWS_ISA=sse is not one of avx512, avx2")),
-])
-def test_the_variant_follows_the_cpu_flags_or_the_forcing_variable(monkeypatch, flags, forced, want):
+X86, ARM = "x86_64", "aarch64"
+
+
+def pretend(monkeypatch, arch: str, flags: set[str]) -> None:
+    """Make fewrows see a Linux machine of this architecture whose CPU has these flags."""
     monkeypatch.setattr(fewrows, "_platform_reason", lambda: None)
+    monkeypatch.setattr(fewrows, "machine", lambda: arch)
     monkeypatch.setattr(fewrows, "cpu_flags", lambda: flags)
+
+
+@pytest.mark.parametrize("arch, flags, forced, want", [
+    (X86, {"avx512f", "avx2", "fma"}, "", ("avx512", "the CPU has AVX-512")),
+    (X86, {"avx2", "fma"}, "", ("avx2", "the CPU has AVX2 with FMA but no AVX-512")),
+    (X86, {"avx2"}, "", (None, "this CPU has none of AVX-512, AVX2 with FMA")),
+    (X86, {"avx512f", "avx2", "fma"}, "avx2", ("avx2", "forced by LOGITSPEC_FEW_ROWS_ISA=avx2")),
+    (X86, {"avx2", "fma"}, "avx512", (None, "LOGITSPEC_FEW_ROWS_ISA=avx512 asks for AVX-512, which this CPU lacks")),
+    (X86, {"avx2", "fma"}, "sse", (None, "LOGITSPEC_FEW_ROWS_ISA=sse is not one of avx512, avx2 (the x86_64 variants)")),
+    (X86, {"avx2", "fma"}, "neon", (None, "LOGITSPEC_FEW_ROWS_ISA=neon is not one of avx512, avx2 (the x86_64 variants)")),
+    (ARM, {"fp", "asimd", "evtstrm"}, "", ("neon", "the CPU has NEON")),
+    (ARM, {"fp", "asimd"}, "neon", ("neon", "forced by LOGITSPEC_FEW_ROWS_ISA=neon")),
+    (ARM, {"fp", "asimd"}, "avx2", (None, "LOGITSPEC_FEW_ROWS_ISA=avx2 is not one of neon (the aarch64 variants)")),
+    (ARM, {"fp"}, "", (None, "this CPU has none of NEON")),
+])
+def test_the_variant_follows_the_cpu_flags_or_the_forcing_variable(monkeypatch, arch, flags, forced, want):
+    pretend(monkeypatch, arch, flags)
     monkeypatch.setenv("LOGITSPEC_FEW_ROWS_ISA", forced)
     assert isa_choice() == want
     if want[0] is None:
         assert unsupported_reason() == want[1]
+
+
+def test_a_variant_of_the_other_architecture_is_refused_with_a_reason(monkeypatch):
+    pretend(monkeypatch, ARM, {"fp", "asimd"})
+    assert fewrows.variants_here() == ["neon"]
+    assert unsupported_reason("avx2") == "avx2 is made for x86_64 CPUs, not aarch64"
+    pretend(monkeypatch, X86, {"avx2", "fma"})
+    assert fewrows.variants_here() == ["avx512", "avx2"]
+    assert unsupported_reason("neon") == "neon is made for aarch64 CPUs, not x86_64"
+
+
+def test_linux_reports_aarch64_features_where_x86_has_flags(monkeypatch, tmp_path):
+    # aarch64's /proc/cpuinfo names them "Features"; x86's "flags".
+    text = {"aarch64": "processor\t: 0\nBogoMIPS\t: 50.00\nFeatures\t: fp asimd evtstrm aes crc32\n",
+            "x86_64": "processor\t: 0\nmodel name\t: Some CPU\nflags\t\t: fpu sse2 avx2 fma\n"}
+    real = fewrows.Path
+    for arch, cpuinfo in text.items():
+        (tmp_path / arch).write_text(cpuinfo)
+        monkeypatch.setattr(fewrows, "Path", lambda p, arch=arch: real(tmp_path / arch) if p == "/proc/cpuinfo" else real(p))
+        assert fewrows.cpu_flags() == ({"fp", "asimd", "evtstrm", "aes", "crc32"} if arch == "aarch64"
+                                       else {"fpu", "sse2", "avx2", "fma"})
 
 
 def test_each_variant_has_its_own_cache_folder():
@@ -200,11 +237,10 @@ def test_turning_it_off_leaves_the_layers_without_it(monkeypatch):
 def test_a_machine_without_either_instruction_set_keeps_mkl(monkeypatch):
     monkeypatch.setattr(fewrows, "_ops", {})
     monkeypatch.setattr(fewrows, "_errors", {})
-    monkeypatch.setattr(fewrows, "_platform_reason", lambda: None)
-    monkeypatch.setattr(fewrows, "cpu_flags", lambda: {"sse4_2", "avx"})
+    pretend(monkeypatch, X86, {"sse4_2", "avx"})
     monkeypatch.delenv("LOGITSPEC_FEW_ROWS_ISA", raising=False)
     assert few_row_kernel() is None
-    assert kernel_variant() == (None, "this CPU has neither AVX-512 nor AVX2 with FMA")
+    assert kernel_variant() == (None, "this CPU has none of AVX-512, AVX2 with FMA")
     assert few_row_kernel("avx2") is None and unsupported_reason("avx2") == "this CPU has no AVX2 with FMA"
     layer = torch.nn.Linear(32, 8)
     use_few_row_linear(layer)

@@ -243,4 +243,5 @@ def test_bench_figures_name_the_cpu_and_a_held_instruction_set():
     s["isa_caps"] = {"ATEN_CPU_CAPABILITY": "avx2", "torch_cpu_capability": "AVX2"}
     assert machine(s) == "AMD EPYC, 2 cores (x86_64) · AVX-512 CPU held to AVX2"
     assert machine({"device": "cpu", "hardware": "x", "instruction_sets": ["avx2", "fma"]}) == "x · AVX2"
+    assert machine({"device": "cpu", "hardware": "y (aarch64)", "instruction_sets": ["asimd"]}) == "y (aarch64) · NEON"
     assert machine({"device": "cuda"}) == "cuda"

@@ -6,11 +6,12 @@
 // features in ones, pairs or fours, prefetches the weight rows a few features ahead and
 // keeps every row's partial sums in registers, so each weight is read once for all rows.
 //
-// Built at run time for the machine it runs on, in one of two variants chosen by the
-// compiler flags (logitspec/fewrows.py picks them from the CPU's flags): AVX-512 (16-float
-// vectors, 32 registers) or AVX2 + FMA (8-float vectors, 16 registers). Each registers its
-// own op, logitspec::few_linear_avx512 or logitspec::few_linear_avx2, so both can be loaded
-// in one process. The caller falls back to MKL where neither can be built.
+// Built at run time for the machine it runs on, in one of three variants chosen by the
+// compiler flags (logitspec/runtime/fewrows.py picks them from the CPU's flags): AVX-512
+// (16-float vectors, 32 registers), AVX2 + FMA (8-float vectors, 16 registers) or aarch64's
+// NEON (4-float vectors, 32 registers). Each registers its own op, e.g.
+// logitspec::few_linear_avx2, so two can be loaded in one process. The caller falls back to
+// torch's own kernels where none can be built.
 //
 // Every output is summed in one fixed order whatever the number of rows: vector lane l
 // adds the products at features l, l + lanes, ... in order, then the lanes are added in a
@@ -18,7 +19,11 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
+#if defined(__x86_64__)
 #include <immintrin.h>
+#elif defined(__aarch64__)
+#include <arm_neon.h>
+#endif
 
 #include <algorithm>
 #include <array>
@@ -47,6 +52,7 @@ struct Isa {
   static V load(const float* p) { return _mm512_loadu_ps(p); }
   static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
   static float sum(V v) { return _mm512_reduce_add_ps(v); }
+  static void prefetch(const float* p) { _mm_prefetch((const char*)p, _MM_HINT_T0); }
   // Four outputs at a time while the sums fit the 32 vector registers, then fewer.
   static constexpr int outputs_at_once(int m) { return m <= 4 ? 4 : m <= 12 ? 2 : 1; }
 };
@@ -67,11 +73,28 @@ struct Isa {
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
   }
+  static void prefetch(const float* p) { _mm_prefetch((const char*)p, _MM_HINT_T0); }
   // m * J sums + J weights + 1 input within 16 registers.
   static constexpr int outputs_at_once(int m) { return m <= 2 ? 4 : m <= 6 ? 2 : 1; }
 };
+#elif defined(__aarch64__) && defined(__ARM_NEON)
+#define FEW_ISA "neon"
+struct Isa {
+  using V = float32x4_t;
+  static constexpr int kLanes = 4;
+  static constexpr int kRowsAtOnce = 16;  // 32 registers, as AVX-512: 16 sums + 1 weight + 1 input
+  static V zero() { return vdupq_n_f32(0.0f); }
+  static V load(const float* p) { return vld1q_f32(p); }
+  static V fma(V a, V b, V c) { return vfmaq_f32(c, a, b); }
+  static float sum(V v) {  // always the same tree: lanes (0 + 2) + (1 + 3)
+    const float32x2_t s = vadd_f32(vget_low_f32(v), vget_high_f32(v));
+    return vget_lane_f32(vpadd_f32(s, s), 0);
+  }
+  static void prefetch(const float* p) { __builtin_prefetch(p, 0, 3); }
+  static constexpr int outputs_at_once(int m) { return m <= 4 ? 4 : m <= 12 ? 2 : 1; }
+};
 #else
-#error "the few-row kernel needs AVX-512, or AVX2 with FMA"
+#error "the few-row kernel needs AVX-512, AVX2 with FMA, or aarch64's NEON"
 #endif
 
 static_assert(kStep % Isa::kLanes == 0, "a step must hold whole vectors");
@@ -85,7 +108,7 @@ inline void dot_rows(const float* x, int64_t K, const float* const* row, int cou
     for (int r = 0; r < M; r++) acc[j][r] = Isa::zero();
   for (int64_t k = 0; k < K; k += kStep) {
     if constexpr (Prefetch)
-      for (int j = 0; j < J; j++) _mm_prefetch((const char*)(row[j] + kPrefetchRows * K + k), _MM_HINT_T0);
+      for (int j = 0; j < J; j++) Isa::prefetch(row[j] + kPrefetchRows * K + k);
     for (int h = 0; h < kStep; h += Isa::kLanes) {  // a constant count: unrolled
       typename Isa::V wv[J];
       for (int j = 0; j < J; j++) wv[j] = Isa::load(row[j] + k + h);

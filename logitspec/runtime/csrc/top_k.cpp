@@ -6,10 +6,14 @@
 // that copy misses them at every line. This keeps a heap of k entries and compares eight
 // values at a time with the heap's worst, so it reads the vector once and writes nothing
 // else. Built beside the few-row kernel (logitspec/runtime/fewrows.py), which passes
-// KERNEL_ISA; both of its variants have AVX2.
+// KERNEL_ISA; its x86 variants both have AVX2, and every aarch64 CPU has NEON.
 #include <ATen/ATen.h>
 #include <torch/library.h>
+#if defined(__x86_64__)
 #include <immintrin.h>
+#elif defined(__aarch64__)
+#include <arm_neon.h>
+#endif
 
 #include <algorithm>
 #include <utility>
@@ -24,6 +28,19 @@
 namespace {
 
 using Entry = std::pair<float, int64_t>;
+
+// Bit i set where p[i] > worst, for i < 8 (a NaN is never larger).
+inline unsigned larger8(const float* p, float worst) {
+#if defined(__x86_64__)
+  return _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(p), _mm256_set1_ps(worst), _CMP_GT_OQ));
+#else
+  const float32x4_t w = vdupq_n_f32(worst);
+  const uint32x4_t bit = {1, 2, 4, 8};
+  const uint32_t lo = vaddvq_u32(vandq_u32(vcgtq_f32(vld1q_f32(p), w), bit));
+  const uint32_t hi = vaddvq_u32(vandq_u32(vcgtq_f32(vld1q_f32(p + 4), w), bit));
+  return lo | (hi << 4);
+#endif
+}
 
 // The heap's order: `better` entries sink, so its front is the worst entry kept.
 bool better(const Entry& a, const Entry& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); }
@@ -53,8 +70,7 @@ at::Tensor top_k(const at::Tensor& x, int64_t k) {
       }
     };
     for (; i + 8 <= n; i += 8) {
-      int mask = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(p + i), _mm256_set1_ps(worst), _CMP_GT_OQ));
-      for (; mask; mask &= mask - 1) consider(i + __builtin_ctz(mask));
+      for (unsigned mask = larger8(p + i, worst); mask; mask &= mask - 1) consider(i + __builtin_ctz(mask));
     }
     for (; i < n; ++i) consider(i);
   }
@@ -67,6 +83,6 @@ at::Tensor top_k(const at::Tensor& x, int64_t k) {
 
 }  // namespace
 
-// Named after the variant (KERNEL_ISA: avx512 or avx2), so both may be loaded into one process.
+// Named after the variant (KERNEL_ISA: avx512, avx2 or neon), so both may be loaded into one process.
 TORCH_LIBRARY_FRAGMENT(logitspec, m) { m.def(TOP_K_NAME(KERNEL_ISA) "(Tensor x, int k) -> Tensor"); }
 TORCH_LIBRARY_IMPL(logitspec, CPU, m) { m.impl(TOP_K_NAME(KERNEL_ISA), top_k); }

@@ -19,15 +19,24 @@ def _bars(report: dict, key: str, title: str, ytitle: str):
 
     cats = report["settings"]["categories"] + ["overall"]
     fig = go.Figure()
+    ranged = False
     for m, entry in report["methods"].items():
-        vals = [(entry["overall"] if c == "overall" else entry["per_category"][c]).get(key) or 0 for c in cats]
+        rows = [entry["overall"] if c == "overall" else entry["per_category"][c] for c in cats]
+        vals = [r.get(key) or 0 for r in rows]
+        # the speed-up's range over the repetitions, where the report has it for every bar
+        spread = key == "speedup_vs_vanilla" and all("speedup_min" in r for r in rows)
+        error = dict(type="data", symmetric=False,
+                     array=[max(0.0, r["speedup_max"] - v) for r, v in zip(rows, vals)],
+                     arrayminus=[max(0.0, v - r["speedup_min"]) for r, v in zip(rows, vals)], thickness=1.2, width=3,
+                     color="#333") if spread else None
+        ranged = ranged or spread
         fig.add_bar(name=m, x=cats, y=vals, marker_color=lane_color(m, m), text=[f"{v:.2f}" for v in vals],
-                    textposition="outside", textfont=dict(size=11))
+                    textposition="outside", textfont=dict(size=11), error_y=error)
     if key == "speedup_vs_vanilla":
         fig.add_hline(y=1.0, line_dash="dash", line_color="#555", annotation_text="vanilla")
     s = report["settings"]
     sub = (f"{s['model']} · {machine(s)} · {s['dtype']} · {s['max_new_tokens']} new tokens"
-           f" · median of {s['repeats']}")
+           f" · median of {s['repeats']}" + (" (whiskers: the range over them)" if ranged else ""))
     fig.update_layout(title=dict(text=f"{title}<br><sup>{sub}</sup>"), yaxis_title=ytitle, **LAYOUT)
     fig.update_xaxes(tickangle=-30, gridcolor="#ddd")
     fig.update_yaxes(gridcolor="#ddd")

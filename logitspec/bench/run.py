@@ -147,32 +147,50 @@ def median_row(reps: list[dict]) -> dict:
 
 
 def method_figures(per_q: dict, methods: list[str], questions: list[dict], repeats: int) -> dict:
-    """Each method's figures, overall and per category, from the timed runs."""
+    """Each method's figures, overall and per category, from the timed runs; with more than one
+    repetition, the speed-up's range over them, and each method's head-to-head with prompt
+    lookup (`versus`)."""
     cats = sorted({q["category"] for q in questions})
-    by_cat = {c: [q["question_id"] for q in questions if q["category"] == c] for c in cats}
+    by_cat = {"overall": [q["question_id"] for q in questions],
+              **{c: [q["question_id"] for q in questions if q["category"] == c] for c in cats}}
     out = {}
     v_rows = {qid: median_row(r) for qid, r in per_q["vanilla"].items()} if "vanilla" in per_q else None
     for m in methods:
         rows = {qid: median_row(r) for qid, r in per_q[m].items()}
-        ids = list(rows)
-        entry = {"overall": summarise([rows[i] for i in ids], [v_rows[i] for i in ids] if v_rows else None)}
-        entry["per_category"] = {
-            c: summarise([rows[i] for i in by_cat[c]], [v_rows[i] for i in by_cat[c]] if v_rows else None)
-            for c in cats
-        }
-        if v_rows and repeats > 1:
-            # Noise: the overall speed-up computed within each repetition alone.
-            ups = []
-            for rep in range(repeats):
-                tok = sum(per_q[m][i][rep]["tokens"] for i in ids)
-                sec = sum(per_q[m][i][rep]["seconds"] for i in ids)
-                vtok = sum(per_q["vanilla"][i][rep]["tokens"] for i in ids)
-                vsec = sum(per_q["vanilla"][i][rep]["seconds"] for i in ids)
-                ups.append((tok / sec) / (vtok / vsec))
-            entry["overall"]["speedup_min"] = min(ups)
-            entry["overall"]["speedup_max"] = max(ups)
+        entry = {"per_category": {}}
+        for c, ids in by_cat.items():
+            e = summarise([rows[i] for i in ids], [v_rows[i] for i in ids] if v_rows else None)
+            if v_rows and repeats > 1:  # noise: the speed-up within each repetition alone
+                ups = by_repeat(per_q, m, "vanilla", ids, repeats)
+                e["speedup_min"], e["speedup_max"] = min(ups), max(ups)
+            if c == "overall":
+                entry["overall"] = e
+            else:
+                entry["per_category"][c] = e
+        if "pld" in per_q and m not in ("pld", "vanilla"):
+            vs = {c: versus(per_q, m, "pld", ids, repeats) for c, ids in by_cat.items()}
+            entry["versus"] = {"against": "pld", "overall": vs.pop("overall"), "per_category": vs}
         out[m] = entry
     return out
+
+
+def by_repeat(per_q: dict, m: str, other: str, ids: list, repeats: int) -> list[float]:
+    """Method m's speed over `other`'s on these questions, within each repetition alone."""
+    def speed(x: str, rep: int) -> float:
+        return sum(per_q[x][i][rep]["tokens"] for i in ids) / sum(per_q[x][i][rep]["seconds"] for i in ids)
+
+    return [speed(m, rep) / speed(other, rep) for rep in range(repeats)]
+
+
+def versus(per_q: dict, m: str, other: str, ids: list, repeats: int) -> dict:
+    """m's speed over `other`'s on these questions: from the median runs (as the speed-ups
+    are), its range over the repetitions, and in how many of them m was ahead, so a
+    category's lead or lag can be told from the noise."""
+    rows = {x: [median_row(per_q[x][i]) for i in ids] for x in (m, other)}
+    speed = {x: sum(r["tokens"] for r in rs) / sum(r["seconds"] for r in rs) for x, rs in rows.items()}
+    ratios = by_repeat(per_q, m, other, ids, repeats)
+    return {"ratio": speed[m] / speed[other], "min": min(ratios), "max": max(ratios),
+            "ahead_in": sum(r >= 1.0 for r in ratios), "repeats": repeats}
 
 
 def _curves(lm, methods: list[str]) -> list[dict]:
@@ -331,6 +349,9 @@ def print_table(report: dict) -> None:
             su = e.get("speedup_vs_vanilla")
             cells.append(f"{(su or 0):>8.2f}x {e['mean_accepted_tokens']:>5.2f} tok/step")
         print(f"{c:<16}" + "".join(f"{x:>22}" for x in cells))
+    for m, entry in methods.items():
+        if "versus" in entry:
+            print_versus(m, entry["versus"], cats)
     for phase in report.get("phases", []):
         load = phase["background_load"]
         cells = []
@@ -346,6 +367,15 @@ def print_table(report: dict) -> None:
     if "isa_caps" in st:
         print("instruction-set caps: " + ", ".join(f"{k}={v}" for k, v in st["isa_caps"].items()))
     print(f"lossless: {report['lossless']}")
+
+
+def print_versus(method: str, vs: dict, cats: list[str]) -> None:
+    """Each category's head-to-head of a method with prompt lookup, its range and repetitions ahead."""
+    print(f"{method} against {vs['against']}: speed ratio of the median runs (range over the repetitions; "
+          "repetitions at or ahead)")
+    for c in cats + ["overall"]:
+        v = vs["overall"] if c == "overall" else vs["per_category"][c]
+        print(f"  {c:<14}{v['ratio']:>6.3f}x ({v['min']:.3f}-{v['max']:.3f}; {v['ahead_in']} of {v['repeats']})")
 
 
 def decode_settings(args: argparse.Namespace) -> DecodeSettings:

@@ -54,6 +54,18 @@ def test_bench_end_to_end_reports_lossless_and_every_figure(tmp_path):
         assert o["tokens"] > 0 and o["tokens_per_second"] > 0
         assert o["mean_accepted_tokens"] >= 1.0
         assert 0 < o["speedup_min"] <= o["speedup_max"]
+    for name in ("logitspec", "logitspec-static"):  # each against prompt lookup, per category too
+        vs, m = report["methods"][name]["versus"], report["methods"][name]
+        assert vs["against"] == "pld" and set(vs["per_category"]) == {"translation", "qa"}
+        for c in ("translation", "qa", "overall"):
+            v, e = (vs["overall"], m["overall"]) if c == "overall" else (vs["per_category"][c], m["per_category"][c])
+            pld = report["methods"]["pld"]["overall" if c == "overall" else "per_category"]
+            pld = pld if c == "overall" else pld[c]
+            assert v["ratio"] == pytest.approx(e["speedup_vs_vanilla"] / pld["speedup_vs_vanilla"])
+            assert 0 < v["min"] <= v["max"] and 0 <= v["ahead_in"] <= v["repeats"] == 2
+            assert 0 < e["speedup_min"] <= e["speedup_max"]
+    assert not {"versus"} & (set(report["methods"]["pld"]) | set(report["methods"]["vanilla"]))
+    assert "logitspec against pld" in r.stdout
     assert report["methods"]["vanilla"]["overall"]["speedup_vs_vanilla"] == pytest.approx(1.0)
     assert report["methods"]["vanilla"]["overall"]["mean_accepted_tokens"] == pytest.approx(1.0, abs=0.1)
     ls = report["methods"]["logitspec"]["overall"]
@@ -66,6 +78,30 @@ def test_bench_end_to_end_reports_lossless_and_every_figure(tmp_path):
     figs = {p.name for p in (tmp_path / "fig").iterdir()}
     assert {"speedup.html", "accepted.html", "cost_curve.html", "drafted.html"} <= figs
     assert "lossless: True" in r.stdout
+
+
+def test_the_head_to_head_with_prompt_lookup_counts_each_repetition_alone():
+    from logitspec.bench.run import method_figures
+
+    def row(seconds):
+        return {"tokens": 10, "seconds": seconds, "steps": 5, "overhead": 0.1, "decode_seconds": seconds}
+
+    questions = [{"question_id": 0, "category": "a"}, {"question_id": 1, "category": "a"},
+                 {"question_id": 2, "category": "b"}]
+    per_q = {"vanilla": {i: [row(2.0)] * 3 for i in range(3)}, "pld": {i: [row(1.0)] * 3 for i in range(3)},
+             "logitspec": {0: [row(0.9), row(1.1), row(0.95)], 1: [row(0.9), row(1.1), row(0.95)],
+                           2: [row(1.2), row(1.1), row(1.3)]}}
+    figures = method_figures(per_q, ["vanilla", "pld", "logitspec"], questions, 3)
+    a = figures["logitspec"]["versus"]["per_category"]["a"]
+    # median runs 0.95 s each against 1.0; the repetitions alone 1.8, 2.2 and 1.9 s against 2.0
+    assert a["ratio"] == pytest.approx(2.0 / 1.9)
+    assert (a["min"], a["max"], a["ahead_in"], a["repeats"]) == (pytest.approx(2.0 / 2.2), pytest.approx(2.0 / 1.8), 2, 3)
+    b = figures["logitspec"]["versus"]["per_category"]["b"]
+    assert b["ratio"] == pytest.approx(1.0 / 1.2) and b["ahead_in"] == 0
+    overall = figures["logitspec"]["versus"]["overall"]  # 3.0, 3.3 and 3.2 s against 3.0
+    assert overall["ahead_in"] == 1 and overall["max"] == pytest.approx(1.0)
+    assert figures["logitspec"]["per_category"]["a"]["speedup_min"] == pytest.approx(4.0 / 2.2)
+    assert "versus" not in figures["pld"]
 
 
 def test_a_calibration_inside_a_run_is_kept_out_of_its_seconds(monkeypatch):

@@ -223,6 +223,22 @@ def test_bench_figures_use_the_race_lane_colours():
     assert drafted.data[0].marker.color == lane_color("logitspec", "logitspec")
 
 
+def test_the_speed_up_bars_show_their_range_over_the_repetitions():
+    from visual import bench
+
+    row = {"speedup_vs_vanilla": 1.3, "mean_accepted_tokens": 1.5, "speedup_min": 1.2, "speedup_max": 1.35}
+    report = {"settings": {"categories": ["qa"], "model": "m", "device": "cpu", "dtype": "float32",
+                           "max_new_tokens": 8, "repeats": 3, "threads": 2},
+              "methods": {"pld": {"overall": dict(row), "per_category": {"qa": dict(row)}}}}
+    fig = bench._bars(report, "speedup_vs_vanilla", "t", "y")
+    bars = fig.data[0].error_y
+    assert list(bars.array) == pytest.approx([0.05, 0.05]) and list(bars.arrayminus) == pytest.approx([0.1, 0.1])
+    assert "the range over them" in fig.layout.title.text
+    del report["methods"]["pld"]["per_category"]["qa"]["speedup_min"]  # one repetition: no range to draw
+    fig = bench._bars(report, "speedup_vs_vanilla", "t", "y")
+    assert fig.data[0].error_y.array is None and "range" not in fig.layout.title.text
+
+
 def test_one_chromium_helper_draws_every_screenshot():
     from visual import bench, render
     from helpers.browser import ARGS

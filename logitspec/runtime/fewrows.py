@@ -17,8 +17,8 @@ silicon). LOGITSPEC_FEW_ROWS_ISA=avx2 forces the AVX2 one on an AVX-512 CPU, to 
 it; `kernel_variant` names the one in use. The variant is compiled from source on first use
 with torch's extension builder, about 10 s, and cached under LOGITSPEC_KERNEL_DIR (default
 ~/.cache/logitspec), one folder per variant. Where none can be built (no C++ compiler, none
-of the instruction sets, not Linux) the layers keep torch's own kernels; LOGITSPEC_FEW_ROWS=0
-turns it off.
+of the instruction sets, not x86-64 or aarch64 Linux) the layers keep torch's own kernels;
+LOGITSPEC_FEW_ROWS=0 turns it off.
 
 Each build also holds speculation's top-k over the vocabulary (`csrc/top_k.cpp`,
 `runtime.topk`), which torch.topk serves where there is no build.

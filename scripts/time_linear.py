@@ -27,7 +27,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from logitspec.runtime.fewrows import (ISAS, cpu_flags, few_row_kernel, kernel_status, machine, unsupported_reason,
+from logitspec.runtime.fewrows import (ISAS, cpu_flags, few_row_kernel, kernel_status, unsupported_reason,
                                        variants_here)
 from logitspec.runtime.threads import configure_threads
 
@@ -44,7 +44,7 @@ def cpu_line() -> str:
                 break
     except OSError:
         pass
-    wanted = sorted(set().union(*(v.flags for v in ISAS.values() if v.machine == machine())))
+    wanted = sorted(set().union(*(ISAS[isa].flags for isa in variants_here())))
     flags = cpu_flags()
     return f"CPU: {model}; flags: " + " ".join(f"{f}{'' if f in flags else ' (absent)'}" for f in wanted)
 

@@ -154,9 +154,10 @@ def method_figures(per_q: dict, methods: list[str], questions: list[dict], repea
     by_cat = {"overall": [q["question_id"] for q in questions],
               **{c: [q["question_id"] for q in questions if q["category"] == c] for c in cats}}
     out = {}
-    v_rows = {qid: median_row(r) for qid, r in per_q["vanilla"].items()} if "vanilla" in per_q else None
+    medians = {m: {qid: median_row(r) for qid, r in per_q[m].items()} for m in per_q}
+    v_rows = medians.get("vanilla")
     for m in methods:
-        rows = {qid: median_row(r) for qid, r in per_q[m].items()}
+        rows = medians[m]
         entry = {"per_category": {}}
         for c, ids in by_cat.items():
             e = summarise([rows[i] for i in ids], [v_rows[i] for i in ids] if v_rows else None)
@@ -168,7 +169,7 @@ def method_figures(per_q: dict, methods: list[str], questions: list[dict], repea
             else:
                 entry["per_category"][c] = e
         if "pld" in per_q and m not in ("pld", "vanilla"):
-            vs = {c: versus(per_q, m, "pld", ids, repeats) for c, ids in by_cat.items()}
+            vs = {c: versus(per_q, medians, m, "pld", ids, repeats) for c, ids in by_cat.items()}
             entry["versus"] = {"against": "pld", "overall": vs.pop("overall"), "per_category": vs}
         out[m] = entry
     return out
@@ -182,12 +183,12 @@ def by_repeat(per_q: dict, m: str, other: str, ids: list, repeats: int) -> list[
     return [speed(m, rep) / speed(other, rep) for rep in range(repeats)]
 
 
-def versus(per_q: dict, m: str, other: str, ids: list, repeats: int) -> dict:
-    """m's speed over `other`'s on these questions: from the median runs (as the speed-ups
-    are), its range over the repetitions, and in how many of them m was ahead, so a
-    category's lead or lag can be told from the noise."""
-    rows = {x: [median_row(per_q[x][i]) for i in ids] for x in (m, other)}
-    speed = {x: sum(r["tokens"] for r in rs) / sum(r["seconds"] for r in rs) for x, rs in rows.items()}
+def versus(per_q: dict, medians: dict, m: str, other: str, ids: list, repeats: int) -> dict:
+    """m's speed over `other`'s on these questions: from the median runs (`medians`, as the
+    speed-ups are), its range over the repetitions, and in how many of them m was ahead, so
+    a category's lead or lag can be told from the noise."""
+    speed = {x: sum(medians[x][i]["tokens"] for i in ids) / sum(medians[x][i]["seconds"] for i in ids)
+             for x in (m, other)}
     ratios = by_repeat(per_q, m, other, ids, repeats)
     return {"ratio": speed[m] / speed[other], "min": min(ratios), "max": max(ratios),
             "ahead_in": sum(r >= 1.0 for r in ratios), "repeats": repeats}

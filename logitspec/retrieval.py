@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from .settings import DecodeSettings
-from .trace import Candidate, NgramAttempt, QueryRecord
+from .trace import Candidate, QueryRecord
 
 PRUNED_SHOWN_PER_BRANCH = 3  # how many cut tokens per branch the trace keeps for the picture
 G2_COST_LEN = 8  # g2 continuation fetched for the cost-aware tree, which may keep it all
@@ -66,7 +66,7 @@ class NgramPool:
         Tries the longest n-gram first and falls back to shorter ones; records every try.
         """
         if not suffix:
-            return QueryRecord(kind, candidate_rank, [], None, None, [])
+            return QueryRecord(kind, candidate_rank, (), (), None, None, [])
         return self.query_each(kind, suffix[:-1], [suffix[-1]], [max_len], [candidate_rank], sizes)[0]
 
     def query_each(
@@ -85,17 +85,19 @@ class NgramPool:
             if n <= end:
                 first = tuple(head[end - n:])
                 tries.append((n, first, self.follow.get(first)))
+        lengths = tuple(n for n, _, _ in tries)
+        upto = [lengths[: i + 1] for i in range(len(lengths))]  # the sizes tried when the i-th matched
+        top = tries[0][1] if tries else None
         toks, out = self.tokens, []
         for last, max_len, rank in zip(lasts, max_lens, ranks):
-            attempts: list[NgramAttempt] = []
-            for n, first, followers in tries:
+            ngram = (*top, last) if top is not None else ()
+            for i, (n, first, followers) in enumerate(tries):
                 pos = followers.get(last) if followers is not None else None
-                attempts.append(NgramAttempt(n, [*first, last], pos is not None))
                 if pos is not None:
-                    out.append(QueryRecord(kind, rank, attempts, n, pos - n, toks[pos:pos + max_len]))
+                    out.append(QueryRecord(kind, rank, ngram, upto[i], n, pos - n, toks[pos:pos + max_len]))
                     break
             else:
-                out.append(QueryRecord(kind, rank, attempts, None, None, []))
+                out.append(QueryRecord(kind, rank, ngram, lengths, None, None, []))
         return out
 
 

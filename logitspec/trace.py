@@ -39,7 +39,7 @@ class Candidate:
 
 @dataclass(slots=True)
 class NgramAttempt:
-    """One lookup of one n-gram length inside a query."""
+    """One lookup of one n-gram length inside a query (built on demand: `QueryRecord.attempts`)."""
 
     n: int
     ngram: list[int]
@@ -48,11 +48,17 @@ class NgramAttempt:
 
 @dataclass(slots=True)
 class QueryRecord:
-    """A retrieval query: g1 (for x_{i+1}) or g2 (for one candidate x^_{i+2})."""
+    """A retrieval query: g1 (for x_{i+1}) or g2 (for one candidate x^_{i+2}).
+
+    A step makes ~65 of them and the run keeps them all, so the lookups are held as two
+    tuples of ints, which the garbage collector stops tracking, rather than as objects it
+    would walk again at every collection of the run (docs/performance.md).
+    """
 
     kind: str  # "g1" | "g2" | "pld"
     candidate_rank: int | None  # for g2: the rank of the candidate it extends
-    attempts: list[NgramAttempt]  # longest n first, in the order they were tried
+    ngram: tuple[int, ...]  # the longest n-gram tried: the query's tail; () when nothing was tried
+    tried: tuple[int, ...]  # the n-gram lengths tried, longest first; the last one matched if matched_n
     matched_n: int | None  # the n-gram length that matched, or None
     match_pos: int | None  # context index where the matched n-gram starts
     continuation: list[int]  # tokens that followed the match (empty when none)
@@ -64,6 +70,21 @@ class QueryRecord:
     @property
     def matched(self) -> bool:
         return self.matched_n is not None
+
+    @property
+    def attempts(self) -> list[NgramAttempt]:
+        """Each lookup in the order tried: the n-gram of each length, the tail of `ngram`."""
+        k = len(self.ngram)
+        return [NgramAttempt(n, list(self.ngram[k - n:]), n == self.matched_n) for n in self.tried]
+
+    @classmethod
+    def of_attempts(cls, kind: str, candidate_rank: int | None, attempts: list[NgramAttempt],
+                    matched_n: int | None, match_pos: int | None, continuation: list[int],
+                    match_len: int | None = None) -> "QueryRecord":
+        """A record from its lookups as objects (trace files hold them so)."""
+        ngram = max((a.ngram for a in attempts), key=len, default=())
+        return cls(kind, candidate_rank, tuple(ngram), tuple(a.n for a in attempts), matched_n, match_pos,
+                   continuation, match_len)
 
 
 @dataclass(slots=True)
@@ -221,9 +242,18 @@ class RunTrace:
         h = self.token_bytes.get(str(token))
         return bytes.fromhex(h) if h is not None else self.text_of(token).encode("utf-8")
 
+    def as_objects(self) -> dict[str, Any]:
+        """The trace as plain JSON values, one object per entry (format 1's layout)."""
+        d = dataclasses.asdict(self)
+        for step, record in zip(d["steps"], self.steps):
+            for q, query in zip(step["queries"], record.queries):
+                del q["ngram"], q["tried"]  # files hold the lookups one by one
+                q["attempts"] = [dataclasses.asdict(a) for a in query.attempts]
+        return d
+
     def to_dict(self) -> dict[str, Any]:
         """The trace as plain JSON values, in the current file format (columns per step)."""
-        d = dataclasses.asdict(self)
+        d = self.as_objects()
         d["format"] = TRACE_FORMAT
         for step in d["steps"]:
             for q in step["queries"]:
@@ -279,7 +309,7 @@ def _step_from_dict(d: dict[str, Any]) -> StepRecord:
     d = dict(d)
     d["candidates"] = [Candidate(**c) for c in _rows(d.get("candidates", []))]
     d["queries"] = [
-        QueryRecord(**{**q, "attempts": [NgramAttempt(**a) for a in _rows(q["attempts"])]})
+        QueryRecord.of_attempts(**{**q, "attempts": [NgramAttempt(**a) for a in _rows(q["attempts"])]})
         for q in _rows(d.get("queries", []))
     ]
     d["tree"] = [TreeNode(**n) for n in _rows(d.get("tree", []))]

@@ -115,7 +115,7 @@ def test_a_calibration_inside_a_run_is_kept_out_of_its_seconds(monkeypatch):
     def fake_decode(model, prompt, method, settings, eos_ids):
         _time.sleep(0.3)  # c(n) re-measured while drafting this step
         yield StepRecord(0, method, len(prompt), 7, [7, 8], 9, calibration_seconds=0.3,
-                         queries=[QueryRecord("g1", None, [], 1, 0, [8])])
+                         queries=[QueryRecord("g1", None, (), (), 1, 0, [8])])
         yield StepRecord(1, method, len(prompt) + 2, 9, [9], None, forward=False)
 
     class LM:

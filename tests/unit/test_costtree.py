@@ -403,7 +403,7 @@ def test_evidence_keys_long_matches_apart_from_bare_ngrams():
     from logitspec.trace import QueryRecord
 
     def q(n, length):
-        return QueryRecord("g1", None, [], n, 0 if n else None, [1] if n else [], length)
+        return QueryRecord("g1", None, (), (), n, 0 if n else None, [1] if n else [], length)
 
     assert [evidence(q(None, None)), evidence(q(2, 2)), evidence(q(3, None))] == [0, 2, 3]
     assert [evidence(q(3, 5)), evidence(q(3, 8)), evidence(q(3, 15)), evidence(q(3, 16))] == [4, 8, 8, 16]

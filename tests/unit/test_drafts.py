@@ -6,7 +6,7 @@ from logitspec.trace import Candidate, QueryRecord, StepRecord
 
 
 def q(kind, rank, cont):
-    return QueryRecord(kind, rank, [], 1 if cont else None, 0 if cont else None, cont)
+    return QueryRecord(kind, rank, (), (), 1 if cont else None, 0 if cont else None, cont)
 
 
 def test_drafted_bound_counts_the_longest_true_prefix_on_any_chain():

@@ -37,7 +37,7 @@ def test_fixture_round_trips_exactly(fixture_traces):
         # Nothing in the file was lost or changed. (Fields added to the format after the file
         # was written load as their defaults; the exact round-trip above covers them.)
         assert json.loads(raw)["format"] == "logitspec-trace/1"  # the fixtures keep the old form
-        entries = {**dataclasses.asdict(again), "format": "logitspec-trace/1"}
+        entries = {**again.as_objects(), "format": "logitspec-trace/1"}
         assert only_keys_of(entries, json.loads(raw)) == json.loads(raw)
         assert isinstance(again.steps[0].tree[0], TreeNode)
         assert isinstance(again.steps[0].queries[0].attempts[0], NgramAttempt)
@@ -53,7 +53,7 @@ def test_files_are_written_in_columns_and_much_smaller(fixture_traces):
         assert set(spec["candidates"]) == {"rank", "token", "logit", "prob"}
         assert len(spec["candidates"]["token"]) == len(trace.steps[spec["index"]].candidates)
         assert isinstance(spec["queries"]["attempts"][0], dict)
-        as_objects = json.dumps(dataclasses.asdict(trace), ensure_ascii=False)
+        as_objects = json.dumps(trace.as_objects(), ensure_ascii=False)
         assert len(trace.to_json()) < 0.5 * len(as_objects), path.name
 
 
@@ -76,8 +76,8 @@ def test_save_and_load(tmp_path, fixture_traces):
 
 
 def hand_made_trace() -> RunTrace:
-    q0 = QueryRecord("g1", None, [NgramAttempt(3, [1, 2, 3], False), NgramAttempt(2, [2, 3], True)], 2, 5, [7, 8])
-    q1 = QueryRecord("g2", 1, [NgramAttempt(1, [9], False)], None, None, [])
+    q0 = QueryRecord.of_attempts("g1", None, [NgramAttempt(3, [1, 2, 3], False), NgramAttempt(2, [2, 3], True)], 2, 5, [7, 8])
+    q1 = QueryRecord.of_attempts("g2", 1, [NgramAttempt(1, [9], False)], None, None, [])
     tree = [
         TreeNode(0, 3, -1, 0, "root"),
         TreeNode(1, 7, 0, 1, "g1", query=0),
@@ -133,14 +133,22 @@ small = st.integers(-1, 10**6)
 
 
 @st.composite
+def lookups(draw) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """A query's n-gram and the lengths tried, longest (the n-gram's own) first."""
+    size = draw(st.integers(0, 3))
+    ngram = tuple(draw(st.lists(small, min_size=size, max_size=size)))
+    shorter = sorted(draw(st.sets(st.integers(1, max(size - 1, 1)))), reverse=True) if size > 1 else []
+    return ngram, (size, *shorter) if size else ()
+
+
+@st.composite
 def steps(draw, index: int):
     n_nodes = draw(st.integers(1, 5))
     tree = [TreeNode(i, draw(small), i - 1, i, "root" if i == 0 else "g2",
                      rank=draw(st.none() | small), query=draw(st.none() | small),
                      pruned=draw(st.booleans()), prune_reason=draw(st.none() | st.sampled_from(["rank", "cost"])),
                      accept_prob=draw(st.none() | finite)) for i in range(n_nodes)]
-    queries = [QueryRecord(draw(st.sampled_from(["g1", "g2", "pld"])), draw(st.none() | small),
-                           [NgramAttempt(draw(small), draw(st.lists(small, max_size=3)), draw(st.booleans()))],
+    queries = [QueryRecord(draw(st.sampled_from(["g1", "g2", "pld"])), draw(st.none() | small), *draw(lookups()),
                            draw(st.none() | small), draw(st.none() | small), draw(st.lists(small, max_size=4)))
                for _ in range(draw(st.integers(0, 3)))]
     sizing = draw(st.none() | st.builds(TreeSizing, st.sampled_from(["static", "cost"]), small,

@@ -12,7 +12,7 @@ from logitspec.tree import PRUNED_SHOWN_PER_BRANCH, PruningRule, build_static_tr
 
 def query(kind: str, continuation: list[int], rank: int | None = None) -> QueryRecord:
     """A matched query record that returns `continuation` (the tree reads only that)."""
-    return QueryRecord(kind, rank, [], 1 if continuation else None, 0 if continuation else None, list(continuation))
+    return QueryRecord(kind, rank, (), (), 1 if continuation else None, 0 if continuation else None, list(continuation))
 
 
 def g2_pairs(branches: list[tuple[int, list[int]]]) -> list[tuple[Candidate, QueryRecord]]:

@@ -17,8 +17,8 @@ trees = st.tuples(branch, st.lists(st.tuples(st.integers(0, 4), branch), max_siz
 
 
 def static_tree(g1: list[int], g2: list[tuple[int, list[int]]], capacity: int) -> list[TreeNode]:
-    q1 = QueryRecord("g1", None, [], 1, 0, g1)
-    pairs = [(Candidate(r, t, 0.0, 0.0), QueryRecord("g2", r, [], 1, 0, c)) for r, (t, c) in enumerate(g2, 1)]
+    q1 = QueryRecord("g1", None, (), (), 1, 0, g1)
+    pairs = [(Candidate(r, t, 0.0, 0.0), QueryRecord("g2", r, (), (), 1, 0, c)) for r, (t, c) in enumerate(g2, 1)]
     return build_static_tree(7, q1, pairs, capacity=capacity)
 
 

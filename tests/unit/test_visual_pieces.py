@@ -50,11 +50,11 @@ def make_trace(step_tokens: list[list[int]], with_bytes: bool = True, finished: 
             TreeNode(d, t, d - 1, d, "g1", query=0) for d, t in enumerate(toks[1:], 1)]
         bonus = None if (last and finished) else (step_tokens[i + 1][0] if not last else 230)
         seq = prompt + [t for s in step_tokens[:i] for t in s] + [toks[0]]
-        queries = [QueryRecord("g1", None, [NgramAttempt(2, seq[-2:], True)], 2, 0, toks[1:])]
+        queries = [QueryRecord.of_attempts("g1", None, [NgramAttempt(2, seq[-2:], True)], 2, 0, toks[1:])]
         cands = []
         if i == 0:  # candidates after a root that starts a character: the candidate completes it
             cands = [Candidate(1, 239, -1.0, 0.3), Candidate(2, 230, -2.0, 0.1)]
-            queries.append(QueryRecord("g2", 1, [NgramAttempt(1, [239], True)], 1, 3, [230, 15107]))
+            queries.append(QueryRecord.of_attempts("g2", 1, [NgramAttempt(1, [239], True)], 1, 3, [230, 15107]))
             tree += [TreeNode(len(tree), 239, 0, 1, "g2", rank=1, query=1),
                      TreeNode(len(tree) + 1, 230, len(tree), 2, "g2", rank=1, query=1, pruned=True,
                               prune_reason="capacity")]

@@ -6,12 +6,15 @@ Decodes the first bench question of each category with prompt lookup and LogitSp
 bundled model: once to warm up, once plain (the steps' own draft and bookkeeping seconds,
 per method and question) and once with a timer around each phase of a step (speculate,
 retrieve, build the tree, learn, the pass's inputs, the cache compaction; ms per call).
+The plain run also times the garbage collector's pauses (`gc.callbacks`), which land in
+whichever phase, or forward pass, allocates when a collection is due.
 The timers add a little to what they time, so the two tables are read apart. Run it alone:
 another process at work changes every figure.
 """
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
 import sys
 import time
@@ -29,6 +32,27 @@ def timed(store: dict[str, list[float]], name: str, fn: Callable) -> Callable:
         store[name].append(time.perf_counter() - t)
         return out
     return wrapper
+
+
+class CollectorPauses:
+    """Seconds the garbage collector spends, per generation, while installed."""
+
+    def __init__(self) -> None:
+        self.seconds = [0.0, 0.0, 0.0]
+        self._start = 0.0
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._start = time.perf_counter()
+        else:
+            self.seconds[info["generation"]] += time.perf_counter() - self._start
+
+    def __enter__(self) -> "CollectorPauses":
+        gc.callbacks.append(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        gc.callbacks.remove(self)
 
 
 def wrap_phases(store: dict[str, list[float]]) -> None:
@@ -68,13 +92,15 @@ def main(argv: list[str] | None = None) -> None:
     for _, prompt in prompts:  # warm-up: the cost curve, the kernel, the process-wide chances
         for method in ("pld", "logitspec"):
             run(method, prompt)
-    print("per step, ms      draft  bookkeeping  forward  steps")
+    print("per step, ms      draft  bookkeeping  forward  steps  collector (young, middle, full)")
     for category, prompt in prompts:
         for method in ("pld", "logitspec"):
-            steps = run(method, prompt)
+            with CollectorPauses() as pauses:
+                steps = run(method, prompt)
             draft, book, fwd = (1e3 * statistics.mean(getattr(r, f) for r in steps)
                                 for f in ("draft_seconds", "bookkeeping_seconds", "forward_seconds"))
-            print(f"{category:12s} {method:9s} {draft:6.3f} {book:12.3f} {fwd:8.2f} {len(steps):6d}")
+            collector = ", ".join(f"{1e3 * s / len(steps):.3f}" for s in pauses.seconds)
+            print(f"{category:12s} {method:9s} {draft:6.3f} {book:12.3f} {fwd:8.2f} {len(steps):6d}  {collector}")
     store: dict[str, list[float]] = defaultdict(list)
     wrap_phases(store)
     for _, prompt in prompts:

@@ -335,9 +335,9 @@ class CostAwareDrafter:
             live.chose(size, probed)
         self._context_len = context_len  # for the curve check in observe
         self._relative_cost = cost[size] / cost[1]
-        sizing = _sizing(best, size, probed, curve, cost, trie.p, rate, capacity)
+        sizing = _sizing(best, size, probed, cost, trie.p, rate, capacity)
         # A full tree left out nodes that would have paid for one more token's seconds.
-        paid = rate * (cost[size + 1] - cost[size]) if size == capacity else None
+        paid = node_bar(cost, size, rate) if size == capacity else None
         return self._select({0, *best.order[: size - 1]}, paid), sizing
 
     def _grow(self, root: int, g1: QueryRecord | None, g2: Sequence[tuple[Candidate, QueryRecord]],
@@ -500,29 +500,35 @@ def best_prefix(trie: _Trie, cost: Sequence[float], capacity: int, rate: float) 
     return Prefix(order, gains, best, heap[0][1] if heap else None)
 
 
-def _sizing(best: Prefix, size: int, probed: bool, curve: CostCurve, cost: Sequence[float],
-            p: Sequence[float], rate: float, capacity: int) -> TreeSizing:
+def node_bar(cost: Sequence[float], size: int, rate: float) -> float:
+    """The chance a node added to a tree of `size` tokens needs to pay, at the run's `rate`
+    (tokens per second), for the seconds it adds: cost is c(0..)."""
+    return rate * (cost[size + 1] - cost[size])
+
+
+def _sizing(best: Prefix, size: int, probed: bool, cost: Sequence[float], p: Sequence[float], rate: float,
+            capacity: int) -> TreeSizing:
     """Why the tree verifies `size` nodes: the most gain over the run's rate, or a probe."""
     gain = best.gains[size - 1]
     nxt = best.order[size - 1] if size - 1 < len(best.order) else best.after
     nxt_p = None if nxt is None else p[nxt]
-    reason = _reason(size, gain, curve, None if probed else nxt_p, rate, capacity)
+    reason = _reason(size, gain, cost, None if probed else nxt_p, rate, capacity)
     if probed:
         reason += (f"; verified as a probe instead of the best size ({best.size}), so a real pass re-teaches "
                    "what a tree costs under the machine's load now")
     return TreeSizing(mode="cost", size=size, expected_accepted=gain, expected_seconds=cost[size],
-                      next_gain=nxt_p, next_seconds=None if nxt is None else curve(size + 1), reason=reason,
+                      next_gain=nxt_p, next_seconds=None if nxt is None else cost[size + 1], reason=reason,
                       run_rate=rate)
 
 
-def _reason(size: int, expected: float, curve: CostCurve, nxt_p: float | None, rate: float,
+def _reason(size: int, expected: float, cost: Sequence[float], nxt_p: float | None, rate: float,
             capacity: int) -> str:
-    text = (f"{size} tokens: expected {expected:.2f} accepted per pass in {curve(size) * 1e3:.1f} ms; "
+    text = (f"{size} tokens: expected {expected:.2f} accepted per pass in {cost[size] * 1e3:.1f} ms; "
             f"the run makes {rate:.1f} tokens/s")
     if nxt_p is None:
         return text
-    extra = curve(size + 1) - curve(size)
-    if extra > 0 and nxt_p <= rate * extra:
+    extra = cost[size + 1] - cost[size]
+    if extra > 0 and nxt_p <= node_bar(cost, size, rate):
         return text + (f"; the next node (p={nxt_p:.3f}) would add {extra * 1e3:.1f} ms, {nxt_p / extra:.1f} "
                        "tokens/s on its own cost, below the run's rate, so the tree stops here")
     return text + f"; the next node (p={nxt_p:.3f}) would pay, but the tree is at its capacity of {capacity}"

@@ -80,13 +80,9 @@ def record(questions: Path, limit: int, max_new_tokens: int) -> list[dict]:
 
 def candidates(run: dict, i: int, k: int) -> list:
     """The next-next candidates of output position i, as `speculate` makes them."""
-    from logitspec.trace import Candidate
+    from logitspec.speculation import rank_candidates
 
-    out = []
-    for tok, logit, prob in zip(run["top_ids"][i], run["top_logits"][i], run["top_probs"][i]):
-        if tok != run["tokens"][i]:
-            out.append(Candidate(rank=len(out) + 1, token=tok, logit=logit, prob=prob))
-    return out[:k]
+    return rank_candidates(run["top_ids"][i], run["top_logits"][i], run["top_probs"][i], run["tokens"][i], k)[0]
 
 
 def accepted(nodes: list, truth: list[int]) -> int:

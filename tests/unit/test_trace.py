@@ -76,7 +76,8 @@ def test_save_and_load(tmp_path, fixture_traces):
 
 
 def hand_made_trace() -> RunTrace:
-    q0 = QueryRecord.of_attempts("g1", None, [NgramAttempt(3, [1, 2, 3], False), NgramAttempt(2, [2, 3], True)], 2, 5, [7, 8])
+    q0 = QueryRecord.of_attempts("g1", None, [NgramAttempt(3, [1, 2, 3], False), NgramAttempt(2, [2, 3], True)],
+                                 2, 5, [7, 8])
     q1 = QueryRecord.of_attempts("g2", 1, [NgramAttempt(1, [9], False)], None, None, [])
     tree = [
         TreeNode(0, 3, -1, 0, "root"),

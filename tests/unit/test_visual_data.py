@@ -310,7 +310,8 @@ def _pld_trace() -> RunTrace:
     base = load("summarization-241")
     p = base.prompt_tokens
     a, b, c, d = p[10], p[11], p[12], p[40]
-    q0 = QueryRecord.of_attempts("pld", None, [NgramAttempt(3, p[7:10] + [a], False), NgramAttempt(1, [a], True)], 1, 10, [b, c])
+    q0 = QueryRecord.of_attempts("pld", None, [NgramAttempt(3, p[7:10] + [a], False), NgramAttempt(1, [a], True)],
+                                 1, 10, [b, c])
     q1 = QueryRecord.of_attempts("pld", None, [NgramAttempt(1, [d], False)], None, None, [])
     s0 = StepRecord(0, "pld", len(p), a, [a, b], d, queries=[q0],
                     tree=[TreeNode(0, a, -1, 0, "root"), TreeNode(1, b, 0, 1, "pld", query=0),

@@ -10,10 +10,17 @@ Here the query heads of a group are folded into the query length instead,
 axis; attention then reads the cache as it is. The arithmetic per (head, query, key) is the
 same dot products and softmax as before. Single-token steps (vanilla's and the tree's root
 alone) and the prefill keep the stock path, unchanged.
+
+In bfloat16 and float16 on the CPU every pass up to `invariant_rows` tokens (vanilla's steps
+and every tree) goes to the row-invariant kernel instead (csrc/row_attention.cpp): each query
+row sees its keys in key order and sums them in one order, whatever the number of rows, so a
+tree node's attention is the same bits as a one-token pass's at that position.
 """
 from __future__ import annotations
 
 import torch
+
+from .fewrows import invariant_rows, row_attention_kernel
 
 NAME = "logitspec_grouped_sdpa"
 _registered = False
@@ -26,6 +33,7 @@ FOLDED_KEPT = 2
 _folded: tuple[tuple[torch.Tensor, int, torch.Tensor], ...] = ()
 # Arguments the folded path does not implement: the stock path handles (or refuses) them.
 STOCK_ONLY = ("position_bias", "softcap", "s_aux", "sinks")
+HEAD_MULTIPLE = 8  # the row-invariant kernel sums a head in 8 lanes (csrc/row_attention.cpp)
 
 
 def grouped_tree_sdpa(module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
@@ -39,6 +47,10 @@ def grouped_tree_sdpa(module, query: torch.Tensor, key: torch.Tensor, value: tor
 
     groups = int(getattr(module, "num_key_value_groups", 1))
     b, heads, n, d = query.shape
+    if row_invariant_applies(query, dropout, kwargs) and (kernel := row_attention_kernel()) is not None:
+        scale = scaling if scaling is not None else d ** -0.5
+        # No mask: the causal pass of a prefill or a one-token step (the last n keys are the queries').
+        return kernel(query, key, value, attention_mask, float(scale)), None
     if groups == 1 or n == 1 or attention_mask is None or any(kwargs.get(k) is not None for k in STOCK_ONLY):
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout,
                                       scaling=scaling, is_causal=is_causal, **kwargs)
@@ -47,6 +59,14 @@ def grouped_tree_sdpa(module, query: torch.Tensor, key: torch.Tensor, value: tor
     out = torch.nn.functional.scaled_dot_product_attention(
         q, key, value, attn_mask=mask, dropout_p=dropout, scale=scaling, is_causal=False)
     return out.reshape(b, heads, n, d).transpose(1, 2).contiguous(), None
+
+
+def row_invariant_applies(query: torch.Tensor, dropout: float, kwargs: dict) -> bool:
+    """Whether this call goes to the row-invariant kernel: a half-precision CPU pass of a tree's
+    size at most, with nothing the kernel does not implement."""
+    return (query.dtype in (torch.bfloat16, torch.float16) and query.device.type == "cpu"
+            and query.shape[2] <= invariant_rows() and query.shape[-1] % HEAD_MULTIPLE == 0 and not dropout
+            and not any(kwargs.get(k) is not None for k in STOCK_ONLY))
 
 
 def _fold_mask(mask: torch.Tensor, heads: int, groups: int, n: int) -> torch.Tensor:

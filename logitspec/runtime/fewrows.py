@@ -25,6 +25,7 @@ Each build also holds speculation's top-k over the vocabulary (`csrc/top_k.cpp`,
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
@@ -49,6 +50,9 @@ FEW_MAX_ROWS = 16
 FEATURE_MULTIPLE = 16
 SOURCE = Path(__file__).with_name("csrc") / "few_linear.cpp"
 TOP_K_SOURCE = SOURCE.with_name("top_k.cpp")  # built beside it: speculation's top-k (see top_k_kernel)
+# Also beside it: attention computed row by row, as a one-token pass does (see row_attention_kernel).
+ATTENTION_SOURCE = SOURCE.with_name("row_attention.cpp")
+SOURCES = (SOURCE, TOP_K_SOURCE, ATTENTION_SOURCE)
 ISA_VARIABLE = "LOGITSPEC_FEW_ROWS_ISA"
 
 
@@ -68,7 +72,8 @@ ISAS = {
     "avx512": Variant("x86_64", frozenset({"avx512f"}), "AVX-512", ("-march=native",)),
     # -mno-avx512f also drops AVX-512's 16 extra registers, so a forced build on an AVX-512
     # CPU is the code an AVX2-only CPU runs.
-    "avx2": Variant("x86_64", frozenset({"avx2", "fma"}), "AVX2 with FMA", ("-march=native", "-mno-avx512f")),
+    # F16C widens float16 weights; every AVX2 CPU has it.
+    "avx2": Variant("x86_64", frozenset({"avx2", "fma", "f16c"}), "AVX2 with FMA", ("-march=native", "-mno-avx512f")),
     # NEON ("asimd") is part of every aarch64 CPU, so the baseline build runs on all of them.
     "neon": Variant("aarch64", frozenset({"asimd"}), "NEON", ()),
 }
@@ -190,8 +195,8 @@ def build_directory(isa: str) -> Path:
 
     root = cache_root()
     key = hashlib.sha256()
-    key.update(SOURCE.read_bytes())
-    key.update(TOP_K_SOURCE.read_bytes())
+    for source in SOURCES:
+        key.update(source.read_bytes())
     key.update(" ".join(_cflags(isa)).encode())
     key.update(torch.__version__.encode())
     key.update(" ".join(sorted(cpu_flags())).encode())  # -march=native code fits one CPU
@@ -202,8 +207,9 @@ def build_directory(isa: str) -> Path:
 class Kernels:
     """The ops of one variant's build."""
 
-    linear: Callable  # (x, weight, bias) -> x @ weight.T + bias, for 1 to FEW_MAX_ROWS rows
+    linear: Callable  # (x, weight, bias) -> x @ weight.T + bias, any rows, FEW_MAX_ROWS per weight pass
     top_k: Callable  # (x: [V] float32, k) -> the indices of its k largest entries, best first
+    attention: Callable  # (q, k, v, mask, scale) -> [B, n, H, d], each row as a one-token pass
 
 
 def _build(isa: str) -> Kernels:
@@ -217,11 +223,12 @@ def _build(isa: str) -> Kernels:
         os.environ["PATH"] = ninja_dir + os.pathsep + os.environ.get("PATH", "")
     # at::parallel_for only splits work when compiled with OpenMP; the op then shares
     # torch's own thread pool (the same libgomp, already loaded by torch).
-    load(name=f"logitspec_few_linear_{isa}", sources=[str(SOURCE), str(TOP_K_SOURCE)], build_directory=str(folder),
+    load(name=f"logitspec_few_linear_{isa}", sources=[str(p) for p in SOURCES], build_directory=str(folder),
          extra_cflags=_cflags(isa), extra_ldflags=["-fopenmp"], is_python_module=False, verbose=False)
     # The sources name their ops after the instruction set they were compiled for: a build
     # for another one than asked has no op of this name and fails here.
-    return Kernels(getattr(torch.ops.logitspec, f"few_linear_{isa}"), getattr(torch.ops.logitspec, f"top_k_{isa}"))
+    ops = torch.ops.logitspec
+    return Kernels(getattr(ops, f"few_linear_{isa}"), getattr(ops, f"top_k_{isa}"), getattr(ops, f"row_attention_{isa}"))
 
 
 def few_row_kernel(isa: str | None = None) -> Callable | None:
@@ -238,6 +245,23 @@ def top_k_kernel(isa: str | None = None) -> Callable | None:
     is unavailable or turned off."""
     kernels = _kernels(isa)
     return kernels.top_k if kernels is not None else None
+
+
+def row_attention_kernel(isa: str | None = None) -> Callable | None:
+    """`op(q, k, v, mask, scale)`: attention whose every query row is computed as a one-token
+    pass computes it (csrc/row_attention.cpp), built with the few-row kernel; None where that
+    is unavailable or turned off."""
+    kernels = _kernels(isa)
+    return kernels.attention if kernels is not None else None
+
+
+@functools.cache
+def invariant_rows() -> int:
+    """Passes of up to this many tokens run on the row-invariant kernels in half precision:
+    the largest tree the input limits allow (a longer prefill is the same in every decoder)."""
+    from ..limits import Limits
+
+    return Limits.from_env().capacity
 
 
 def built_top_k() -> Callable | None:

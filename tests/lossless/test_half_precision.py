@@ -1,0 +1,164 @@
+"""The first promise in bfloat16 and float16: every decoder's tokens are vanilla's.
+
+A tree pass computes n rows at once; stock kernels sum each row in another order than a
+one-token pass does, and in half precision the last bits flip near-tied argmaxes. On the CPU
+every pass of a tree's size runs on row-invariant kernels (logitspec/runtime), so a tree
+node's logits are the bits a one-token pass gives. The mutation at the end sends multi-row
+passes back to the stock kernels and shows these tests catch it.
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from helpers.families import WORKS
+from helpers.lossless_prompts import lossless_prompts
+from helpers.tiny_models import greedy_reference, sampling_reference, tiny_prompts
+from logitspec.decoders import DecodeSettings, decode
+from logitspec.models import load_model, prepare_model
+from logitspec.runner import run_trace
+from logitspec.runtime import attention, fewrows, linear
+from logitspec.runtime.kvcache import new_cache
+
+pytestmark = pytest.mark.lossless
+
+HALF = ["bfloat16", "float16"]
+MAX_NEW = 64  # long enough that the stock kernels part from vanilla on these prompts
+# Prompts on which the stock kernels' tree passes parted from vanilla in bfloat16.
+PROMPT_IDS = ("math-111", "code-121", "reasoning-101")
+VARIANTS = [("pld", "static"), ("logitspec", "static"), ("logitspec", "cost")]
+TINY = ["llama", "qwen2-window8", "qwen3", "mistral-window8", "gemma3-window16", "olmo2", "cohere", "mixtral"]
+
+needs_kernel = pytest.mark.skipif(fewrows.row_attention_kernel() is None,
+                                  reason=f"no row-invariant kernel here: {fewrows.kernel_status()}")
+
+
+@pytest.fixture(scope="module", params=HALF)
+def half_bundled(request):
+    torch.set_num_threads(2)
+    return load_model("bundled", "cpu", request.param)
+
+
+def prompts():
+    by_id = {p.id: p for p in lossless_prompts()}
+    return [by_id[i] for i in PROMPT_IDS]
+
+
+def stock_for_trees(monkeypatch) -> None:
+    """The mutation: passes of more than one row leave the row-invariant kernels."""
+    monkeypatch.setattr(linear, "invariant_rows", lambda: 1)
+    monkeypatch.setattr(attention, "invariant_rows", lambda: 1)
+
+
+@torch.inference_mode()
+def tree_rows_and_single_rows(model, prompt: list[int], root: int, branches: list[list[int]]):
+    """Final hidden states [T, d] of a tree (root, then each branch under it) verified in one
+    masked pass, and the same nodes' states from one-token passes along each branch."""
+    from logitspec.decoders import prefill
+    from logitspec.tree import DraftTree
+    from logitspec.verify import prepare_inputs
+
+    def cache():
+        c = new_cache(model.config, len(prompt) + 1 + max(map(len, branches)))
+        prefill(model, c, prompt)
+        return c
+
+    tree = DraftTree(root)
+    for branch in branches:
+        tree.add_branch(0, branch, keep=len(branch), capacity=64, origin="g1", query=0)
+    nodes = tree.finalize()
+    rows = model.base_model(**prepare_inputs(model, nodes, len(prompt)), cache=cache(),
+                            use_cache=True).last_hidden_state[0]
+    one: dict[int, torch.Tensor] = {}
+    for leaf in (n for n in nodes if all(m.parent != n.id for m in nodes)):
+        c = cache()
+        walk = [leaf.id]
+        while nodes[walk[-1]].parent >= 0:
+            walk.append(nodes[walk[-1]].parent)
+        for i in reversed(walk):
+            h = model.base_model(input_ids=torch.tensor([[nodes[i].token]]), cache=c, use_cache=True)
+            one[i] = h.last_hidden_state[0, 0]
+    return rows, torch.stack([one[i] for i in range(len(nodes))])
+
+
+@needs_kernel
+@pytest.mark.slow
+def test_a_tree_pass_computes_each_row_as_a_one_token_pass_does(half_bundled, monkeypatch):
+    prompt = half_bundled.encode_chat("Describe a lighthouse at night in three sentences.")
+    tokens = [int(t) for t in torch.randint(200, 9000, (12,), generator=torch.Generator().manual_seed(3))]
+    branches = [tokens[1:6], tokens[6:9], tokens[9:]]  # a later branch's ancestors are not contiguous
+    rows, one = tree_rows_and_single_rows(half_bundled.model, prompt, tokens[0], branches)
+    assert torch.equal(rows, one)  # bit for bit, every node
+    stock_for_trees(monkeypatch)
+    rows, one = tree_rows_and_single_rows(half_bundled.model, prompt, tokens[0], branches)
+    assert not torch.equal(rows, one)  # the stock kernels' blocking changes the bits
+
+
+@needs_kernel
+@pytest.mark.slow
+@pytest.mark.parametrize("prompt", prompts(), ids=lambda p: p.id)
+def test_bundled_half_precision_equals_vanilla(half_bundled, prompt):
+    want = run_trace(half_bundled, prompt.text, "vanilla", DecodeSettings(max_new_tokens=MAX_NEW)).tokens
+    assert len(want) == MAX_NEW
+    for method, tree in VARIANTS:
+        got = run_trace(half_bundled, prompt.text, method, DecodeSettings(max_new_tokens=MAX_NEW, tree=tree)).tokens
+        assert got == want, (half_bundled.dtype, method, tree)
+
+
+@needs_kernel
+@pytest.mark.slow
+def test_with_stock_kernels_for_trees_the_half_precision_tests_fail(monkeypatch):
+    """Not vacuous: with multi-row passes on the stock kernels, a tree decoder parts from
+    vanilla in bfloat16 on these prompts (as it did before the row-invariant kernels)."""
+    lm = load_model("bundled", "cpu", "bfloat16")
+    stock_for_trees(monkeypatch)
+    s = DecodeSettings(max_new_tokens=MAX_NEW, tree="static")
+    parted = [p.id for p in prompts()
+              if run_trace(lm, p.text, "logitspec", s).tokens != run_trace(lm, p.text, "vanilla", s).tokens]
+    assert parted
+
+
+@pytest.fixture(scope="module")
+def tiny_half():
+    """Each tiny family in each half dtype, made ready as load_model makes a model ready."""
+    built: dict[tuple[str, str], torch.nn.Module] = {}
+
+    def get(name: str, dtype: str) -> torch.nn.Module:
+        if (name, dtype) not in built:
+            fam = next(f for f in WORKS if f.name == name)
+            model = fam.build().to(getattr(torch, dtype))
+            prepare_model(model, name)
+            built[name, dtype] = model
+        return built[name, dtype]
+    return get
+
+
+@needs_kernel
+@pytest.mark.usefixtures("one_thread")
+@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("name", TINY)
+def test_tiny_family_half_precision_greedy_and_sampled(tiny_half, name, dtype):
+    model = tiny_half(name, dtype)
+    for i, prompt in enumerate(tiny_prompts(3)):
+        want = greedy_reference(model, prompt, 40)
+        for method, tree in VARIANTS:
+            steps = list(decode(model, prompt, method, DecodeSettings(max_new_tokens=40, tree=tree)))
+            assert [t for s in steps for t in s.tokens] == want, (method, tree)
+        sampled = DecodeSettings(max_new_tokens=40, temperature=1.0, seed=7 + i)
+        want = sampling_reference(model, prompt, 40, sampled)
+        steps = list(decode(model, prompt, "logitspec", sampled))
+        assert [t for s in steps for t in s.tokens] == want
+
+
+@needs_kernel
+@pytest.mark.usefixtures("one_thread")
+def test_with_stock_kernels_for_trees_a_tiny_family_parts_in_bfloat16(tiny_half, monkeypatch):
+    model = tiny_half("llama", "bfloat16")
+    stock_for_trees(monkeypatch)
+    parted = 0
+    for prompt in tiny_prompts(3):
+        want = greedy_reference(model, prompt, 40)
+        for method, tree in VARIANTS:
+            steps = decode(model, prompt, method, DecodeSettings(max_new_tokens=40, tree=tree))
+            parted += [t for s in steps for t in s.tokens] != want
+    assert parted

@@ -156,6 +156,11 @@ class StepRecord:
         return len(self.tokens)
 
     @property
+    def drafts_accepted(self) -> int:
+        """Draft tokens the step accepted: what it committed after its root x_{i+1}."""
+        return max(0, len(self.tokens) - 1)
+
+    @property
     def outcome(self) -> str:
         """g1 matched / g2 rescued (g1 failed, a g2 query matched) / both failed; pld: matched / failed."""
         if not self.queries:

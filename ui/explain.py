@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import gradio as gr
 
 from logitspec.trace import RunTrace
+from visual.counts import run_counts, run_words
 from visual.explain import TITLES, Panel, choose_step, walkthrough
 from visual.style import sub_x
 
@@ -29,7 +30,7 @@ PAGE_MD = """
 #### The rest of the page
 **The race** runs plain decoding and LogitSpec (optionally prompt lookup, PLD) one step each in
 turn; each lane's clock counts only its own measured compute. The **text** is coloured by how
-many tokens the step that produced it accepted: click a block to open that step in the **Step
+many tokens the step that produced it committed: click a block to open that step in the **Step
 explorer**, where ← / → step and space plays. The **Retrieval debugger** lists the steps by
 retrieval outcome (g1 matched, g2 rescued a failed g1, both failed).
 
@@ -115,7 +116,7 @@ class ExplainTab:
                                  "then come back here to see your own)")
             if name.endswith(".json"):
                 return t, name, f"the trace you opened, `{name}`"
-            return t, name, f"your last run ({len(t.tokens)} tokens in {len(t.steps)} steps, {name})"
+            return t, name, f"your last run ({run_words(run_counts(t))}, {name})"
         if traces:
             other = next(iter(traces.values())).method
             why = f"the trace you opened was decoded by {other}, which drafts no next-next guesses"
@@ -145,7 +146,7 @@ class ExplainTab:
 
     def _draw(self, trace: RunTrace, words: str, pick: Pick, note: str) -> dict:
         out = {self.head: (f"**Explaining** {words}. **Step {pick.step}** of 0–{len(trace.steps) - 1}: "
-                           f"{pick.why}{note}."),
+                           f"{sub_x(pick.why)}{note}."),
                self.step: pick.step, self.picked: pick}
         for panel in walkthrough(trace, pick.step):
             slot = self.slots[panel.key]

@@ -18,6 +18,7 @@ from plotly.subplots import make_subplots
 from logitspec.drafts import drafted_chains
 from logitspec.trace import G2_RESCUED, QueryRecord, RunTrace, StepRecord
 
+from .counts import drafts_accepted_words, plural, run_counts
 from .data import (
     branch_nodes, candidate_by_rank, context_before, g2_query_of_rank, get_step, matched_attempt, ngram_before,
     ngram_text, outcome, query_tail, step_position, true_next_next,
@@ -61,7 +62,8 @@ class Panel:
 
 # ---------------------------------------------------------------- choosing the step
 
-PREFERRED_RULE = (f"g1 found nothing, a g2 lookup rescued the step, and the tree accepted ≥ {MIN_ACCEPTED} tokens")
+PREFERRED_RULE = (f"g1 found nothing, a g2 lookup rescued the step, and it committed ≥ {MIN_ACCEPTED} tokens "
+                  f"(x_{{i+1}} + ≥ {MIN_ACCEPTED - 1} draft tokens accepted)")
 
 
 def _most(trace: RunTrace, steps: list[int]) -> int:
@@ -69,9 +71,14 @@ def _most(trace: RunTrace, steps: list[int]) -> int:
     return max(steps, key=lambda i: (len(trace.steps[i].tokens), -i))
 
 
+def _committed(s: StepRecord) -> str:
+    """'7: x_{i+1} + 6 draft tokens accepted', as every tab counts a step."""
+    return f"{len(s.tokens)}: x_{{i+1}} + {drafts_accepted_words(s.drafts_accepted)}"
+
+
 def choose_step(trace: RunTrace) -> StepChoice:
-    """A step where g2 rescued a failed g1 and the tree accepted ≥ 3 tokens (the most, if several);
-    else the g2-rescued step that accepted the most; else the step that accepted the most."""
+    """A step where g2 rescued a failed g1 and ≥ 3 tokens were committed (the most, if several);
+    else the g2-rescued step that accepted the most drafts; else the step that committed the most."""
     forward = [i for i, s in enumerate(trace.steps) if s.forward] or list(range(len(trace.steps)))
     if not forward:
         raise IndexError("the trace holds no steps yet")
@@ -79,18 +86,25 @@ def choose_step(trace: RunTrace) -> StepChoice:
     strong = [i for i in rescued if len(trace.steps[i].tokens) >= MIN_ACCEPTED]
     if strong:
         i = _most(trace, strong)
-        return StepChoice(i, f"picked by the rule: {PREFERRED_RULE} ({len(strong)} step"
-                             f"{'s' if len(strong) != 1 else ''} qualified; this one accepted the most, "
-                             f"{len(trace.steps[i].tokens)})", True)
-    rescued = [i for i in rescued if len(trace.steps[i].tokens) >= 2]
-    if rescued:
-        i = _most(trace, rescued)
-        return StepChoice(i, f"no step met the rule ({PREFERRED_RULE}); shown instead: the step where g2 "
-                             f"rescued a failed g1 and the most tokens were accepted ({len(trace.steps[i].tokens)})",
-                          False)
+        return StepChoice(i, f"picked by the rule: {PREFERRED_RULE} ({plural(len(strong), 'step')} qualified; this "
+                             f"one committed the most, {_committed(trace.steps[i])})", True)
+    accepting = [i for i in rescued if trace.steps[i].drafts_accepted >= 1]
+    if accepting:
+        i = _most(trace, accepting)
+        return StepChoice(i, f"no step met the rule ({PREFERRED_RULE}); shown instead: the step where g2 rescued a "
+                             f"failed g1 and the most tokens were committed ({_committed(trace.steps[i])})", False)
     i = _most(trace, forward)
-    return StepChoice(i, f"no step met the rule ({PREFERRED_RULE}), and g2 never rescued a failed g1 in this run; "
-                         f"shown instead: the step that accepted the most tokens ({len(trace.steps[i].tokens)})", False)
+    return StepChoice(i, f"no step met the rule ({PREFERRED_RULE}), and {_rescues(run_counts(trace).g2_rescued)}; "
+                         f"shown instead: the step that committed the most tokens ({_committed(trace.steps[i])})",
+                      False)
+
+
+def _rescues(n: int) -> str:
+    """What the run's g2 rescues came to, when none of them accepted a draft token."""
+    if not n:
+        return "g2 never rescued a failed g1 in this run"
+    return (f"g2 rescued a failed g1 at {plural(n, 'step')} of this run, but {'it' if n == 1 else 'none of them'} "
+            "accepted a draft token")
 
 
 # ---------------------------------------------------------------- facts and sentences
@@ -128,10 +142,6 @@ def step_facts(trace: RunTrace, step: int) -> StepFacts:
     return StepFacts(trace=trace, i=step_position(trace, step), s=s, ctx=context_before(trace, step), truth=truth,
                      truth_rank=rank, g1=s.queries[g1i] if g1i is not None else None, g1_index=g1i,
                      truth_query=tq, truth_query_index=s.queries.index(tq) if tq is not None else None)
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def _tried(f: StepFacts, q: QueryRecord) -> str:
@@ -186,7 +196,7 @@ def lookup_sentences(f: StepFacts, q: QueryRecord | None, qi: int | None, name: 
              f"{ngram_text(f.trace, a.ngram, ngram_before(seq, a.ngram))} matched at position {q.match_pos} of the "
              f"{len(f.ctx)}-token context.")
     ver, acc = _branch_counts(f, qi)
-    return first, (f"The {_plural(len(q.continuation), 'token')} that followed it there, "
+    return first, (f"The {plural(len(q.continuation), 'token')} that followed it there, "
                    f"{f.t(q.continuation, f.after_root)}, became {name}'s branch: {ver} verified, {acc} accepted.")
 
 
@@ -217,7 +227,7 @@ def g2_sentences(f: StepFacts) -> tuple[str, str]:
     return (f"The right guess, {truth} (rank {f.truth_rank}), got its own lookup, g2, over the n-grams ending "
             f"with it after x_{{i+1}}: the {a.n}-gram {ngram_text(f.trace, a.ngram, ngram_before(seq, a.ngram))} "
             f"matched at position {q.match_pos}.",
-            f"Its branch, the guess and the {_plural(len(q.continuation), 'token')} that followed it there, put "
+            f"Its branch, the guess and the {plural(len(q.continuation), 'token')} that followed it there, put "
             f"{ver} tokens into the verified tree, {acc} of them accepted.")
 
 
@@ -229,7 +239,7 @@ def tree_sentences(f: StepFacts) -> tuple[str, str]:
     fetched = sum(len(c) for _, _, c in drafted_chains(f.s))
     verified = sum(not n.pruned for n in f.s.tree)
     saved = fetched - (drafted - 1)
-    first = (f"The lookups' branches hold {_plural(fetched, 'draft token')} in all; merged under the root into a "
+    first = (f"The lookups' branches hold {plural(fetched, 'draft token')} in all; merged under the root into a "
              f"trie they make {drafted} nodes, root included" +
              (f": branches that share a prefix share its nodes, saving {saved}." if saved
               else "; no two branches shared a prefix."))
@@ -246,13 +256,13 @@ def verify_sentences(f: StepFacts) -> tuple[str, str]:
         return ("This step needed no forward pass: its root was the last token the run wanted.",
                 "So nothing was verified.")
     verified = [n for n in s.tree if not n.pruned]
-    first = (f"One forward pass scored all {_plural(len(verified), 'verified token')} at once: each saw the "
+    first = (f"One forward pass scored all {plural(len(verified), 'verified token')} at once: each saw the "
              f"{s.context_len}-token cache and its own ancestors only (a tree attention mask), at position id "
              f"{s.context_len} + its depth.")
-    drafts = len(s.tokens) - 1
+    drafts = s.drafts_accepted
     if s.bonus is None:
-        return first, (f"Walking from the root, the model agreed with {_plural(drafts, 'drafted token')}; the run "
-                       "ended after them.")
+        return first, (f"Walking from the root, the model agreed with {plural(drafts, 'drafted token')} "
+                       f"({drafts_accepted_words(drafts)}); the run ended after them.")
     last = s.accepted_path[-1] if s.accepted_path else 0
     kids = [n for n in s.tree if n.parent == last]
     held = [n for n in kids if n.token == s.bonus]
@@ -267,20 +277,21 @@ def verify_sentences(f: StepFacts) -> tuple[str, str]:
     else:
         why = f"which none of the {len(ver)} verified tokens drafted there was"
     if not drafts:
-        return first, f"At the root the model chose {f.t([s.bonus], f.ctx + list(s.tokens))}, {why}, so no draft was accepted."
-    return first, (f"Walking from the root, the model's own choice matched a drafted token {_plural(drafts, 'time')} "
-                   f"in a row; {after}, {why}.")
+        return first, (f"At the root the model chose {f.t([s.bonus], f.ctx + list(s.tokens))}, {why}, so no draft "
+                       f"was accepted ({drafts_accepted_words(0)}).")
+    return first, (f"Walking from the root, the model's own choice matched a drafted token {plural(drafts, 'time')} "
+                   f"in a row ({drafts_accepted_words(drafts)}); {after}, {why}.")
 
 
 def accept_sentences(f: StepFacts) -> tuple[str, str]:
     s = f.s
     n = len(s.tokens)
     if n == 1:
-        first = (f"Step {f.i} committed 1 token, x_{{i+1}} alone: no draft was accepted, so this pass did what "
-                 "plain decoding does.")
+        first = (f"Step {f.i} committed 1 token, x_{{i+1}} alone ({drafts_accepted_words(0)}), so this pass did "
+                 "what plain decoding does.")
     else:
-        first = (f"Step {f.i} committed {n} tokens, {f.t(s.tokens)}, in one forward pass, where plain decoding "
-                 f"would need {n} passes.")
+        first = (f"Step {f.i} committed {n} tokens (x_{{i+1}} + {drafts_accepted_words(s.drafts_accepted)}), "
+                 f"{f.t(s.tokens)}, in one forward pass, where plain decoding would need {n} passes.")
     if s.bonus is None:
         return first, "There is no bonus token: the run ended with this step."
     return first, (f"The model's choice after the last accepted token, {f.t([s.bonus], f.ctx + list(s.tokens))}, "
@@ -448,7 +459,7 @@ def lookup_figure(f: StepFacts, q: QueryRecord | None, look: Look) -> Drawn:
             fig.add_trace(go.Scatter(x=[end, end + len(q.continuation)], y=[row, row], mode="lines",
                                      line=dict(color=PALETTE["g1"], width=10),
                                      hovertemplate=f"{len(q.continuation)} tokens followed it<extra></extra>"))
-        notes.append(_row_note(f"✓ at {start}, then {_plural(len(q.continuation), 'token')}", row, False, c["text"]))
+        notes.append(_row_note(f"✓ at {start}, then {plural(len(q.continuation), 'token')}", row, False, c["text"]))
     layout = _small(look, height=max(PANEL_HEIGHT, LOOKUP_ROW_PX * rows + 110))
     layout["xaxis"].update(range=[-1, n + 1], title=dict(text=f"position in the {n}-token context"))
     layout["yaxis"].update(visible=False, range=[rows - 0.35, -0.65])  # the first n-gram tried on top

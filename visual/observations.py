@@ -11,6 +11,7 @@ from plotly.subplots import make_subplots
 
 from logitspec.trace import BOTH_FAILED, G1_MATCHED, G2_RESCUED, NO_RETRIEVAL, PLD_MATCHED, RunTrace
 
+from .counts import passes_words, plural, run_counts
 from .data import OUTCOMES_LOGITSPEC, OUTCOMES_PLD, forward_steps, outcome, true_next_next
 from .fit import SLIDE_H, SLIDE_W, for_app, frame, wrap_html
 from .style import ACCEPT_COLORS, MIN_FONT, PALETTE, base_layout, pretty, style_axes, text_on, theme_colors
@@ -191,9 +192,9 @@ def _outcome_strip(fig: go.Figure, trace: RunTrace, outs: list[str], c: dict[str
 
 
 def _retrieval_words(trace: RunTrace) -> tuple[str, str]:
-    n = len(retrieval_outcomes(trace))
     return ("Does retrieval find a continuation?",
-            f"{n} forward steps of this run; the vertical marks are the paper's numbers; below, each step's outcome")
+            f"{passes_words(run_counts(trace).passes)} of this run; the vertical marks are the paper's numbers; "
+            "below, each step's outcome")
 
 
 def _draw_retrieval(trace: RunTrace, theme: str, mode: str) -> go.Figure:
@@ -222,10 +223,10 @@ def retrieval_success_figure(trace: RunTrace, theme: str = "light", fit: bool = 
 
 
 def _accepted_words(trace: RunTrace) -> tuple[str, str]:
-    steps = forward_steps(trace)
+    c = run_counts(trace)
     return ("Tokens committed per forward pass",
-            f"{len(steps)} forward passes made {len(trace.tokens)} tokens"
-            + (" (the last token needed no pass)" if len(steps) < len(trace.steps) else "")
+            f"{passes_words(c.passes)} made {plural(c.tokens, 'token')}"
+            + (" (the last token needed no pass)" if c.passes < c.steps else "")
             + "; vanilla commits exactly 1 per pass; a pass commits x_{i+1} and the drafts it accepted")
 
 
@@ -234,7 +235,7 @@ def _draw_accepted(trace: RunTrace, theme: str, mode: str) -> go.Figure:
     steps = forward_steps(trace)
     counts = Counter(len(s.tokens) for s in steps)
     words = _accepted_words(trace)
-    mean = trace.mean_accepted_tokens  # all tokens over forward passes, as the engine counts
+    mean = run_counts(trace).tokens_per_pass  # all tokens over forward passes, as every tab counts
     mean_name = f"mean {mean:.2f} tokens per pass"
     layout = base_layout(theme, words[0], height=_size("accepted", mode)[1], bargap=0.15)
     frame(layout, mode, *words, [mean_name] if steps else [], c, _size("accepted", mode))

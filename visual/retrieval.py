@@ -11,6 +11,7 @@ from typing import Any
 from logitspec.trace import (BOTH_FAILED, G1_MATCHED, G2_RESCUED, NO_RETRIEVAL, PLD_FAILED, PLD_MATCHED, QueryRecord,
                              RunTrace, StepRecord)
 
+from .counts import passes_words, run_counts
 from .data import (
     OUTCOMES_LOGITSPEC,
     branch_nodes,
@@ -218,7 +219,7 @@ def failure_rows(trace: RunTrace) -> list[dict[str, Any]]:
             "g1 matched n": first.matched_n if first else None,
             "g2 matches": sum(q.matched for q in g2),
             "g2 queries": len(g2),
-            "accepted": len(s.tokens),
+            "drafts accepted": s.drafts_accepted,
         })
     return rows
 
@@ -234,9 +235,10 @@ DEBUG_COLUMNS = [
     ("g1 n-grams tried", "g1 n-grams tried", "the n-grams g1 looked up, longest first", False),
     ("g1 n", "g1 matched n", "the n-gram length that matched", False),
     ("g2 hits", "g2 matches", "candidates whose g2 lookup matched / candidates looked up", True),
-    ("accepted", "accepted", "tokens the step committed", True),
+    ("drafts accepted", "drafts accepted", "draft tokens the step accepted; its root x_{i+1}, committed "
+     "whatever the drafts, is not counted", True),
 ]
-_NUM = {"step", "g1 matched n", "g2 matches", "accepted"}
+_NUM = {"step", "g1 matched n", "g2 matches", "drafts accepted"}
 _TOK = {"root", "g1 n-grams tried"}
 # The table's own look (scoped to its component by gr.HTML): it never needs a sideways scroll.
 DEBUG_TABLE_CSS = """
@@ -317,9 +319,8 @@ def debugger_note(trace: RunTrace | None, outcomes: list[str] | None, shown: int
     """One line over the debugger's table: how many steps it lists, or why it lists none."""
     if trace is None:
         return "No run or trace is open: run the race or open a trace."
-    forward = sum(s.forward for s in trace.steps)
     if shown:
-        return f"{shown} of {forward} forward steps · select a row to open its step."
+        return f"{shown} of {passes_words(run_counts(trace).passes)} · select a row to open its step."
     if not any(s.queries for s in trace.steps):
         return f"This {trace.method} run does no lookups, so no step has a retrieval outcome."
     if not outcomes:

@@ -6,6 +6,7 @@ import re
 from logitspec.drafts import best_drafted_match, truth_after
 from logitspec.trace import NO_RETRIEVAL, RunTrace
 
+from .counts import drafts_accepted_words, passes_words, plural, run_counts
 from .data import (
     context_before, get_step, is_finished, match_text, ngram_text, outcome, query_tail,
     step_position, token_pieces,
@@ -15,7 +16,7 @@ from .style import ACCEPT_COLORS
 
 
 def accept_label(n: int) -> str:
-    """Label of a span: tokens its step accepted ("1", "2", "3", "4+")."""
+    """Label of a span: tokens its step committed, root included ("1", "2", "3", "4+")."""
     return str(n) if n < 4 else "4+"
 
 
@@ -39,7 +40,7 @@ def answer_text(trace: RunTrace) -> str:
 
 
 def text_spans(trace: RunTrace) -> list[tuple[str, str | None]]:
-    """(text, label) per step, in order; the label is how many tokens that step accepted.
+    """(text, label) per step, in order; the label is how many tokens that step committed.
 
     A step whose tokens only begin a character (the rest comes in a later step) shows ⋯, so
     every step keeps a span that can be seen and clicked.
@@ -78,13 +79,13 @@ def drafts_held(trace: RunTrace, i: int) -> str:
     if not s.forward or not s.queries or not after:
         return ""
     m = best_drafted_match(s, after)
-    accepted = len(s.tokens) - 1
+    accepted = s.drafts_accepted
     if m.length == 0:
         return ("the true next token was neither a candidate nor on a retrieved continuation, "
                 "so nothing could be accepted")
     where = {"g1": "g1's continuation", "pld": "the prompt-lookup chain"}.get(
         m.kind or "", f"the branch of candidate {m.rank} (g2)")
-    text = f"the true next {m.length} token{'s' if m.length != 1 else ''} lay on {where}; {accepted} accepted"
+    text = f"the true next {plural(m.length, 'token')} lay on {where}; {drafts_accepted_words(accepted)}"
     if m.length > accepted:
         text += " (the rest were drafted but not verified: the tree stopped short of them)"
     return text
@@ -99,9 +100,8 @@ def step_summary_md(trace: RunTrace, step: int) -> str:
     pruned = len(s.tree) - verified
     lines = [f"**Step {i} of 0–{len(trace.steps) - 1}** · {trace.method} · x<sub>i+1</sub> = "
              f"{_code(ngram_text(trace, [s.root], ctx))}", ""]
-    drafts = max(0, len(s.tokens) - 1)
-    lines.append(f"- **Tokens committed:** {len(s.tokens)} (x<sub>i+1</sub> + {drafts} accepted draft "
-                 f"token{'s' if drafts != 1 else ''}): {_code(ngram_text(trace, s.tokens, ctx))}")
+    lines.append(f"- **Tokens committed:** {len(s.tokens)} (x<sub>i+1</sub> + "
+                 f"{drafts_accepted_words(s.drafts_accepted)}): {_code(ngram_text(trace, s.tokens, ctx))}")
     if s.bonus is not None:
         lines.append(f"- **Bonus token** (the model's next choice, next step's root): {_code(ngram_text(trace, [s.bonus], ctx + s.tokens))}")
     if not s.forward:
@@ -134,9 +134,9 @@ def step_summary_md(trace: RunTrace, step: int) -> str:
             line += (f"; one more node would add {z.next_gain:.3f} tokens at "
                      f"{z.next_seconds * 1000:.1f} ms")
         lines.append(line)
-    done = sum(len(x.tokens) for x in trace.steps[: i + 1])
-    lines.append(f"- **So far:** {done} tokens in {i + 1} steps "
-                 f"({done / (i + 1):.2f} per step)")
+    c = run_counts(trace, upto=i)
+    lines.append(f"- **So far:** {plural(c.tokens, 'token')} in {passes_words(c.passes)} "
+                 f"({c.tokens_per_pass:.2f} per pass), {drafts_accepted_words(c.drafts_accepted)}")
     return "\n".join(lines)
 
 

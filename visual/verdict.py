@@ -11,6 +11,7 @@ from statistics import mean
 from logitspec.serve.race import RaceResult, lane_stats, result_of
 from logitspec.trace import RunTrace
 
+from .counts import run_counts
 from .style import lane_color
 
 STOP_WORDS = {"stopped": "Stopped", "time limit": "Stopped at the time limit"}
@@ -28,9 +29,10 @@ def shortfall(res: RaceResult, lane: str = "logitspec") -> str:
     if not steps or not van_steps:
         return ""
     tree = sum(len(s.verified_nodes) for s in steps) / len(steps)
-    per_pass = sum(len(s.tokens) for s in steps) / len(steps)
+    # Tokens per pass as the counters state them (visual.counts), so the two never disagree.
+    per_pass = run_counts(trace).tokens_per_pass
     # Means, not medians: the speed-up is total tokens over total time, so means are what add up to it.
-    gain = per_pass / (sum(len(s.tokens) for s in van_steps) / len(van_steps))
+    gain = per_pass / run_counts(van).tokens_per_pass
     pass_cost = mean(s.forward_seconds for s in steps) / mean(s.forward_seconds for s in van_steps)
     step_cost = mean(s.seconds for s in steps) / mean(s.seconds for s in van_steps)
     if tree < 1.2 and all(s.sizing is None or s.sizing.mode == "cost" for s in steps):
@@ -61,8 +63,9 @@ def verdict_text(res: RaceResult, stop_reason: str | None = None, lane: str = "l
     sp = res.speedups.get(lane, 0.0)
     cut = stop_reason is not None or not res.complete
     if cut:
-        counts = ", ".join(f"{name} {st.tokens}" for name, st in res.stats.items())
-        head = f"{STOP_WORDS.get(stop_reason or '', 'Cut short')} after {res.stats[lane].tokens} tokens ({counts})."
+        tokens = {name: run_counts(t).tokens for name, t in res.traces.items()}
+        counts = ", ".join(f"{name} {n}" for name, n in tokens.items())
+        head = f"{STOP_WORDS.get(stop_reason or '', 'Cut short')} after {tokens[lane]} tokens ({counts})."
         if n == 0:
             return head + " Not every lane produced a token, so there is nothing to compare."
         scope = f" Over the first {n} tokens, the count every lane reached:"
@@ -94,13 +97,13 @@ def counters_html(traces: dict[str, RunTrace], running: bool, note: str = "",
     res = result_of(traces) if "vanilla" in traces else None
     rows = []
     for name, t in traces.items():
-        st = lane_stats(name, t)
+        st, c = lane_stats(name, t), run_counts(t)
         sp = ""
         if res and name != "vanilla" and not running and res.compared_tokens:
             sp = f"<b>{res.speedups.get(name, 0):.2f}×</b>"
         rows.append(
-            f"<tr><td><span style='color:{lane_color(name, t.method)}'>■</span> {html.escape(name)}</td><td>{st.tokens}</td>"
-            f"<td>{st.forward_steps}</td><td>{st.tokens_per_forward:.2f}</td>"
+            f"<tr><td><span style='color:{lane_color(name, t.method)}'>■</span> {html.escape(name)}</td><td>{c.tokens}</td>"
+            f"<td>{c.passes}</td><td>{c.tokens_per_pass:.2f}</td>"
             f"<td>{st.tokens_per_second:.1f}</td><td>{st.seconds:.2f} s</td><td>{sp}</td></tr>")
     head = ("<tr><th>lane</th><th>tokens</th><th>passes</th><th>tokens / pass</th>"
             "<th>tokens / s</th><th>compute clock</th><th>speed-up</th></tr>")

@@ -14,6 +14,7 @@ from plotly.subplots import make_subplots
 from logitspec.trace import NO_RETRIEVAL, RunTrace
 from logitspec.whatif import Replay, WhatIf
 
+from .counts import RunCounts, held_tokens, plural, run_counts, run_words
 from .data import OUTCOMES_LOGITSPEC, OUTCOMES_PLD
 from .fit import SLIDE_H, SLIDE_W, for_app, frame
 from .style import PALETTE, base_layout, pretty, style_axes, theme_colors
@@ -82,20 +83,23 @@ def _outcome_strip(fig: go.Figure, w: WhatIf, c: dict[str, str]) -> None:
     fig.update_yaxes(showgrid=False, categoryorder="array", categoryarray=["what-if", "this run"], row=2, col=1)
 
 
-def _run_html(name: str, r: Replay, color: str) -> str:
+def _run_html(name: str, r: Replay, color: str, trace: RunTrace, c: RunCounts) -> str:
     found = f"{sum(r.retrieved)} of {len(r.retrieved)} steps ({100 * r.success_rate:.0f}%)"
+    # Each output token counted once (visual.counts), so the total never exceeds the output.
+    held = held_tokens(trace.steps, r.steps, r.drafted)
     return (f'<div class="whatif-run" style="margin:.2rem 0"><b style="color:{color}">{html.escape(name)}</b> · '
             f"{html.escape(r.setting.label())}<br>a lookup found a continuation at <b>{found}</b> · "
-            f"the drafts held <b>{r.bound}</b> tokens of the output</div>")
+            f"the drafts held <b>{held}</b> of the output's {plural(c.tokens, 'token')}</div>")
 
 
 def whatif_html(w: WhatIf, trace: RunTrace) -> str:
     """The totals of both runs and what they say, in a few lines that wrap at any width."""
-    runs = "".join(_run_html(name, r, color) for name, r, color, _ in _runs(w))
-    return f'<div id="whatif-summary-body">{runs}<p>{" ".join(_sentences(w, trace))}</p></div>'
+    c = run_counts(trace)
+    runs = "".join(_run_html(name, r, color, trace, c) for name, r, color, _ in _runs(w))
+    return f'<div id="whatif-summary-body">{runs}<p>{" ".join(_sentences(w, trace, c))}</p></div>'
 
 
-def _sentences(w: WhatIf, trace: RunTrace) -> list[str]:
+def _sentences(w: WhatIf, trace: RunTrace, c: RunCounts) -> list[str]:
     own, new = w.own, w.new
     says = []
     if new.setting == own.setting:
@@ -119,9 +123,8 @@ def _sentences(w: WhatIf, trace: RunTrace) -> list[str]:
     if w.temperature > 0:
         says.append(f"The run was sampled at temperature {w.temperature:g}: its output is fixed all the same "
                     "(by its seed), so the replay holds as for greedy decoding.")
-    says.append(f"The run committed {sum(w.accepted)} tokens in {len(w.accepted)} forward steps. The steps are "
-                "the run's: with another setting a real run would build other trees and could split the text "
-                "into other steps.")
+    says.append(f"The run committed {run_words(c)}. The steps are the run's: with another "
+                "setting a real run would build other trees and could split the text into other steps.")
     return [html.escape(s) for s in says]
 
 

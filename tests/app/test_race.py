@@ -191,12 +191,12 @@ def _slower(summ, forward: float, draft: float = 0.0, prefill: float = 0.0):
     """A race of `summ` against a one-token-a-step vanilla whose passes take 50 ms, LogitSpec's
     steps taking `forward` and `draft` times (50 ms x its tokens per pass) each."""
     from logitspec.trace import StepRecord
+    from visual.counts import run_counts
 
     van = _as(summ, "vanilla")
     van.steps = [StepRecord(i, "vanilla", 0, t, [t], None, forward_seconds=0.05) for i, t in enumerate(summ.tokens)]
     ls = _as(summ, "logitspec")
-    passes = [s for s in ls.steps if s.forward]
-    per_pass = sum(len(s.tokens) for s in passes) / len(passes)
+    per_pass = run_counts(ls).tokens_per_pass  # as the counters and the verdict state it
     ls.steps = [dataclasses.replace(s, forward_seconds=0.05 * per_pass * forward, draft_seconds=0.05 * per_pass * draft,
                                     bookkeeping_seconds=0.0) for s in ls.steps]
     ls.prefill_seconds = van.prefill_seconds + prefill

@@ -82,6 +82,7 @@ def test_an_empty_filter_says_so(browser, app_url):
 @pytest.mark.browser
 def test_the_whatif_panel_shows_both_runs(browser, app_url):
     from logitspec.whatif import RetrievalSetting, own_setting, what_if
+    from visual.counts import held_tokens
 
     trace = _first_trace()
     own = own_setting(trace)
@@ -95,7 +96,8 @@ def test_the_whatif_panel_shows_both_runs(browser, app_url):
     page.wait_for_function("() => (document.querySelector('#whatif-summary')?.innerText || '').includes('n-grams 2–3')",
                            timeout=30_000)
     summary = text_of(page, "#whatif-summary")
-    assert f"the drafts held {expected.bound} tokens" in summary
+    held = held_tokens(trace.steps, expected.steps, expected.drafted)
+    assert f"the drafts held {held} of the output's {len(trace.tokens)} tokens" in summary
     assert f"{sum(expected.retrieved)} of {len(expected.retrieved)} steps" in summary
     drawn = page.evaluate("""() => Object.fromEntries(document.querySelector('#whatif-plot .js-plotly-plot').data
         .filter(t => t.name === 'this run' || t.name === 'what-if').map(t => [t.name, t.y]))""")

@@ -182,7 +182,7 @@ def test_explain_walks_through_the_visitors_fresh_run(browser, app_url):
     page.wait_for_function("() => /your last run/.test(document.querySelector('#explain-head')?.innerText || '')",
                            timeout=60_000)
     head = text_of(page, "#explain-head")
-    assert f"{SHORT_RACE} tokens in {len(trace.steps)} steps" in head, head
+    assert f"{SHORT_RACE} tokens in {trace.forward_steps} forward passes" in head, head
     step = int(re.search(r"Step (\d+) of", head).group(1))
     assert re.search(r"picked by the rule|no step met the rule", head), head
     _check_panels(page, trace, step)

@@ -116,6 +116,8 @@ def use_few_row_linear(model) -> int:
         return count
     with torch.no_grad():
         for module in layers:
+            if not pack and not (few is not None and kernel_fits(module)):
+                continue  # neither applies to this layer: it keeps the stock kernel
             module.packed_weight = (torch.ops.mkl._mkl_reorder_linear_weight(module.weight.detach(), PACKED_FOR)
                                     if pack else None)
             module.packed_from = (module.weight.data_ptr(), module.weight._version)

@@ -74,3 +74,41 @@ def test_logitspec_with_grouped_attention_equals_greedy(seed, one_thread):
         got = [t for step in decode(model, prompt, "logitspec", DecodeSettings(max_new_tokens=40, tree=tree))
                for t in step.tokens]
         assert got == want, tree
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+@pytest.mark.parametrize("mask_kind", ["additive", "bool"])
+def test_row_attention_gives_each_row_the_bits_of_a_one_token_pass(dtype, mask_kind):
+    """A random tree's rows over a cache, against each node attending alone to the cache and
+    its ancestors laid out as a one-token pass sees them: bit for bit, and close to SDPA."""
+    from logitspec.runtime.fewrows import row_attention_kernel
+
+    kernel = row_attention_kernel()
+    if kernel is None:
+        pytest.skip("no row-invariant kernel here")
+    g = torch.Generator().manual_seed(11)
+    heads, kv_heads, d, context, size = 8, 2, 16, 37, 12
+    nodes = random_tree(random.Random(4), size)
+    keys = torch.randn(1, kv_heads, context + size, d, generator=g).to(dtype)
+    values = torch.randn(1, kv_heads, context + size, d, generator=g).to(dtype)
+    q = torch.randn(1, heads, size, d, generator=g).to(dtype)
+    _, _, additive = tree_inputs(nodes, context, dtype, "cpu")  # [1, 1, T, context + T]
+    mask = additive if mask_kind == "additive" else additive == 0
+    got = kernel(q, keys, values, mask, 0.25)  # [1, T, H, d]
+    for node in nodes:
+        seen = [context + a for a in ancestry(nodes, node.id)]  # root first, the node last
+        order = list(range(context)) + seen
+        alone = kernel(q[:, :, node.id : node.id + 1], keys[:, :, order], values[:, :, order], None, 0.25)
+        assert torch.equal(got[:, node.id], alone[:, 0]), node.id
+    sdpa = torch.nn.functional.scaled_dot_product_attention(
+        q.float(), keys.float().repeat_interleave(4, 1), values.float().repeat_interleave(4, 1),
+        attn_mask=additive.float(), scale=0.25).transpose(1, 2)
+    assert torch.allclose(got.float(), sdpa, atol=2e-2 if dtype != torch.float32 else 1e-5)
+
+
+def ancestry(nodes: list[TreeNode], node: int) -> list[int]:
+    """The node ids from the root down to `node`."""
+    out = [node]
+    while nodes[out[-1]].parent >= 0:
+        out.append(nodes[out[-1]].parent)
+    return out[::-1]

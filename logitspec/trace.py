@@ -333,30 +333,52 @@ class TraceFileError(InputError):
     """A trace file that cannot be trusted; the message says why, in one line."""
 
 
-def read_trace_file(path: str | Path, max_bytes: int, vocab_size: int | None = None) -> RunTrace:
+def read_trace_file(path: str | Path, max_bytes: int | None = None, vocab_size: int | None = None) -> RunTrace:
     """A RunTrace from a file someone handed us, or TraceFileError saying what is wrong with it.
 
-    Refuses files over `max_bytes`, text that is not (complete) JSON, JSON that is not a
-    trace, and token ids outside the vocabulary: `vocab_size` when given, else the known size
-    for the trace's model, else the token texts the trace carries.
+    Refuses what `read_json_file` refuses, JSON that is not a trace, and token ids outside the
+    vocabulary: `vocab_size` when given, else the known size for the trace's model, else the
+    token texts the trace carries.
     """
+    return trace_from_data(read_json_file(path, max_bytes), vocab_size)
+
+
+def read_json_file(path: str | Path, max_bytes: int | None = None) -> object:
+    """The parsed JSON in the file at `path`, or TraceFileError saying in one line why not: no
+    such file, a folder, over `max_bytes`, empty, not text, not JSON, or JSON cut short."""
     p = Path(path)
-    size = p.stat().st_size
-    if size > max_bytes:
-        raise TraceFileError(f"the trace file is {_mb(size)}; the limit is {_mb(max_bytes)}")
-    raw = p.read_bytes()
+    try:
+        if p.is_dir():
+            raise TraceFileError("this is a folder, not a trace file")
+        size = p.stat().st_size
+        if max_bytes is not None and size > max_bytes:
+            raise TraceFileError(f"the trace file is {_mb(size)}; the limit is {_mb(max_bytes)}")
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise TraceFileError("no such file") from None
+    except OSError as e:
+        raise TraceFileError(f"the trace file could not be read ({e.strerror or e})") from None
+    if not raw.strip():
+        raise TraceFileError("the trace file is empty")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         raise TraceFileError(f"the trace file is not text (bad byte at position {e.start})") from e
     try:
-        data = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as e:
-        # An unterminated string runs to the end of the file: it was cut, not mistyped.
-        if e.pos >= len(text.rstrip()) - 1 or e.msg.startswith("Unterminated string"):
+        if _cut_short(text, e):
             raise TraceFileError("the trace file is truncated: the JSON ends early") from e
         raise TraceFileError(f"the trace file is not JSON ({e.msg} at line {e.lineno})") from e
-    return trace_from_data(data, vocab_size)
+
+
+def _cut_short(text: str, e: json.JSONDecodeError) -> bool:
+    """Whether the JSON failed only because the text stops: in a string, or after some JSON with
+    at most an unfinished word or number left (a file cut while written or copied)."""
+    if e.msg.startswith("Unterminated string"):
+        return True
+    rest = text[e.pos:].rstrip()
+    return e.pos > 0 and e.msg != "Extra data" and (len(rest) <= 1 or rest.isalnum())
 
 
 def _mb(n: int) -> str:
@@ -367,7 +389,7 @@ def _mb(n: int) -> str:
 def trace_from_data(data: object, vocab_size: int | None = None) -> RunTrace:
     """A RunTrace from parsed JSON, checked for shape and token ids; TraceFileError otherwise."""
     if not isinstance(data, dict) or not isinstance(data.get("steps"), list):
-        raise TraceFileError("this JSON is not a LogitSpec trace: it has no list of steps")
+        raise TraceFileError("this JSON is not a LogitSpec trace or race recording: it has no list of steps")
     if not str(data.get("format", "")).startswith("logitspec-trace/"):
         raise TraceFileError("this JSON is not a LogitSpec trace: the format field is missing or unknown")
     try:

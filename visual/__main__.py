@@ -1,6 +1,10 @@
 """Render every figure of a trace to HTML (and PNG when a browser is available).
 
     python -m visual TRACE.json --step N --out DIR [--theme light|dark] [--png auto|yes|no]
+
+TRACE.json is a single run's trace (`python -m logitspec generate --save-trace`, traces/*.json)
+or a recorded race (scripts/record_race.py, traces/races/*.json): its LogitSpec lane is drawn,
+and its race chart holds every lane.
 """
 from __future__ import annotations
 
@@ -10,7 +14,8 @@ import json
 import sys
 from pathlib import Path
 
-from logitspec.trace import RunTrace
+from logitspec.serve.race import load_race
+from logitspec.trace import RunTrace, TraceFileError
 
 from . import (
     accepted_hist_figure,
@@ -86,9 +91,37 @@ def render_all(trace: RunTrace, step: int, out: Path, theme: str = "light", png:
     return written
 
 
+def refuse(message: str) -> SystemExit:
+    """Exit 2 with one line on stderr: what was refused and why."""
+    print(f"python -m visual: {message}", file=sys.stderr)
+    return SystemExit(2)
+
+
+def read_lanes(path: Path) -> dict[str, RunTrace]:
+    """The lanes in a trace or race file, by name; one line (SystemExit) for any other file."""
+    try:
+        return load_race(path)[0]
+    except TraceFileError as e:
+        raise refuse(f"{path}: {e}") from None
+
+
+def extra_lanes(specs: list[str]) -> dict[str, RunTrace]:
+    """--lane NAME=FILE: lane NAME of a race file, or the one run of a trace file."""
+    lanes = {}
+    for spec in specs:
+        name, _, path = spec.partition("=")
+        if not path:
+            raise refuse(f"--lane wants NAME=TRACE.json, got {spec!r}")
+        held = read_lanes(Path(path))
+        if name not in held and len(held) > 1:
+            raise refuse(f"--lane {spec}: the race in {path} has no lane {name} (it has {', '.join(held)})")
+        lanes[name] = held.get(name) or next(iter(held.values()))
+    return lanes
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m visual", description=__doc__.split("\n\n")[0])
-    ap.add_argument("trace", type=Path, help="a RunTrace saved as JSON")
+    ap.add_argument("trace", type=Path, help="a RunTrace saved as JSON, or a recorded race (its logitspec lane)")
     ap.add_argument("--step", type=int, default=0, help="the step to draw (negative counts from the end)")
     ap.add_argument("--out", type=Path, required=True, help="folder for the files")
     ap.add_argument("--theme", choices=["light", "dark"], default="light")
@@ -98,27 +131,22 @@ def main(argv: list[str] | None = None) -> int:
                     help="more traces for the race chart (e.g. vanilla=v.json)")
     a = ap.parse_args(argv)
     theme_colors(a.theme)
-    trace = RunTrace.load(a.trace)
-    if not trace.steps:
-        ap.error(f"{a.trace} holds no steps")
+    lanes = read_lanes(a.trace)
+    # A race's figures are LogitSpec's (the lane with trees); its race chart shows every lane.
+    trace = lanes.get("logitspec") or next(iter(lanes.values()))
     if not -len(trace.steps) <= a.step < len(trace.steps):
-        ap.error(f"--step {a.step} is out of range: the trace has steps 0..{len(trace.steps) - 1}")
-    lanes = None
-    if a.lane:
-        lanes = {trace.method: trace}
-        for spec in a.lane:
-            name, _, path = spec.partition("=")
-            if not path:
-                ap.error(f"--lane wants NAME=TRACE.json, got {spec!r}")
-            lanes[name] = RunTrace.load(path)
-    files = render_all(trace, a.step, a.out, a.theme, a.png, lanes)
+        raise refuse(f"--step {a.step} is out of range: the trace has steps 0..{len(trace.steps) - 1}")
+    lanes.update(extra_lanes(a.lane))
+    try:
+        files = render_all(trace, a.step, a.out, a.theme, a.png, lanes if len(lanes) > 1 else None)
+    except OSError as e:
+        raise refuse(f"cannot write to {a.out}: {e.strerror or e}") from None
     for kind, paths in files.items():
         for p in paths:
             print(f"{kind}\t{p}")
     if a.png == "auto" and not files["png"]:
         print("no chromium found: HTML only (apt-get install chromium for PNGs)", file=sys.stderr)
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

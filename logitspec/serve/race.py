@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..trace import RunTrace, StepRecord
+from ..trace import RunTrace, StepRecord, TraceFileError, read_json_file, trace_from_data
 
 if TYPE_CHECKING:  # the engine imports torch; replaying saved traces must not need it
     from ..decoders import DecodeSettings
@@ -209,13 +209,24 @@ def save_race(traces: dict[str, RunTrace], path, machine: str = "") -> None:
     Path(path).write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
 
 
-def load_race(path) -> tuple[dict[str, RunTrace], str]:
-    """The lanes of a race file written by `save_race`, in race order, and its machine."""
-    import json
-    from pathlib import Path
-
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
-    if data.get("format") != RACE_FORMAT or not isinstance(data.get("lanes"), dict):
-        raise ValueError(f"{path} is not a recorded race ({RACE_FORMAT})")
-    lanes = {name: RunTrace.from_dict(data["lanes"][name]) for name in lane_order(data["lanes"])}
+def load_race(path, max_bytes: int | None = None, vocab_size: int | None = None) -> tuple[dict[str, RunTrace], str]:
+    """The lanes of a race file written by `save_race`, in race order, and its machine; a
+    single-run trace file reads as a race of its one lane on no named machine. Any other file
+    raises TraceFileError saying in one line what is wrong (see `read_json_file`)."""
+    data = read_json_file(path, max_bytes)
+    form = str(data.get("format", "")) if isinstance(data, dict) else ""
+    if not form.startswith("logitspec-race/"):
+        trace = trace_from_data(data, vocab_size)
+        return {trace.method: trace}, ""
+    if form != RACE_FORMAT:
+        raise TraceFileError(f"this race recording's format {form} is unknown; this version reads {RACE_FORMAT}")
+    named = data.get("lanes")
+    if not isinstance(named, dict) or not lane_order(named):
+        raise TraceFileError(f"this race recording holds none of the lanes {', '.join(LANE_ORDER)}")
+    lanes = {}
+    for name in lane_order(named):
+        try:
+            lanes[name] = trace_from_data(named[name], vocab_size)
+        except TraceFileError as e:
+            raise TraceFileError(f"this race recording's {name} lane: {e}") from None
     return lanes, str(data.get("machine", ""))

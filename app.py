@@ -28,7 +28,6 @@ from logitspec.serve.race import RaceStopped, interleave, load_race, model_lanes
 from logitspec.serve.examples import example_cache_folder
 from logitspec.serve.model_cache import BUNDLED, ModelCache, allowed_models, check_model_choice, model_label, warm_cost_curves
 from logitspec.serve.stop import StopSignals, run_deadline
-from logitspec.trace import read_trace_file
 from logitspec.settings import DecodeSettings
 from logitspec.trace import RunTrace
 from ui import links, trie_view
@@ -82,9 +81,9 @@ class View:
         self.playing = 0
 
     @classmethod
-    def of_trace(cls, trace: RunTrace, source: str) -> "View":
-        """A view exploring one trace file (shipped or uploaded)."""
-        return cls(traces={trace.method: trace}, lane=trace.method, source=source)
+    def of_lanes(cls, lanes: dict[str, RunTrace], source: str) -> "View":
+        """A view exploring a trace or race file (shipped or uploaded): LogitSpec's lane where it has one."""
+        return cls(traces=lanes, lane="logitspec" if "logitspec" in lanes else next(iter(lanes)), source=source)
 
     @property
     def trace(self) -> RunTrace | None:
@@ -425,36 +424,54 @@ class ExplorerUI:
     # ------------------------------------------------------------ traces
 
     def open_trace(self, path, outcomes, view: View):
-        """Explore a trace file (shipped or uploaded). A bad file leaves every panel as it was and says
-        why in the status line; no error badge, since nothing shown is wrong."""
+        """Explore a trace or race file (shipped or uploaded). A bad file leaves every panel as it was
+        and says why in the status line; no error badge, since nothing shown is wrong."""
         if not path:
             return gr.skip()
         p = Path(path if isinstance(path, str) else path.name)
         try:
-            trace = self.read_trace(p)
+            lanes, machine = self.read_lanes(p)
         except InputError as e:
             return {self.status_md: f"**Not opened:** {p.name}: {e}"}
         view.replaced()
-        new = View.of_trace(trace, p.name)
+        new = View.of_lanes(lanes, p.name)
         out = self.trace_outputs(new, outcomes)
-        out[self.status_md] = (f"**Exploring** {p.name}: {len(trace.tokens)} tokens in {len(trace.steps)} "
-                               f"steps ({trace.model})")
-        out[self.counters] = counters_html(new.traces, False)
+        t = new.trace
+        race = f"a race of {', '.join(lanes)}; " if len(lanes) > 1 else ""
+        out[self.status_md] = f"**Exploring** {p.name}: {race}{len(t.tokens)} tokens in {len(t.steps)} steps ({t.model})"
+        out[self.counters] = counters_html(lanes, False, f"A recorded race on {machine}; not live." if machine else "")
+        return out
+
+    def upload_trace(self, path, outcomes, view: View):
+        """An uploaded file, explored like a shipped one. A refused file is named beside the upload box
+        as well as in the status line, and the box is emptied; the view stays. Either way the shipped
+        menu no longer names a file, since it is not what is shown."""
+        out = self.open_trace(path, outcomes, view)
+        if not isinstance(out, dict):
+            return out
+        refused = self.state not in out
+        out.update({self.upload_note: out[self.status_md] if refused else "", self.shipped: None})
+        if refused:
+            out[self.upload] = None
+        return out
+
+    def pick_shipped(self, name, outcomes, view: View):
+        """A shipped file picked from the menu; a note left by a refused upload goes."""
+        out = self.open_shipped(name, outcomes, view)
+        if isinstance(out, dict) and self.state in out:
+            out[self.upload_note] = ""
         return out
 
     @staticmethod
-    def read_trace(p: Path) -> RunTrace:
-        """The checked trace in file `p` (ids checked against the real vocabulary once its model is
-        loaded); InputError saying what is wrong otherwise."""
+    def read_lanes(p: Path) -> tuple[dict[str, RunTrace], str]:
+        """The checked lanes in trace or race file `p`, and the machine a race ran on (ids checked
+        against the real vocabulary once its model is loaded); InputError saying what is wrong otherwise."""
         limit = Limits.from_env().trace_bytes
-        try:
-            trace = read_trace_file(p, limit)
-            lm = MODELS.loaded(BUNDLED)
-            if lm is not None and trace.model == lm.name:
-                trace = read_trace_file(p, limit, len(lm.tokenizer))
-        except OSError as e:
-            raise InputError(f"the trace file could not be read ({e.strerror or e})") from None
-        return trace
+        lanes, machine = load_race(p, limit)
+        lm = MODELS.loaded(BUNDLED)
+        if lm is not None and any(t.model == lm.name for t in lanes.values()):
+            lanes, machine = load_race(p, limit, len(lm.tokenizer))
+        return lanes, machine
 
     def open_shipped(self, name, outcomes, view: View):
         if not name or name not in {p.name for p in shipped_traces()}:
@@ -474,11 +491,11 @@ class ExplorerUI:
         if not name or name not in {p.name for p in shipped_traces()}:
             return gr.skip()
         try:
-            trace = self.read_trace(TRACES_DIR / name)
+            lanes, _ = self.read_lanes(TRACES_DIR / name)
         except InputError as e:
             return {self.status_md: f"**Not opened:** {name}: {e}"}
         view.replaced()
-        return {self.state: View.of_trace(trace, name)}
+        return {self.state: View.of_lanes(lanes, name)}
 
     def initial_view(self, outcomes, request: gr.Request = None):
         """What a new visitor sees at once: the shipped run a link names (?trace=NAME&step=N&tab=TAB),
@@ -727,8 +744,9 @@ class ExplorerUI:
                                                   elem_id="download")
                 self.shipped = gr.Dropdown([p.name for p in shipped_traces()], label="Shipped traces",
                                            value=None, elem_id="shipped")
-                f.upload = gr.File(label="Upload a trace (.json)", file_types=[".json"], type="filepath",
-                                   elem_id="upload")
+                f.upload = self.upload = gr.File(label="Upload a trace or a recorded race (.json)",
+                                                 file_types=[".json"], type="filepath", elem_id="upload")
+                self.upload_note = gr.Markdown("", elem_id="upload-note")  # why an upload was refused
         f.status_timer = gr.Timer(2.0, active=False)
 
     def _outputs(self) -> tuple[list, list]:
@@ -801,9 +819,10 @@ class ExplorerUI:
         self.text_view.select(self.on_span, [self.state], explorer_out, **view_kw)
         self.debug_table.click(self.on_row, [self.state], explorer_out + [self.tabs], **view_kw)
         self.debugger.wire(self.state, **view_kw)
-        self.shipped.input(self.open_shipped, [self.shipped, f.outcome, self.state], trace_out, **view_kw)
-        f.upload.upload(self.open_trace, [f.upload, f.outcome, self.state], trace_out, api_name="open_trace",
-                        **view_kw)
+        self.shipped.input(self.pick_shipped, [self.shipped, f.outcome, self.state], trace_out + [self.upload_note],
+                           **view_kw)
+        f.upload.upload(self.upload_trace, [f.upload, f.outcome, self.state],
+                        trace_out + [self.upload_note, self.upload, self.shipped], api_name="open_trace", **view_kw)
 
 
 def build_app() -> gr.Blocks:

@@ -1,5 +1,6 @@
 """Opening a trace file through the launched app: a bad file is named in the status line and
-changes nothing else; a file over the limit is refused before it is read whole."""
+beside the upload box, which is emptied, and changes nothing else; a file over the limit is
+refused before it is read whole."""
 from __future__ import annotations
 
 import pytest
@@ -40,10 +41,12 @@ def test_a_bad_upload_says_why_and_leaves_the_view(client, tmp_path):
         bad = tmp_path / f"bad{i}.json"
         bad.write_text(text, encoding="utf-8")
         out = client.predict(handle_file(str(bad)), OUTCOMES, api_name="/open_trace")
-        status = [r for r in out if isinstance(r, str) and r.startswith("**Not opened:**")]
+        *shown, note, box, menu = out  # the upload's own outputs come last: its note, box and the shipped menu
+        status = [r for r in shown if isinstance(r, str) and r.startswith("**Not opened:**")]
         assert len(status) == 1 and says in status[0] and "\n" not in status[0], out
-        others = [r for r in out if r is not status[0]]
-        assert len(others) == len(good) - 1 and all(_is_left_alone(r) for r in others), others
+        assert note == status[0] and box is None and menu is None  # said beside the box, which is emptied
+        others = [r for r in shown if r is not status[0]]
+        assert len(others) == len(good) - 4 and all(_is_left_alone(r) for r in others), others
 
 
 @pytest.mark.slow

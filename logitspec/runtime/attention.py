@@ -49,6 +49,8 @@ def grouped_tree_sdpa(module, query: torch.Tensor, key: torch.Tensor, value: tor
     b, heads, n, d = query.shape
     if row_invariant_applies(query, dropout, kwargs) and (kernel := row_attention_kernel()) is not None:
         scale = scaling if scaling is not None else d ** -0.5
+        if attention_mask is not None and attention_mask.shape[-1] > key.shape[-2]:
+            attention_mask = attention_mask[..., : key.shape[-2]]  # a mask sized past the keys
         # No mask: the causal pass of a prefill or a one-token step (the last n keys are the queries').
         return kernel(query, key, value, attention_mask, float(scale)), None
     if groups == 1 or n == 1 or attention_mask is None or any(kwargs.get(k) is not None for k in STOCK_ONLY):

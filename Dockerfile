@@ -17,8 +17,12 @@ ENV PYTHONUNBUFFERED=1 \
     PATH=/home/user/.local/bin:$PATH
 
 # g++ builds the few-row linear kernel (logitspec/runtime/csrc) at run time for the CPU the Space
-# runs on; without it the engine keeps MKL's kernels.
-RUN apt-get update && apt-get install -y --no-install-recommends g++ && rm -rf /var/lib/apt/lists/*
+# runs on; without it the engine keeps MKL's kernels. The Noto CJK and colour-emoji fonts draw
+# Chinese, Japanese, Korean and emoji tokens in every image rendered here (the base image has
+# no font for them, so they would come out as empty boxes).
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends g++ fonts-noto-cjk fonts-noto-color-emoji \
+    && rm -rf /var/lib/apt/lists/*
 
 # Spaces run the container as uid 1000. The app folder is made and owned by that user, so
 # Gradio can write its example cache (the recorded runs) beside the app at start-up.

@@ -15,13 +15,22 @@ $(STAMP): requirements.txt requirements-dev.txt scripts/install.sh pyproject.tom
 
 setup: $(STAMP)
 
-# Debian's chromium for the real-browser tests (Playwright's own download cannot work offline).
-$(BROWSER_STAMP):
-	@if [ ! -x /usr/bin/chromium ]; then \
+# Debian's chromium for the real-browser tests (Playwright's own download cannot work offline),
+# and the Noto CJK and colour-emoji fonts, without which Chinese, Japanese, Korean and emoji
+# tokens draw as empty boxes in every screenshot and PNG. Only what is missing is installed; the
+# rule reruns when this Makefile changes, so a .venv set up before the fonts were added gets them.
+BROWSER_FONTS := fonts-noto-cjk fonts-noto-color-emoji
+
+$(BROWSER_STAMP): Makefile
+	@missing=""; \
+	[ -x /usr/bin/chromium ] || missing="chromium"; \
+	for pkg in $(BROWSER_FONTS); do dpkg -s $$pkg >/dev/null 2>&1 || missing="$$missing $$pkg"; done; \
+	if [ -n "$$missing" ]; then \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium >/dev/null; \
+		echo "installing $$missing"; \
+		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $$missing >/dev/null; \
 	fi
-	touch $@
+	@mkdir -p $(@D) && touch $@
 
 browser: $(BROWSER_STAMP)
 

@@ -85,29 +85,15 @@ def candidates(run: dict, i: int, k: int) -> list:
     return rank_candidates(run["top_ids"][i], run["top_logits"][i], run["top_probs"][i], run["tokens"][i], k)[0]
 
 
-def accepted(nodes: list, truth: list[int]) -> int:
-    """Drafted tokens the greedy walk accepts: verified nodes along `truth` (truth[0]: the root)."""
-    kids: dict[int, dict[int, int]] = defaultdict(dict)
-    for n in nodes:
-        if not n.pruned and n.parent >= 0:
-            kids[n.parent][n.token] = n.id
-    node, acc = 0, 0
-    while acc + 1 < len(truth) and truth[acc + 1] in kids[node]:
-        node, acc = kids[node][truth[acc + 1]], acc + 1
-    return acc
-
-
 def draft(run: dict, i: int, pool, method: str, s, drafter) -> tuple[int, int]:
     """One step at output position i: (tree tokens verified, drafted tokens accepted)."""
+    from logitspec.budget import accepted, chain_accepted, prompt_lookup
     from logitspec.retrieval import retrieve
 
     root, truth = run["tokens"][i], run["tokens"][i:]
     if method == "pld":
-        q = pool.query("pld", pool.tokens[-3:] + [root], s.pld_tokens, sizes=[n for n in pool.sizes if n <= 3])
-        acc = 0
-        while acc < len(q.continuation) and acc + 1 < len(truth) and q.continuation[acc] == truth[acc + 1]:
-            acc += 1
-        return 1 + len(q.continuation), acc
+        q = prompt_lookup(pool, root, s.pld_tokens)
+        return 1 + len(q.continuation), chain_accepted(q.continuation, truth)
     cands = candidates(run, i, s.k)
     queries = retrieve(root, cands, pool, s)
     nodes, sizing = drafter.build(root, queries[0], list(zip(cands, queries[1:])), s.capacity, s.continuation,

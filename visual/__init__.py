@@ -6,6 +6,7 @@ figure, an HTML or markdown string, or plain data for a Gradio component.
 from .candidates import candidates_figure
 from .observations import (
     accepted_hist_figure,
+    budget_figure,
     retrieval_outcomes,
     retrieval_success_figure,
     time_breakdown_figure,
@@ -24,6 +25,7 @@ __all__ = [
     "PLOT_CONFIG",
     "accepted_hist_figure",
     "answer_text",
+    "budget_figure",
     "candidates_figure",
     "debugger_rows",
     "failure_rows",

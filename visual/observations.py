@@ -9,6 +9,8 @@ from collections import Counter
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from logitspec.budget import BUDGET_MAX, BudgetReplay, replay_budgets
+from logitspec.limits import InputError
 from logitspec.trace import BOTH_FAILED, G1_MATCHED, G2_RESCUED, NO_RETRIEVAL, PLD_MATCHED, RunTrace
 
 from .counts import passes_words, plural, run_counts
@@ -21,8 +23,8 @@ PAPER_TOPK = (60, 0.50)  # over 50% of next-next tokens lie within the top-60
 PAPER_G2_SUCCESS = 0.9776  # retrieval success with g2
 PAPER_PLAIN_FAILURE = 0.30  # plain lookup fails on over 30% of steps
 PAGE_W = 1100
-APP_HEIGHTS = {"topk": 420, "retrieval": 500, "accepted": 400, "time": 500}
-PAGE_HEIGHTS = {"topk": 540, "retrieval": 640, "accepted": 500, "time": 660}
+APP_HEIGHTS = {"topk": 420, "retrieval": 500, "accepted": 400, "time": 500, "budget": 440}
+PAGE_HEIGHTS = {"topk": 540, "retrieval": 640, "accepted": 500, "time": 660, "budget": 600}
 
 
 def topk_hits(trace: RunTrace) -> list[tuple[int, int | None]]:
@@ -323,3 +325,89 @@ def _draw_time(trace: RunTrace, theme: str, mode: str) -> go.Figure:
 def time_breakdown_figure(trace: RunTrace, theme: str = "light", fit: bool = False) -> go.Figure:
     """Where the time went: totals, then every step."""
     return _fitted(_draw_time, _time_words(trace), fit, trace, theme)
+
+
+BUDGET_NAMES = {"paper": "paper's tree (rank rule)", "cost": "cost tree's ranking", "pld": "prompt lookup's chain"}
+BUDGET_LOOK = {"paper": (PALETTE["logitspec-static"], "dash"), "cost": (PALETTE["logitspec"], "solid"),
+               "pld": (PALETTE["pld"], "dot")}
+GPU_BUDGET_WORDS = "what a GPU would verify in one pass"
+
+
+def _budget_words(trace: RunTrace) -> tuple[str, str]:
+    return ("Tokens per pass against tree budget",
+            f"each of the {passes_words(run_counts(trace).passes)} of this run replayed with a tree of at most "
+            "B nodes, root included: tokens the output confirms, counted, no speed simulated. The paper's tree "
+            "is rebuilt from each step's candidates and lookups; the cost tree ranks only the nodes it recorded; "
+            "prompt lookup's chain is looked up again in the context")
+
+
+def _own_name(rep: BudgetReplay) -> str:
+    return f"this run: mean {rep.own_budget:.1f} nodes, {rep.tokens_per_pass:.2f} per pass"
+
+
+def _own_point(rep: BudgetReplay, c: dict[str, str], mode: str) -> go.Scatter:
+    """The budget the run used (its mean tree) and the tokens per pass it really made."""
+    return go.Scatter(x=[rep.own_budget], y=[rep.tokens_per_pass], mode="markers" if mode == "app" else "markers+text",
+                      name=_own_name(rep), marker=dict(symbol="diamond", size=16, color=PALETTE["accepted"],
+                                                       line=dict(color=c["outline"], width=1.5)),
+                      text=["the budget this run used"], textposition="bottom right",
+                      textfont=dict(size=MIN_FONT + 1, color=c["text"]), hoverinfo="name")
+
+
+def _budget_curves(fig: go.Figure, rep: BudgetReplay) -> None:
+    """One line per ordering, with a marker at B = 64."""
+    for name, curve in rep.curves.items():
+        color, dash = BUDGET_LOOK[name]
+        ys = curve.per_pass
+        fig.add_trace(go.Scatter(
+            x=list(range(1, len(ys) + 1)), y=ys, mode="lines", name=BUDGET_NAMES[name],
+            line=dict(color=color, width=4, dash=dash), customdata=curve.reached,
+            hovertemplate=(f"{BUDGET_NAMES[name]}<br>B = %{{x}}: %{{y:.2f}} tokens per pass<br>"
+                           f"%{{customdata}} of {curve.passes} passes held B nodes<extra></extra>")))
+        fig.add_trace(go.Scatter(
+            x=[len(ys)], y=[ys[-1]], mode="markers", name=f"{BUDGET_NAMES[name]} at {len(ys)}", showlegend=False,
+            marker=dict(symbol="circle", size=12, color=color), hovertemplate=(
+                f"{BUDGET_NAMES[name]} at {len(ys)} ({GPU_BUDGET_WORDS}): %{{y:.2f}} tokens per pass<extra></extra>")))
+
+
+def _gpu_line(fig: go.Figure, rep: BudgetReplay, c: dict[str, str]) -> None:
+    """B = 64 marked and named: a trace, so it sits in data coordinates on the log axis."""
+    top = max([rep.tokens_per_pass, *(max(v.per_pass) for v in rep.curves.values())]) * 1.12
+    fig.add_trace(go.Scatter(x=[BUDGET_MAX, BUDGET_MAX], y=[0, top], mode="lines", name=GPU_BUDGET_WORDS,
+                             showlegend=False, line=dict(color=c["muted"], width=1.5, dash="dash"), hoverinfo="skip"))
+    fig.add_trace(go.Scatter(x=[BUDGET_MAX], y=[top], mode="text", name=f"{BUDGET_MAX}: {GPU_BUDGET_WORDS}",
+                             showlegend=False, text=[f"{BUDGET_MAX}: {GPU_BUDGET_WORDS} "], textposition="bottom left",
+                             textfont=dict(size=MIN_FONT, color=c["text"]), hoverinfo="skip"))
+
+
+def _draw_budget(trace: RunTrace, rep: BudgetReplay | str, theme: str, mode: str) -> go.Figure:
+    c = theme_colors(theme)
+    words = _budget_words(trace)
+    layout = base_layout(theme, words[0], height=_size("budget", mode)[1], hovermode="closest")
+    names = [BUDGET_NAMES[n] for n in rep.curves] + [_own_name(rep)] if not isinstance(rep, str) else []
+    frame(layout, mode, *words, names, c, _size("budget", mode))
+    layout["xaxis"].update(title=dict(text="Tree budget B (nodes per pass, root included)"),
+                           type="log", tickvals=[1, 2, 4, 8, 16, 32, 64], range=[-0.05, 1.86])
+    layout["yaxis"].update(title=dict(text="Tokens per forward pass"), rangemode="tozero")
+    fig = go.Figure(layout=layout)
+    if isinstance(rep, str):
+        return pretty(_empty(fig, theme, rep))
+    _budget_curves(fig, rep)
+    _gpu_line(fig, rep, c)
+    fig.add_trace(_own_point(rep, c, mode))
+    return pretty(fig)
+
+
+def budget_replay(trace: RunTrace) -> BudgetReplay | str:
+    """The run replayed at every budget (logitspec.budget), or why it cannot be, in words."""
+    try:
+        rep = replay_budgets(trace)
+    except InputError as e:
+        return str(e)
+    return rep if rep.passes else "no forward pass yet"
+
+
+def budget_figure(trace: RunTrace, theme: str = "light", fit: bool = False) -> go.Figure:
+    """Tokens per forward pass a tree of at most B nodes would have accepted on this run, B = 1..64
+    (logitspec.budget), for the paper's tree, the cost tree's ranking and prompt lookup's chain."""
+    return _fitted(_draw_budget, _budget_words(trace), fit, trace, budget_replay(trace), theme)

@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import functools
+import json
 import struct
 
-from helpers.paths import FIXTURES
+from helpers.paths import FIXTURES, ROOT
 from logitspec.trace import RunTrace
 
 FIXTURE_NAMES = ("summarization-241", "coding-121", "writing-81")
@@ -17,6 +18,17 @@ PAGES = ("retrieval", "text")
 def load(name: str) -> RunTrace:
     """A fixture trace (cached: treat it as read-only)."""
     return RunTrace.load(FIXTURES / f"{name}.json")
+
+
+def shipped_traces() -> list[tuple[str, RunTrace]]:
+    """Every trace the project ships, by name: the fixtures (greedy and sampled), traces/ and
+    each lane of the recorded races."""
+    paths = sorted([*FIXTURES.glob("*.json"), *FIXTURES.glob("sampled/*.json"), *(ROOT / "traces").glob("*.json")])
+    out = [(p.name, RunTrace.load(p)) for p in paths]
+    for path in sorted((ROOT / "traces" / "races").glob("*.json")):
+        for lane, d in json.loads(path.read_text())["lanes"].items():
+            out.append((f"{path.name}:{lane}", RunTrace.from_dict(d)))
+    return out
 
 
 def traces_named(fig, name: str) -> list:

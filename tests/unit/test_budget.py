@@ -2,11 +2,9 @@
 by hand) and on every shipped trace (the replay's own budget gives back the run's real count)."""
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from helpers.paths import FIXTURES, ROOT
+from helpers.figures import shipped_traces
 from logitspec.budget import (BUDGET_MAX, accepted, cost_order, paper_order, pooled, prompt_lookup,
                               replay_budgets)
 from logitspec.limits import InputError
@@ -129,18 +127,7 @@ def test_a_trace_whose_contexts_do_not_add_up_is_refused():
 
 # ---------------------------------------------------------------- the shipped traces
 
-def shipped() -> list[tuple[str, RunTrace]]:
-    """Every trace the project ships: the tests' fixtures, traces/ and the recorded race's lanes."""
-    out = []
-    for path in sorted([*FIXTURES.glob("*.json"), *FIXTURES.glob("sampled/*.json"), *(ROOT / "traces").glob("*.json")]):
-        out.append((path.name, RunTrace.load(path)))
-    for path in sorted((ROOT / "traces" / "races").glob("*.json")):
-        for lane, d in json.loads(path.read_text())["lanes"].items():
-            out.append((f"{path.name}:{lane}", RunTrace.from_dict(d)))
-    return out
-
-
-SHIPPED = shipped()
+SHIPPED = shipped_traces()
 
 
 @pytest.mark.parametrize("name,trace", SHIPPED, ids=[n for n, _ in SHIPPED])

@@ -33,6 +33,7 @@ def app_figures(tr, step: int = 3) -> dict:
             "retrieval": visual.retrieval_success_figure(tr, fit=True),
             "accepted": visual.accepted_hist_figure(tr, fit=True),
             "time": visual.time_breakdown_figure(tr, fit=True),
+            "budget": visual.budget_figure(tr, fit=True),
             **{f"explain-{p.key}": p.figure for p in walkthrough(tr, step)}}
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import itertools
+import math
 import os
 import tempfile
 import threading
@@ -173,6 +174,15 @@ def selected_index(evt: gr.SelectData | None) -> int | None:
         return None
     i = evt.index
     return int(i[0] if isinstance(i, (list, tuple)) else i)
+
+
+def whole_number(value) -> int | None:
+    """A number box's raw value as a whole number; None for an empty box or anything not a number."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return int(number) if math.isfinite(number) else None
 
 
 def stop_run(request: gr.Request):
@@ -543,12 +553,17 @@ class ExplorerUI:
     # ------------------------------------------------------------ moving through steps
 
     def go_step(self, view: View, step):
-        """The step the slider or its number box names; the step already shown is not redrawn
-        (a drag's release after its inputs)."""
-        if step is None or view.trace is None or int(step) == view.step:
+        """The step the slider or its number box names, held to the run's steps (the box takes any
+        number typed); the step already shown is not redrawn (a drag's release after its inputs)."""
+        wanted = whole_number(step)
+        if wanted is None or view.trace is None or not view.trace.steps:
             return gr.skip()
-        out = self.step_outputs(view, step)
-        if view.step == int(step):
+        held = max(0, min(wanted, len(view.trace.steps) - 1))
+        if held == view.step:
+            # The box may show a number past the ends: put the step shown back in it.
+            return gr.skip() if held == wanted else {self.slider: gr.Slider(value=held)}
+        out = self.step_outputs(view, held)
+        if view.step == wanted:
             # The slider shows this step already; setting it again would undo a key pressed meanwhile.
             out.pop(self.slider, None)
         return out
@@ -807,8 +822,13 @@ class ExplorerUI:
         self.explain.wire(self.explain_tab, self.state, view_kw, step_kw)
 
         # Arrow keys and the number box send `input` only, a drag ends with `release`: both move the view.
+        # preprocess=False: Gradio's own range check would put an error on every panel for a step
+        # typed past the ends; go_step holds it to the run's steps instead. No progress overlay: the
+        # box sends its step again when it loses focus, and an overlay then would swallow the click
+        # that took the focus (on the tree view radio, say).
         for moved in (self.slider.input, self.slider.release):
-            moved(self.go_step, [self.state, self.slider], explorer_out, trigger_mode="always_last", **step_kw)
+            moved(self.go_step, [self.state, self.slider], explorer_out, trigger_mode="always_last", preprocess=False,
+                  show_progress="hidden", **step_kw)
         self.tree_view.input(self.set_tree_view, [self.state, self.tree_view], explorer_out, **view_kw)
         self.tree_fig.compact.input(self.set_compact_tree, [self.state, self.tree_fig.compact], explorer_out,
                                     **view_kw)

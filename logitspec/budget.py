@@ -20,10 +20,12 @@ What the replay can know, and what it cannot:
 - The run's steps stay as they were: step i starts at the root the run had there. A run
   with another budget would have split the output into other steps and drafted from other
   roots; those steps never happened, so each point is the mean over the run's own steps.
-- paper and pld are exact per step: their tokens are all in the trace (a step keeps every
-  candidate and its query's continuation, at least as long as the rank rule keeps) or in
-  the context. They need the step's candidates and queries (LogitSpec) or only its context
-  (prompt lookup, for any method).
+- paper and pld are exact per step: their tokens are all in the trace or in the context. A
+  LogitSpec step keeps every candidate and each lookup's continuation, at least as long as
+  the rank rule keeps (g1 to its length plus a few, g2 to retrieval.G2_COST_LEN or to the
+  rule's keep plus a few), so the paper's tree is rebuilt with the run's own k, g1 length
+  and rule; only LogitSpec runs record candidates. Prompt lookup's chain needs only the
+  context, so it is replayed for any run (vanilla and Token Recycling included).
 - cost knows only the nodes the step built and the trace kept: the chosen nodes and at most
   costtree.FRONTIER_SHOWN unchosen ones next to them, with their chances rounded to six
   decimals. Up to the step's own size the ranking is the tree's own; past it, nodes the
@@ -34,6 +36,10 @@ What the replay can know, and what it cannot:
 - A node can be accepted only up to the run's end: the truth is the output, cut at EOS or
   at max_new_tokens as the run was.
 
+Replayed at each pass's own size in the ordering its own tree followed (cost, paper or pld),
+the run gives back its real tokens (BudgetReplay.own_tokens; tests check it on every shipped
+trace). One fixed budget B, even B equal to the run's mean size, need not give that count:
+the cost tree chooses each step's size apart, so a fixed B keeps other nodes at every step.
 Tokens per pass count as visual.counts does: every output token over the forward passes,
 a final commit that needed no pass included. Pure Python over the trace: no torch, no model.
 """
@@ -183,6 +189,15 @@ class BudgetReplay:
     @property
     def tokens_per_pass(self) -> float:
         return self.tokens / self.passes if self.passes else 0.0
+
+    def summary(self) -> dict:
+        """Plain JSON values for a report: the budget used, tokens per pass (real, and replayed
+        at each pass's own size) and each ordering's tokens per pass at B = 1.."""
+        own = self.own_tokens / self.passes if self.own_tokens is not None and self.passes else None
+        return {"passes": self.passes, "own_budget": round(self.own_budget, 4), "own": self.own,
+                "tokens_per_pass": round(self.tokens_per_pass, 4),
+                "own_replayed": None if own is None else round(own, 4),
+                "curves": {n: [round(v, 4) for v in c.per_pass] for n, c in self.curves.items()}}
 
 
 def _settings(trace: RunTrace) -> DecodeSettings:

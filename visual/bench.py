@@ -1,4 +1,5 @@
-"""Figures of a bench report: speed-up and accepted tokens per category, and c(n)."""
+"""Figures of a bench report: speed-up and accepted tokens per category, c(n), and tokens per pass
+against tree budget (logitspec.budget)."""
 from __future__ import annotations
 
 import subprocess
@@ -94,6 +95,44 @@ def cost_curve_figure(report: dict):
     return fig
 
 
+BUDGET_NAMES = {"paper": "paper's tree (rank rule)", "cost": "cost tree's ranking", "pld": "prompt lookup's chain"}
+BUDGET_DASH = {"paper": "dash", "cost": "solid", "pld": "dot"}
+
+
+def budget_curve_figure(report: dict):
+    """Tokens per pass trees of at most B nodes would have accepted in the bench's runs of one
+    method, pooled over its questions (logitspec.budget), with the mean tree it used."""
+    import plotly.graph_objects as go
+
+    method = next((m for m in ("logitspec", "logitspec-static", "pld")
+                   if "budget" in report["methods"].get(m, {}).get("overall", {})), None)
+    if method is None:
+        return None
+    b = report["methods"][method]["overall"]["budget"]
+    fig = go.Figure()
+    for name, ys in b["curves"].items():
+        colour = lane_color("pld") if name == "pld" else lane_color("logitspec-static" if name == "paper" else method)
+        fig.add_scatter(x=list(range(1, len(ys) + 1)), y=ys, mode="lines", name=BUDGET_NAMES[name],
+                        line=dict(color=colour, width=3, dash=BUDGET_DASH[name]))
+    fig.add_scatter(x=[b["own_budget"]], y=[b["tokens_per_pass"]], mode="markers+text", name=(
+        f"{method}'s own trees: mean {b['own_budget']:.1f} nodes, {b['tokens_per_pass']:.2f} tokens per pass"),
+        marker=dict(symbol="diamond", size=14, color=PALETTE["accepted"], line=dict(color="#333", width=1)),
+        text=["the budget it used"], textposition="bottom right")
+    # B = 64 as a trace, in data coordinates on the log axis.
+    top = 1.1 * max([b["tokens_per_pass"], *(max(v) for v in b["curves"].values())])
+    fig.add_scatter(x=[len(ys), len(ys)], y=[0, top], mode="lines+text", showlegend=False, hoverinfo="skip",
+                    line=dict(color="#555", dash="dash", width=1.5), textposition="bottom left",
+                    text=["", f"{len(ys)}: what a GPU would verify in one pass "], name="B = 64")
+    fig.update_layout(title=dict(text=f"{method}: tokens per pass against tree budget B, its {b['passes']} passes "
+                                      "replayed<br><sup>counts of tokens the output confirms, pooled over the "
+                                      "questions; no speed simulated</sup>"),
+                      xaxis_title="tree budget B (nodes per pass, root included)", yaxis_title="tokens / pass",
+                      **LAYOUT)
+    fig.update_xaxes(type="log", tickvals=[1, 2, 4, 8, 16, 32, 64], gridcolor="#ddd")
+    fig.update_yaxes(gridcolor="#ddd", rangemode="tozero")
+    return fig
+
+
 def _baseline(report: dict) -> str:
     t = report.get("settings", {}).get("decode", {}).get("temperature", 0)
     return f"sampling at temperature {t:g}" if t else "greedy decoding"
@@ -111,6 +150,9 @@ def write_plots(report: dict, out: Path) -> list[Path]:
     drafted = drafted_figure(report)
     if drafted is not None:
         figs["drafted"] = drafted
+    budget = budget_curve_figure(report)
+    if budget is not None:
+        figs["budget"] = budget
     written = []
     chromium = find_chromium()
     for name, fig in figs.items():

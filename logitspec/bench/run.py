@@ -16,10 +16,11 @@ from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
 
+from ..budget import pooled, replay_budgets
 from ..drafts import drafted_bound
 from ..runtime.fewrows import kernel_status
 from ..settings import DecodeSettings
-from ..trace import G2_RESCUED
+from ..trace import G2_RESCUED, RunTrace
 from .questions import QuestionFileError, load_questions
 
 METHOD_SPECS = {
@@ -89,6 +90,8 @@ def measure(lm, prompt_ids: list[int], method: str, settings: DecodeSettings) ->
         "steps": len(fwd),
     }
     row["tokens"] = len(row["tokens_list"])
+    if name in ("pld", "logitspec"):  # what trees of every size would have accepted in this run's steps
+        row["budget"] = replay_budgets(RunTrace(name, "", "", list(prompt_ids), s.to_dict(), steps))
     if name != "vanilla":
         row["retrieved"] = sum(st.retrieved for st in fwd)
         row["drafted_bound"] = drafted_bound(steps)
@@ -166,6 +169,8 @@ def method_figures(per_q: dict, methods: list[str], questions: list[dict], repea
                 e["speedup_min"], e["speedup_max"] = min(ups), max(ups)
             if c == "overall":
                 entry["overall"] = e
+                if all("budget" in rows[i] for i in ids):  # pooled over the questions, as tokens per pass are
+                    e["budget"] = pooled([rows[i]["budget"] for i in ids]).summary()
             else:
                 entry["per_category"][c] = e
         if "pld" in per_q and m not in ("pld", "vanilla"):

@@ -76,7 +76,15 @@ def test_bench_end_to_end_reports_lossless_and_every_figure(tmp_path):
     curve = report["cost_curves"][0]
     assert curve["sizes"][0] == 1 and all(a <= b for a, b in zip(curve["seconds"], curve["seconds"][1:]))
     figs = {p.name for p in (tmp_path / "fig").iterdir()}
-    assert {"speedup.html", "accepted.html", "cost_curve.html", "drafted.html"} <= figs
+    assert {"speedup.html", "accepted.html", "cost_curve.html", "drafted.html", "budget.html"} <= figs
+    for name in ("pld", "logitspec", "logitspec-static"):  # every run replayed at budgets 1..64 (logitspec.budget)
+        o = report["methods"][name]["overall"]
+        b = o["budget"]
+        assert set(b["curves"]) == {"pld"} | ({"paper", "cost"} if name == "logitspec" else set()) | (
+            {"paper"} if name == "logitspec-static" else set())
+        assert all(len(v) == 64 and v == sorted(v) for v in b["curves"].values())
+        # each pass at its own size, in its own tree's order, gives back the runs' tokens per pass
+        assert b["own_replayed"] == b["tokens_per_pass"] == pytest.approx(o["mean_accepted_tokens"], abs=1e-4)
     assert "lossless: True" in r.stdout
 
 

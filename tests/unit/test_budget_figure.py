@@ -37,3 +37,19 @@ def test_a_run_without_a_pass_or_whose_steps_do_not_add_up_says_why():
     assert not empty.data and "no forward pass yet" in empty.layout.annotations[0].text
     broken = replace(trace, prompt_tokens=trace.prompt_tokens[1:])
     assert "does not add up" in budget_figure(broken).layout.annotations[0].text.replace("<br>", " ")
+
+
+def test_the_bench_figure_draws_the_curves_pooled_over_its_runs():
+    from logitspec.budget import pooled
+    from visual.bench import BUDGET_NAMES as BENCH_NAMES, budget_curve_figure
+
+    runs = [t for _, t in SHIPPED if t.method == "logitspec" and t.settings.get("tree") == "static"]
+    b = pooled([replay_budgets(t) for t in runs]).summary()
+    assert b["own_replayed"] == b["tokens_per_pass"] and set(b["curves"]) == {"paper", "pld"}
+    assert budget_curve_figure({"methods": {"pld": {"overall": {}}}}) is None  # a report without the replay
+    fig = budget_curve_figure({"methods": {"logitspec-static": {"overall": {"budget": b}}}})
+    for key, ys in b["curves"].items():
+        assert list(trace_named(fig, BENCH_NAMES[key]).y) == ys
+    own = [t for t in fig.data if t.name.startswith("logitspec-static's own trees")]
+    assert len(own) == 1 and (own[0].x[0], own[0].y[0]) == (b["own_budget"], b["tokens_per_pass"])
+    assert "what a GPU would verify in one pass" in trace_named(fig, "B = 64").text[1]

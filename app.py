@@ -308,6 +308,7 @@ class ExplorerUI:
             **self.obs_retrieval_fig.fill(visual.retrieval_success_figure(t, fit=True)),
             **self.obs_accepted_fig.fill(visual.accepted_hist_figure(t, fit=True)),
             **self.obs_time_fig.fill(visual.time_breakdown_figure(t, fit=True)),
+            **self.obs_budget_fig.fill(visual.budget_figure(t, fit=True)),
             **self.race_fig.fill(visual.race_figure(view.traces, stopped=view.stop_reason is not None, fit=True)),
             self.answer: visual.answer_text(t),
         })
@@ -749,6 +750,9 @@ class ExplorerUI:
                 with gr.Row():
                     self.obs_accepted_fig = figure_slot("obs-accepted", "Accepted tokens per step", min_width=320)
                     self.obs_time_fig = figure_slot("obs-time", "Where the time went", min_width=320)
+                with gr.Row():
+                    self.obs_budget_fig = figure_slot("obs-budget", "Tokens per pass against tree budget",
+                                                      min_width=320)
             with gr.Tab("Explain", id="explain") as self.explain_tab:
                 self.explain = ExplainTab(recorded_logitspec)
                 self.explain.build()
@@ -768,7 +772,8 @@ class ExplorerUI:
         """The explorer's outputs, and everything a whole trace fills."""
         explorer = [self.slider, self.step_label, self.summary_md, *self.tree_fig.outputs, self.tree_view,
                     self.trie_download, *self.cand_fig.outputs, self.retrieval_view, self.play_btn, self.state]
-        figures = [self.obs_topk_fig, self.obs_retrieval_fig, self.obs_accepted_fig, self.obs_time_fig, self.race_fig]
+        figures = [self.obs_topk_fig, self.obs_retrieval_fig, self.obs_accepted_fig, self.obs_time_fig,
+                   self.obs_budget_fig, self.race_fig]
         whole = explorer + [self.text_view, self.answer, *self.debugger.trace_components,
                             *(c for f in figures for c in f.outputs), self.counters, self.status_md]
         return explorer, whole

@@ -24,7 +24,7 @@ PHONE = {"width": 390, "height": 844}
 SCREENS = {"desktop": DESKTOP, "phone": PHONE}
 BIG_TREE = "?trace=summarization-242.json&step=14"  # 205 nodes, a g1 chain 23 deep, 17 lanes with a verified token
 STEP_PLOTS = ("tree-plot", "cand-plot", "race-plot")
-OBS_PLOTS = ("obs-topk", "obs-retrieval", "obs-accepted", "obs-time")
+OBS_PLOTS = ("obs-topk", "obs-retrieval", "obs-accepted", "obs-time", "obs-budget")
 EXPLAIN_PLOTS = tuple(f"explain-{key}-plot" for key in TITLES)
 FIGURE_TABS = {"Step explorer": STEP_PLOTS, "Observations": OBS_PLOTS, "Retrieval debugger": ("whatif-plot",),
                "Explain": EXPLAIN_PLOTS}  # every figure of the app but the trie, by the tab that shows it

@@ -22,6 +22,7 @@ import gradio as gr
 
 import visual
 from visual.verdict import counters_html, verdict_text
+from visual.counts import run_counts, run_words
 from logitspec.errors import DecodeError
 from logitspec.bench.questions import load_questions
 from logitspec.limits import MAX_TEMPERATURE, InputError, Limits, check_context, check_prompt, checked_settings
@@ -449,7 +450,7 @@ class ExplorerUI:
         out = self.trace_outputs(new, outcomes)
         t = new.trace
         race = f"a race of {', '.join(lanes)}; " if len(lanes) > 1 else ""
-        out[self.status_md] = f"**Exploring** {p.name}: {race}{len(t.tokens)} tokens in {len(t.steps)} steps ({t.model})"
+        out[self.status_md] = f"**Exploring** {p.name}: {race}{run_words(run_counts(t))} ({t.model})"
         out[self.counters] = counters_html(lanes, False, f"A recorded race on {machine}; not live." if machine else "")
         return out
 
@@ -706,7 +707,7 @@ class ExplorerUI:
                 self.race_fig = figure_slot("race-plot", "Race: tokens against each lane's compute time")
                 self.race_plot = self.race_fig.plot
                 self.text_view = gr.HighlightedText(
-                    label="LogitSpec output: one colour block per step (colour = tokens accepted); "
+                    label="LogitSpec output: one colour block per step (colour = tokens the step committed); "
                           "click a block to open its step",
                     color_map=visual.ACCEPT_COLORS, show_legend=True, combine_adjacent=False,
                     elem_id="text-view")
@@ -748,7 +749,7 @@ class ExplorerUI:
                     self.obs_retrieval_fig = figure_slot("obs-retrieval", "Retrieval success per step",
                                                          min_width=320)
                 with gr.Row():
-                    self.obs_accepted_fig = figure_slot("obs-accepted", "Accepted tokens per step", min_width=320)
+                    self.obs_accepted_fig = figure_slot("obs-accepted", "Tokens committed per forward pass", min_width=320)
                     self.obs_time_fig = figure_slot("obs-time", "Where the time went", min_width=320)
                 with gr.Row():
                     self.obs_budget_fig = figure_slot("obs-budget", "Tokens per pass against tree budget",

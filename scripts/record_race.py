@@ -1,6 +1,6 @@
 """Record a race on the bundled model, as the app runs one, for the app's first screen.
 
-    python scripts/record_race.py OUT.json [--question-id 242] [--max-new-tokens 128] [--pld]
+    python scripts/record_race.py OUT.json [--question-id 242] [--max-new-tokens 128] [--pld] [--static]
 
 The lanes are decoded exactly as the app's race decodes them (logitspec.serve.race.model_lanes,
 one step of each lane in turn, each on its own measured clock) and saved in one file with
@@ -43,6 +43,7 @@ def main() -> int:
     ap.add_argument("--question-id", type=int, default=242)
     ap.add_argument("--max-new-tokens", type=int, default=DecodeSettings().max_new_tokens)
     ap.add_argument("--pld", action="store_true", help="race prompt lookup too")
+    ap.add_argument("--static", action="store_true", help="race the paper's static 64-token tree too")
     ap.add_argument("--questions", type=Path, default=ROOT / "data" / "spec_bench_subset.jsonl")
     a = ap.parse_args()
     qs = {q["question_id"]: q for q in map(json.loads, a.questions.read_text().splitlines()) if q}
@@ -54,7 +55,7 @@ def main() -> int:
     model_thread().call(configure_threads)
     lm = model_thread().call(load_model)
     model_thread().call(warm_cost_curves, lm)  # as the app does before its first race
-    methods = ["vanilla", "logitspec"] + (["pld"] if a.pld else [])
+    methods = ["vanilla", "logitspec"] + (["pld"] if a.pld else []) + (["logitspec-static"] if a.static else [])
     lanes = model_lanes(lm, prompt, methods, DecodeSettings(max_new_tokens=a.max_new_tokens))
     for _ in interleave(lanes):
         pass

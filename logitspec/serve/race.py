@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from ..settings import DecodeSettings
 from ..trace import RunTrace, StepRecord, TraceFileError, read_json_file, trace_from_data
 
 if TYPE_CHECKING:  # the engine imports torch; replaying saved traces must not need it
-    from ..decoders import DecodeSettings
     from ..models import LoadedModel
 
-LANE_ORDER = ("vanilla", "pld", "logitspec")
+LANE_ORDER = ("vanilla", "pld", "logitspec", "logitspec-static")
+# A lane that is not a method by name: its decoder and tree sizing.
+LANE_RUNS = {"logitspec-static": ("logitspec", "static")}
 
 
 class RaceStopped(Exception):
@@ -177,6 +179,15 @@ def lane_order(methods: Iterable[str]) -> list[str]:
     return [m for m in LANE_ORDER if m in wanted]
 
 
+def lane_run(lane: str, settings: DecodeSettings) -> tuple[str, DecodeSettings]:
+    """The method and settings a lane decodes with: the paper's lane is LogitSpec's static tree at
+    DecodeSettings' own capacity (the paper's 64), whatever the race's other lanes use."""
+    method, tree = LANE_RUNS.get(lane, (lane, None))
+    if tree is None:
+        return method, settings
+    return method, replace(settings, tree=tree, capacity=DecodeSettings().capacity)
+
+
 def model_lanes(lm: LoadedModel, prompt_text: str, methods: Iterable[str],
                 settings: DecodeSettings) -> list[Lane]:
     """A lane per method over the same prompt on a loaded model; each run starts on its first
@@ -190,7 +201,7 @@ def model_lanes(lm: LoadedModel, prompt_text: str, methods: Iterable[str],
 
     lanes = []
     for m in lane_order(methods):
-        run = Run(lm, prompt_text, m, settings)
+        run = Run(lm, prompt_text, *lane_run(m, settings))
         # Each step is decoded on the process's one model thread, whichever thread pulls it.
         lanes.append(Lane(m, run.trace, model_thread().iterate(iter(run)), finish=run.finish))
     return lanes

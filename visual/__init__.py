@@ -13,7 +13,7 @@ from .observations import (
     topk_hit_curve,
     topk_hit_figure,
 )
-from .race import race_figure
+from .race import passes_figure, race_figure
 from .retrieval import debugger_rows, failure_rows, retrieval_html
 from .style import ACCEPT_COLORS, PALETTE, PLOT_CONFIG
 from .text import answer_text, span_steps, step_summary_md, text_spans
@@ -29,6 +29,7 @@ __all__ = [
     "candidates_figure",
     "debugger_rows",
     "failure_rows",
+    "passes_figure",
     "race_figure",
     "retrieval_html",
     "retrieval_outcomes",

@@ -1,4 +1,7 @@
-"""The race: tokens generated against compute time, one line per decoder lane.
+"""The race: tokens generated against compute time, and against forward passes, one line per lane.
+
+Compute time is what each lane measured on the machine it ran on; forward passes are counts
+(visual.counts), the same on any hardware: what the paper's tokens per pass are about.
 
 Drawn for a page or a slide (each lane's end labelled in the right margin) or for the app (`fit=True`,
 visual.fit: the container's width, each lane's result in its legend entry, the words in an
@@ -14,9 +17,11 @@ import plotly.graph_objects as go
 from logitspec.serve.race import RaceResult, result_of
 from logitspec.trace import RunTrace
 
+from .counts import run_counts, run_words
 from .data import is_finished
 from .fit import SLIDE_H, SLIDE_W, for_app, frame
 from .style import MIN_FONT, base_layout, lane_color, pretty, theme_colors
+from .verdict import GPU_PASS, per_pass
 
 PAGE_SIZE = (1240, 560)
 APP_HEIGHT = 460
@@ -24,12 +29,27 @@ END_LABELS_PX = 360  # a page's right margin, where each lane's end is labelled
 LABEL_GAP_PX = 50  # end labels stacked at least this far apart
 
 
+@dataclass(frozen=True)
+class Axis:
+    """What the race is drawn against: measured compute seconds, or forward passes (counts)."""
+
+    key: str  # "seconds" or "passes"
+    title: str
+    x_title: str
+    hover: str  # the x part of a point's hover text
+
+
+SECONDS = Axis("seconds", "Race: tokens generated against compute time", "Compute time (s)", "%{x:.3f} s")
+PASSES = Axis("passes", "Race: tokens generated against forward passes", "Forward passes (counts, not time)",
+              "%{x} forward passes")
+
+
 @dataclass
 class LaneEnd:
     """Where a lane's line ends, and what is said about it."""
 
     name: str
-    seconds: float
+    seconds: float  # the line's last x: compute seconds, or forward passes
     tokens: int
     color: str
     label: str
@@ -47,6 +67,27 @@ def race_points(trace: RunTrace) -> tuple[list[float], list[int]]:
     return xs, ys
 
 
+def pass_points(trace: RunTrace) -> tuple[list[int], list[int]]:
+    """(forward passes, tokens) at the start and after every step; a final commit that needed no
+    pass adds its tokens at the same count of passes."""
+    xs, ys = [0], [0]
+    for s in trace.steps:
+        xs.append(xs[-1] + bool(s.forward))
+        ys.append(ys[-1] + len(s.tokens))
+    return xs, ys
+
+
+def points(trace: RunTrace, axis: Axis) -> tuple[list[float], list[int]]:
+    return race_points(trace) if axis.key == "seconds" else pass_points(trace)
+
+
+def lane_name(name: str, trace: RunTrace) -> str:
+    """A lane's name in a figure; the paper's tree says what it stands for."""
+    if name == "logitspec-static":
+        return f"{name} (the paper's tree: {trace.settings.get('capacity', 64)} tokens, {GPU_PASS})"
+    return name
+
+
 def _vanilla(lanes: dict[str, RunTrace]) -> str | None:
     if "vanilla" in lanes:
         return "vanilla"
@@ -60,33 +101,38 @@ def _result(lanes: dict[str, RunTrace], stopped: bool) -> RaceResult | None:
     return result_of(lanes, van) if van is not None and over else None
 
 
-def _ends(lanes: dict[str, RunTrace], res: RaceResult | None, stopped: bool) -> list[LaneEnd]:
-    """Each lane's end point and its label: tokens, seconds, and its speed-up once known."""
+def _ends(lanes: dict[str, RunTrace], res: RaceResult | None, stopped: bool, axis: Axis) -> list[LaneEnd]:
+    """Each lane's end point and its label: tokens, seconds or passes, and its speed-up or
+    tokens per pass once known."""
     van = _vanilla(lanes)
+    rates = per_pass(res) if res is not None and res.compared_tokens else {}
+    scope = "" if res is None or res.complete else f" over {res.compared_tokens} tokens"
     out = []
     for name, tr in lanes.items():
-        xs, ys = race_points(tr)
-        label = f"{html.escape(name, quote=False)}: {ys[-1]} tokens in {xs[-1]:.2f} s"
+        xs, ys = points(tr, axis)
+        said = f"{ys[-1]} tokens in {xs[-1]:.2f} s" if axis is SECONDS else run_words(run_counts(tr))
+        label = f"{html.escape(lane_name(name, tr), quote=False)}: {said}"
         if not is_finished(tr):
             label += " (stopped)" if stopped else " (running)"
-        if res is not None and name != van and res.speedups.get(name):
-            scope = "" if res.complete else f" over {res.compared_tokens} tokens"
+        if axis is SECONDS and res is not None and name != van and res.speedups.get(name):
             label += f"<br><b>{res.speedups[name]:.2f}× vanilla's speed{scope}</b>"
+        if axis is PASSES and name in rates:
+            label += f"<br><b>{rates[name]:.2f} tokens per pass{scope}</b>"
         out.append(LaneEnd(name, xs[-1], ys[-1], lane_color(name, tr.method), label))
     return out
 
 
-def _lines(fig: go.Figure, lanes: dict[str, RunTrace], ends: list[LaneEnd], mode: str) -> None:
+def _lines(fig: go.Figure, lanes: dict[str, RunTrace], ends: list[LaneEnd], mode: str, axis: Axis) -> None:
     """One line per lane (dotted while it runs) and a dot at its end; in the app the legend
     entry carries the end's label."""
     for (name, tr), end in zip(lanes.items(), ends):
-        xs, ys = race_points(tr)
+        xs, ys = points(tr, axis)
         done = is_finished(tr)
         legend_name = end.label if mode == "app" else html.escape(name, quote=False)
         fig.add_trace(go.Scatter(
             x=xs, y=ys, mode="lines", name=legend_name, line=dict(color=end.color, width=4,
                                                                   dash="solid" if done else "dot"),
-            hovertemplate=f"{html.escape(name, quote=False)}<br>%{{y}} tokens after %{{x:.3f}} s<extra></extra>",
+            hovertemplate=f"{html.escape(name, quote=False)}<br>%{{y}} tokens after {axis.hover}<extra></extra>",
         ))
         fig.add_trace(go.Scatter(
             x=[xs[-1]], y=[ys[-1]], mode="markers", showlegend=False, hoverinfo="skip",
@@ -107,8 +153,21 @@ def _end_labels(fig: go.Figure, ends: list[LaneEnd], c: dict[str, str], plot_h: 
                            bgcolor=c["bg"], bordercolor=end.color, borderwidth=2)
 
 
-def _words(lanes: dict[str, RunTrace], res: RaceResult | None) -> tuple[str, str]:
-    title = "Race: tokens generated against compute time"
+def _pass_words(lanes: dict[str, RunTrace], res: RaceResult | None) -> tuple[str, str]:
+    """The passes figure's title and its subtitle: each lane's tokens per pass once known."""
+    plain = "counts, not time: the same on any hardware"
+    if res is None or not res.compared_tokens:
+        return PASSES.title, f"{plain}; a steeper line makes more tokens per forward pass"
+    rates = per_pass(res)
+    scope = "" if res.complete else f", over the first {res.compared_tokens} tokens of a stopped race"
+    said = ", ".join(f"{html.escape(name, quote=False)} {r:.2f}" for name, r in rates.items())
+    return PASSES.title, f"tokens per forward pass: {said} ({plain}{scope})"
+
+
+def _words(lanes: dict[str, RunTrace], res: RaceResult | None, axis: Axis = SECONDS) -> tuple[str, str]:
+    if axis is PASSES:
+        return _pass_words(lanes, res)
+    title = SECONDS.title
     van = _vanilla(lanes)
     results = [(n, sp) for n, sp in (res.speedups.items() if res else ()) if n != van and sp]
     if not results:
@@ -120,11 +179,12 @@ def _words(lanes: dict[str, RunTrace], res: RaceResult | None) -> tuple[str, str
                    f"(tokens per second of compute, {same}{scope})")
 
 
-def _draw(lanes: dict[str, RunTrace], theme: str, stopped: bool, mode: str, size: tuple[int, int]) -> go.Figure:
+def _draw(lanes: dict[str, RunTrace], theme: str, stopped: bool, mode: str, size: tuple[int, int],
+          axis: Axis = SECONDS) -> go.Figure:
     c = theme_colors(theme)
     res = _result(lanes, stopped)
-    ends = _ends(lanes, res, stopped)
-    words = _words(lanes, res)
+    ends = _ends(lanes, res, stopped, axis)
+    words = _words(lanes, res, axis)
     layout = base_layout(theme, words[0], height=size[1], hovermode="closest")
     framed = mode != "app"  # a page or slide labels each lane's end in its right margin
     frame(layout, mode, *words, [] if framed else list(lanes), c, size)
@@ -132,10 +192,10 @@ def _draw(lanes: dict[str, RunTrace], theme: str, stopped: bool, mode: str, size
         layout.update(margin=dict(layout["margin"], r=END_LABELS_PX), showlegend=False)
     ymax = max((e.tokens for e in ends), default=1) or 1
     xmax = max((e.seconds for e in ends), default=1.0) or 1.0
-    layout["xaxis"].update(title=dict(text="Compute time (s)"), range=[0, xmax * 1.04])
+    layout["xaxis"].update(title=dict(text=axis.x_title), range=[0, xmax * 1.04])
     layout["yaxis"].update(title=dict(text="Tokens generated"), range=[0, ymax * 1.08])
     fig = go.Figure(layout=layout)
-    _lines(fig, lanes, ends, mode)
+    _lines(fig, lanes, ends, mode, axis)
     if framed:
         _end_labels(fig, ends, c, size[1] - layout["margin"]["t"] - layout["margin"]["b"], ymax)
     return pretty(fig)
@@ -149,8 +209,21 @@ def race_figure(lanes: dict[str, RunTrace], theme: str = "light", width: int | N
     `stopped` before its end compares equal counts (and its unfinished lanes say "stopped").
     fit: drawn for the app, with its 16:9 slide (visual.fit).
     """
+    return _figure(lanes, theme, width, stopped, fit, SECONDS)
+
+
+def passes_figure(lanes: dict[str, RunTrace], theme: str = "light", width: int | None = None,
+                  stopped: bool = False, fit: bool = False) -> go.Figure:
+    """Tokens generated against forward passes, one line per lane: counts, not time, so the same
+    on any hardware (vanilla's line makes one token a pass). Each lane's tokens per pass are
+    those of the verdict (visual.verdict.per_pass), over the tokens every lane reached."""
+    return _figure(lanes, theme, width, stopped, fit, PASSES)
+
+
+def _figure(lanes: dict[str, RunTrace], theme: str, width: int | None, stopped: bool, fit: bool,
+            axis: Axis) -> go.Figure:
     if not fit:
-        return _draw(lanes, theme, stopped, "page", (width or PAGE_SIZE[0], PAGE_SIZE[1]))
-    app = _draw(lanes, theme, stopped, "app", (PAGE_SIZE[0], APP_HEIGHT))
-    slide = _draw(lanes, theme, stopped, "slide", (SLIDE_W, SLIDE_H))
-    return for_app(app, slide, *_words(lanes, _result(lanes, stopped)))
+        return _draw(lanes, theme, stopped, "page", (width or PAGE_SIZE[0], PAGE_SIZE[1]), axis)
+    app = _draw(lanes, theme, stopped, "app", (PAGE_SIZE[0], APP_HEIGHT), axis)
+    slide = _draw(lanes, theme, stopped, "slide", (SLIDE_W, SLIDE_H), axis)
+    return for_app(app, slide, *_words(lanes, _result(lanes, stopped), axis))

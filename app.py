@@ -251,6 +251,7 @@ class Form:
     recorded_box: object = None
     model: object = None
     with_pld: object = None
+    with_static: object = None
     k: object = None
     capacity: object = None
     ngram: object = None
@@ -310,16 +311,21 @@ class ExplorerUI:
             **self.obs_accepted_fig.fill(visual.accepted_hist_figure(t, fit=True)),
             **self.obs_time_fig.fill(visual.time_breakdown_figure(t, fit=True)),
             **self.obs_budget_fig.fill(visual.budget_figure(t, fit=True)),
-            **self.race_fig.fill(visual.race_figure(view.traces, stopped=view.stop_reason is not None, fit=True)),
+            **self.race_figures(view.traces, stopped=view.stop_reason is not None),
             self.answer: visual.answer_text(t),
         })
         out.update(self.debugger.trace_outputs(t, outcomes))
         return out
 
+    def race_figures(self, traces: dict[str, RunTrace], stopped: bool = False) -> dict:
+        """The race against compute time and against forward passes."""
+        return {**self.race_fig.fill(visual.race_figure(traces, stopped=stopped, fit=True)),
+                **self.passes_fig.fill(visual.passes_figure(traces, stopped=stopped, fit=True))}
+
     # ------------------------------------------------------------ the race
 
     def race(self, prompt, model, with_pld, k, capacity, ngram, continuation, max_new, tree, temperature, top_p,
-             seed, outcomes, view: View, request: gr.Request):
+             seed, outcomes, with_static, view: View, request: gr.Request):
         """Stream the race: one step of each lane in turn, counters live, figures now and then.
 
         Stop ends it within one step, and the page then shows the steps so far, a verdict over
@@ -329,12 +335,13 @@ class ExplorerUI:
         stop = STOPS.claim(session)  # armed when Run was clicked: a Stop while queued counts
         try:
             form = (k, capacity, ngram, continuation, max_new, tree, temperature, top_p, seed)
-            yield from self._race(stop, prompt, model, with_pld, form, outcomes, view)
+            lanes = ["vanilla", "logitspec"] + ["pld"] * bool(with_pld) + ["logitspec-static"] * bool(with_static)
+            yield from self._race(stop, prompt, model, lanes, form, outcomes, view)
         finally:
             STOPS.finish(session, stop)
 
-    def _race(self, stop, prompt, model, with_pld, form: tuple, outcomes, was: View):
-        """The race for settings_from(*form), in place of the view `was`."""
+    def _race(self, stop, prompt, model, methods: list[str], form: tuple, outcomes, was: View):
+        """The race of the lanes `methods` for settings_from(*form), in place of the view `was`."""
         try:
             prompt = check_prompt(prompt)
             name = check_model_choice(model)
@@ -346,7 +353,6 @@ class ExplorerUI:
         if lm is None:
             yield {self.status_md: "**Stopped** before the race started; nothing was decoded."}
             return
-        methods = ["vanilla", "logitspec"] + (["pld"] if with_pld else [])
         try:
             lanes = model_lanes(lm, prompt, methods, settings)
             check_context(len(lanes[0].trace.prompt_tokens), settings.max_new_tokens, lm.max_context)
@@ -407,7 +413,7 @@ class ExplorerUI:
                 out.update(self.step_outputs(view, len(traces["logitspec"].steps) - 1))
                 out[self.text_view] = visual.text_spans(traces["logitspec"])
                 out[self.answer] = visual.answer_text(traces["logitspec"])
-                out.update(self.race_fig.fill(visual.race_figure(traces, fit=True)))
+                out.update(self.race_figures(traces))
                 cost = time.monotonic() - t0
                 next_draw = t0 + cost + max(LIVE_REDRAW_SECONDS, 4 * cost)
             yield out
@@ -679,6 +685,9 @@ class ExplorerUI:
                 f.model = gr.Dropdown(choices=[(model_label(m), m) for m in models], value=models[0],
                                       label="Model", allow_custom_value=False, elem_id="model")
                 f.with_pld = gr.Checkbox(label="Also race prompt lookup decoding (PLD)", value=False)
+                f.with_static = gr.Checkbox(
+                    label=f"Also race the paper's tree ({s.capacity} tokens, what a GPU verifies in one pass)",
+                    value=False, elem_id="with-static")
                 with gr.Accordion("Decoder parameters (paper defaults)", open=False):
                     f.k = gr.Slider(1, lim.k, value=s.k, step=1, label="k: next-next candidates from the logits")
                     f.capacity = gr.Slider(1, lim.capacity, value=s.capacity, step=1,
@@ -706,6 +715,8 @@ class ExplorerUI:
                                          interactive=False, elem_id="answer", buttons=["copy"])
                 self.race_fig = figure_slot("race-plot", "Race: tokens against each lane's compute time")
                 self.race_plot = self.race_fig.plot
+                # Counts, not time: what the paper's tokens per pass mean on any hardware.
+                self.passes_fig = figure_slot("race-passes-plot", "Race: tokens against forward passes")
                 self.text_view = gr.HighlightedText(
                     label="LogitSpec output: one colour block per step (colour = tokens the step committed); "
                           "click a block to open its step",
@@ -774,7 +785,7 @@ class ExplorerUI:
         explorer = [self.slider, self.step_label, self.summary_md, *self.tree_fig.outputs, self.tree_view,
                     self.trie_download, *self.cand_fig.outputs, self.retrieval_view, self.play_btn, self.state]
         figures = [self.obs_topk_fig, self.obs_retrieval_fig, self.obs_accepted_fig, self.obs_time_fig,
-                   self.obs_budget_fig, self.race_fig]
+                   self.obs_budget_fig, self.race_fig, self.passes_fig]
         whole = explorer + [self.text_view, self.answer, *self.debugger.trace_components,
                             *(c for f in figures for c in f.outputs), self.counters, self.status_md]
         return explorer, whole
@@ -803,8 +814,9 @@ class ExplorerUI:
         # an earlier one's and leave the page a step behind. Drawing holds the GIL, so little is lost.
         step_kw = dict(view_kw, concurrency_limit=1, concurrency_id="step")
         self._wire_recorded(f, trace_out, view_kw)
+        # The paper's lane comes after the older inputs: API callers that predate it keep their places.
         race_in = [f.prompt, f.model, f.with_pld, f.k, f.capacity, f.ngram, f.continuation, f.max_new, f.tree,
-                   f.temperature, f.top_p, f.seed, f.outcome, self.state]
+                   f.temperature, f.top_p, f.seed, f.outcome, f.with_static, self.state]
         # Arming is instant and unqueued, so Stop works even while the race waits its turn; the
         # race itself keeps the page as it is while queued (no overlay blanking the panels).
         f.run_btn.click(arm_run, None, [self.status_md], queue=False).then(

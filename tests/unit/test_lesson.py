@@ -1,0 +1,117 @@
+"""The Explain tab's lesson: on every shipped trace its numbers are run_counts' and the step's own,
+every word it uses from the glossary carries its definition, and its figures read from afar."""
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+
+import pytest
+
+from helpers.paths import FIXTURES, ROOT
+from logitspec.serve.race import load_race
+from logitspec.trace import RunTrace
+from visual.counts import run_counts
+from visual.lesson import (
+    GLOSSARY, ROW_BOXES, STAGES, TEXT_PX, TICK_PX, glossary_html, glossary_words, lesson, lesson_intro, lesson_step,
+    terms_used,
+)
+
+JARGON = ("x_{i+1}", "x_{i+2}", "argmax", "trie", "position id", "gumbel", "per modelled second")
+
+
+def _shipped() -> list[Path]:
+    return sorted((ROOT / "traces").glob("*.json")) + sorted((ROOT / "traces" / "races").glob("*.json")) + \
+        sorted(FIXTURES.glob("**/*.json"))
+
+
+def _logitspec(path: Path) -> RunTrace:
+    lanes = load_race(path)[0]
+    return lanes.get("logitspec") or next(t for t in lanes.values() if t.method == "logitspec")
+
+
+@pytest.fixture(scope="module", params=_shipped(), ids=lambda p: str(p.relative_to(ROOT)))
+def run(request) -> RunTrace:
+    return _logitspec(request.param)
+
+
+def _plain(text: str) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", "", text))
+
+
+def test_the_shipped_traces_are_all_taken():
+    names = {str(p.relative_to(ROOT)) for p in _shipped()}
+    assert any(n.startswith("traces/races/") for n in names) and any("fixtures/sampled" in n for n in names)
+
+
+def test_the_step_is_the_one_that_accepted_most(run):
+    i = lesson_step(run)
+    best = max(s.drafts_accepted for s in run.steps if s.forward)
+    assert run.steps[i].forward and run.steps[i].drafts_accepted == best
+    assert best >= 1, "every shipped run accepted a draft somewhere"
+
+
+def test_the_numbers_are_the_runs(run):
+    c = run_counts(run)
+    i = lesson_step(run)
+    s = run.steps[i]
+    said = {st.key: _plain(st.html) for st in lesson(run)}
+    assert f"This run wrote {c.tokens} tokens" in said["slow"]
+    assert f"would need {c.tokens - 1} forward passes" in said["slow"]
+    assert f"LogitSpec needed {c.passes} forward passes: {c.tokens_per_pass:.2f} tokens per pass" in said["slow"]
+    assert f"step {i} of this run" in said["guess"] and f"shown on step {i} " in _plain(lesson_intro(run))
+    assert f"({s.drafts_accepted})" in _plain(lesson_intro(run))
+    verified = [n for n in s.tree if not n.pruned and n.parent >= 0]
+    copied = sum(n.origin in ("g1", "pld") for n in verified)
+    guessed = sum(n.origin == "g2" for n in verified)
+    assert f"it gave {copied} checked guess" in said["sources"]
+    assert f"The top {len(s.candidates)} are next-next guesses" in said["sources"]
+    assert f"lookup: {guessed} checked guess" in said["sources"]
+    assert f"checked all {len(verified)} guessed tokens of step {i}" in said["check"]
+    assert f"The model agreed with {s.drafts_accepted} guess" in said["keep"]
+    assert f"So step {i} wrote {len(s.tokens)} tokens in one pass" in said["keep"]
+
+
+def test_the_figures_draw_the_same_numbers(run):
+    c = run_counts(run)
+    s = run.steps[lesson_step(run)]
+    figs = {st.key: st.figure for st in lesson(run)}
+    assert list(figs["slow"].data[0].x) == [c.tokens - 1, c.passes]
+    assert list(figs["check"].data[0].x) == [len(s.tokens), 1]
+    roles = list(figs["keep"].layout.xaxis.ticktext)
+    dropped = ["✗ dropped"] if s.bonus is not None and "✗ dropped" in roles else []
+    want = ["next"] + ["✓ kept"] * s.drafts_accepted + dropped + (["bonus"] if s.bonus is not None else [])
+    assert roles == want[-ROW_BOXES:]  # a long accepted run shows its end
+
+
+def test_every_glossary_word_used_is_defined_on_the_page(run):
+    stages = lesson(run)
+    page = lesson_intro(run) + "".join(st.title + st.html for st in stages)
+    used = glossary_words(page)
+    page += glossary_html(used)
+    for word in used:
+        assert html.escape(GLOSSARY[word]) in page, word
+    # Each marked term wears its own definition, and is marked where it first appears in the stages.
+    for m in re.finditer(r'<abbr class="lesson-term" data-term="([^"]+)" title="([^"]+)">', page):
+        assert html.unescape(m.group(2)) == GLOSSARY[html.unescape(m.group(1))]
+    stages_text = "".join(st.html for st in stages)
+    for word in terms_used(stages_text):
+        first_mark = stages_text.index(f'data-term="{html.escape(word)}"')
+        before = _plain(stages_text[:first_mark]).lower()
+        assert not re.search(rf"\b{re.escape(word)}(e?s)?\b", before), f"{word!r} is used before it is defined"
+    assert not any(j in _plain(page).lower() for j in JARGON), "a term the lesson never defines"
+
+
+def test_the_lesson_reads_from_the_back_of_the_room(run):
+    assert TEXT_PX >= 24 and TICK_PX >= 18
+    for st in lesson(run):
+        lay = st.figure.layout
+        assert lay.font.size >= 18
+        for axis in (lay.xaxis, lay.yaxis):
+            assert axis.tickfont.size >= 18 and axis.title.font.size >= 18
+        for tr in st.figure.data:
+            assert tr.textfont.size is None or tr.textfont.size >= 18
+
+
+def test_five_stages_in_the_order_of_the_story(run):
+    assert [st.key for st in lesson(run)] == list(STAGES) == ["slow", "guess", "sources", "check", "keep"]

@@ -342,15 +342,16 @@ def _budget_words(trace: RunTrace) -> tuple[str, str]:
 
 
 def _own_name(rep: BudgetReplay) -> str:
-    return f"this run: mean {rep.own_budget:.1f} nodes, {rep.tokens_per_pass:.2f} per pass"
+    return f"this run: {rep.own_budget:.1f} nodes, {rep.tokens_per_pass:.2f} per pass"
 
 
 def _own_point(rep: BudgetReplay, c: dict[str, str], mode: str) -> go.Scatter:
     """The budget the run used (its mean tree) and the tokens per pass it really made."""
+    side = "left" if rep.own_budget > 16 else "right"  # toward the middle: the words stay inside the plot
     return go.Scatter(x=[rep.own_budget], y=[rep.tokens_per_pass], mode="markers" if mode == "app" else "markers+text",
                       name=_own_name(rep), marker=dict(symbol="diamond", size=16, color=PALETTE["accepted"],
                                                        line=dict(color=c["outline"], width=1.5)),
-                      text=["the budget this run used"], textposition="bottom right",
+                      text=["the budget this run used"], textposition=f"bottom {side}",
                       textfont=dict(size=MIN_FONT + 1, color=c["text"]), hoverinfo="name")
 
 
@@ -370,30 +371,32 @@ def _budget_curves(fig: go.Figure, rep: BudgetReplay) -> None:
                 f"{BUDGET_NAMES[name]} at {len(ys)} ({GPU_BUDGET_WORDS}): %{{y:.2f}} tokens per pass<extra></extra>")))
 
 
-def _gpu_line(fig: go.Figure, rep: BudgetReplay, c: dict[str, str]) -> None:
+def _gpu_line(fig: go.Figure, rep: BudgetReplay, c: dict[str, str], mode: str) -> None:
     """B = 64 marked and named: a trace, so it sits in data coordinates on the log axis."""
     top = max([rep.tokens_per_pass, *(max(v.per_pass) for v in rep.curves.values())]) * 1.12
-    fig.add_trace(go.Scatter(x=[BUDGET_MAX, BUDGET_MAX], y=[0, top], mode="lines", name=GPU_BUDGET_WORDS,
-                             showlegend=False, line=dict(color=c["muted"], width=1.5, dash="dash"), hoverinfo="skip"))
-    fig.add_trace(go.Scatter(x=[BUDGET_MAX], y=[top], mode="text", name=f"{BUDGET_MAX}: {GPU_BUDGET_WORDS}",
-                             showlegend=False, text=[f"{BUDGET_MAX}: {GPU_BUDGET_WORDS} "], textposition="bottom left",
-                             textfont=dict(size=MIN_FONT, color=c["text"]), hoverinfo="skip"))
+    label, app = f"{BUDGET_MAX}: {GPU_BUDGET_WORDS}", mode == "app"
+    # A narrow app plot has no room for the words beside the line: its legend holds them, on two lines for a phone.
+    fig.add_trace(go.Scatter(x=[BUDGET_MAX, BUDGET_MAX], y=[0, top], mode="lines+text", showlegend=app,
+                             name=label.replace(" verify", "<br>verify") if app else label,
+                             line=dict(color=c["muted"], width=1.5, dash="dash"), text=["", "" if app else label + " "],
+                             textposition="bottom left", textfont=dict(size=MIN_FONT, color=c["text"]),
+                             hoverinfo="name"))
 
 
 def _draw_budget(trace: RunTrace, rep: BudgetReplay | str, theme: str, mode: str) -> go.Figure:
     c = theme_colors(theme)
     words = _budget_words(trace)
     layout = base_layout(theme, words[0], height=_size("budget", mode)[1], hovermode="closest")
-    names = [BUDGET_NAMES[n] for n in rep.curves] + [_own_name(rep)] if not isinstance(rep, str) else []
+    names = [] if isinstance(rep, str) else [BUDGET_NAMES[n] for n in rep.curves] + [_own_name(rep)]
     frame(layout, mode, *words, names, c, _size("budget", mode))
-    layout["xaxis"].update(title=dict(text="Tree budget B (nodes per pass, root included)"),
+    layout["xaxis"].update(title=dict(text="Tree budget B (nodes)"),
                            type="log", tickvals=[1, 2, 4, 8, 16, 32, 64], range=[-0.05, 1.86])
     layout["yaxis"].update(title=dict(text="Tokens per forward pass"), rangemode="tozero")
     fig = go.Figure(layout=layout)
     if isinstance(rep, str):
         return pretty(_empty(fig, theme, rep))
     _budget_curves(fig, rep)
-    _gpu_line(fig, rep, c)
+    _gpu_line(fig, rep, c, mode)
     fig.add_trace(_own_point(rep, c, mode))
     return pretty(fig)
 

@@ -24,9 +24,11 @@ def test_the_figure_draws_the_replay_for_every_shipped_trace(name, trace):
         assert list(trace_named(page, f"{BUDGET_NAMES[key]} at {BUDGET_MAX}").y) == [curve.per_pass[-1]]
     own = trace_named(page, _own_name(rep))
     assert (own.x[0], own.y[0]) == (rep.own_budget, rep.tokens_per_pass)
-    assert list(trace_named(page, GPU_BUDGET_WORDS).x) == [BUDGET_MAX, BUDGET_MAX]
-    assert GPU_BUDGET_WORDS in trace_named(page, f"{BUDGET_MAX}: {GPU_BUDGET_WORDS}").text[0]
+    gpu = trace_named(page, f"{BUDGET_MAX}: {GPU_BUDGET_WORDS}")  # written beside the line on a page
+    assert list(gpu.x) == [BUDGET_MAX, BUDGET_MAX] and GPU_BUDGET_WORDS in gpu.text[1] and not gpu.showlegend
     app = budget_figure(trace, fit=True)
+    gpu = [t for t in app.data if t.name.replace("<br>", " ") == f"{BUDGET_MAX}: {GPU_BUDGET_WORDS}"]
+    assert len(gpu) == 1 and gpu[0].showlegend  # in the legend on a narrow plot
     assert "tree budget" in fit.caption_html(app) and "no speed simulated" in fit.caption_html(app)
     assert len(fit.slide_figure(app).data) == len(app.data)
 

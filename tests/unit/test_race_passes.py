@@ -1,0 +1,166 @@
+"""The race in forward passes: the passes figure and the verdict's two figures, from recorded
+traces (tests/fixtures, traces/races). Passes are counts (visual.counts); nothing here is timed.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+
+import pytest
+
+from helpers.figures import trace_named
+from helpers.paths import FIXTURES, ROOT
+from logitspec.serve.race import LANE_ORDER, lane_run, load_race, result_of
+from logitspec.settings import DecodeSettings
+from logitspec.trace import RunTrace
+from visual.counts import run_counts, run_words
+from visual.race import pass_points, passes_figure, race_figure
+from visual.verdict import counts_over, per_pass, verdict_text
+
+FOUR_LANES = FIXTURES / "races" / "summarization-242-four-lanes.json"  # scripts/record_race.py --pld --static
+RECORDED = ROOT / "traces" / "races" / "summarization-242.json"
+
+
+@pytest.fixture(scope="module")
+def four() -> dict[str, RunTrace]:
+    return load_race(FOUR_LANES)[0]
+
+
+def _as(trace: RunTrace, method: str) -> RunTrace:
+    t = RunTrace.from_dict(trace.to_dict())
+    t.method = method
+    return t
+
+
+def _legend(fig, start: str) -> str:
+    """The one legend entry of an app figure that starts with `start` (the entries carry the labels)."""
+    found = [d.name for d in fig.data if d.name and d.name.startswith(start)]
+    assert len(found) == 1, (start, [d.name for d in fig.data])
+    return found[0]
+
+
+def _cut(trace: RunTrace, steps: int) -> RunTrace:
+    t = copy.copy(trace)
+    t.steps = trace.steps[:steps]
+    return t
+
+
+def test_the_recording_holds_every_lane_with_the_paper_tree_as_the_static_lane(four):
+    assert list(four) == list(LANE_ORDER)
+    st = four["logitspec-static"]
+    assert st.method == "logitspec" and st.settings["tree"] == "static"
+    assert st.settings["capacity"] == DecodeSettings().capacity == 64
+    assert max(len(s.verified_nodes) for s in st.steps) > 16  # bigger than the cost tree's CPU bound
+    assert all(t.tokens == four["vanilla"].tokens for t in four.values())  # lossless, every lane
+
+
+def test_the_static_lane_is_logitspecs_static_tree_at_the_papers_capacity():
+    form = DecodeSettings(capacity=8, tree="cost", k=32, max_new_tokens=24)
+    method, s = lane_run("logitspec-static", form)
+    assert method == "logitspec" and s.tree == "static" and s.capacity == 64
+    assert (s.k, s.max_new_tokens) == (32, 24)  # the race's other settings are kept
+    for lane in ("vanilla", "pld", "logitspec"):
+        assert lane_run(lane, form) == (lane, form)
+
+
+@pytest.mark.parametrize("path", [FOUR_LANES, RECORDED], ids=["four-lanes", "recorded"])
+def test_each_line_ends_at_the_runs_counted_passes_and_tokens(path):
+    lanes = load_race(path)[0]
+    fig = passes_figure(lanes)
+    for name, t in lanes.items():
+        xs, ys = pass_points(t)
+        c = run_counts(t)
+        line = trace_named(fig, name)
+        assert (line.x[-1], line.y[-1]) == (c.passes, c.tokens) == (xs[-1], ys[-1])
+        assert all(isinstance(x, int) for x in line.x)  # counts, never a time
+        assert list(line.x) == sorted(line.x) and xs[0] == ys[0] == 0
+    assert fig.layout.xaxis.title.text.startswith("Forward passes")
+
+
+def test_a_final_commit_without_a_pass_adds_tokens_at_the_same_count():
+    lanes = load_race(RECORDED)[0]
+    van = lanes["vanilla"]
+    assert not van.steps[-1].forward
+    xs, ys = pass_points(van)
+    assert xs[-1] == xs[-2] and ys[-1] > ys[-2]
+    assert ys[1:] == list(range(1, len(van.tokens) + 1))  # vanilla: one token a step
+
+
+def test_the_app_figure_states_each_lanes_tokens_per_pass_as_the_counters_do(four):
+    fig = passes_figure(four, fit=True)
+    cap = fig.layout.meta["caption"]
+    assert cap["title"] == "Race: tokens generated against forward passes"
+    for name, t in four.items():
+        c = run_counts(t)
+        assert f"{name} {c.tokens_per_pass:.2f}" in cap["subtitle"]
+        legend = _legend(fig, name + (" (" if name == "logitspec-static" else ":"))
+        assert run_words(c) in legend and f"{c.tokens_per_pass:.2f} tokens per pass" in legend
+    assert "what a GPU verifies in one pass" in _legend(fig, "logitspec-static (")
+    assert "not time" in cap["subtitle"]
+
+
+def test_a_running_race_has_no_rates_yet(four):
+    running = {name: _cut(t, 3) for name, t in four.items()}
+    fig = passes_figure(running, fit=True)
+    assert "tokens per pass" not in " ".join(d.name or "" for d in fig.data)
+    assert "(running)" in _legend(fig, "logitspec:")
+
+
+def test_a_stopped_race_is_judged_per_pass_over_the_tokens_every_lane_reached(four):
+    stopped = {"vanilla": _cut(four["vanilla"], 6), "pld": _cut(four["pld"], 9),
+               "logitspec": _cut(four["logitspec"], 12), "logitspec-static": _cut(four["logitspec-static"], 4)}
+    res = result_of(stopped)
+    n = res.compared_tokens
+    assert n == min(len(t.tokens) for t in stopped.values())
+    rates = per_pass(res)
+    for name, t in stopped.items():
+        reach = next(i for i in range(len(t.steps)) if sum(len(s.tokens) for s in t.steps[: i + 1]) >= n)
+        assert rates[name] == pytest.approx(run_counts(t, upto=reach).tokens_per_pass)
+        assert counts_over(t, n).tokens >= n
+    # The longer lanes' later steps are not counted.
+    assert run_counts(stopped["logitspec"]).passes > counts_over(stopped["logitspec"], n).passes
+    fig = passes_figure(stopped, stopped=True, fit=True)
+    assert f"over {n} tokens" in _legend(fig, "logitspec:")
+    assert f"over the first {n} tokens of a stopped race" in fig.layout.meta["caption"]["subtitle"]
+    text = verdict_text(res, "stopped")
+    assert f"per forward pass, <b>{rates['logitspec']:.2f}</b> tokens" in text
+    assert f"prompt lookup's {rates['pld']:.2f}" in text
+
+
+def test_the_verdict_states_speed_on_this_cpu_and_tokens_per_pass_against_each_lane(four):
+    res = result_of(four)
+    c = {name: run_counts(t).tokens_per_pass for name, t in four.items()}
+    text = verdict_text(res)
+    assert text.startswith(f"LogitSpec <b>{res.speedups['logitspec']:.2f}×</b> the tokens/s of vanilla greedy "
+                           "decoding on this CPU; per forward pass, ")
+    assert (f"per forward pass, <b>{c['logitspec']:.2f}</b> tokens against prompt lookup's {c['pld']:.2f}, "
+            f"the paper's 64-token tree's {c['logitspec-static']:.2f} (what a GPU verifies in one pass; "
+            f"{res.speedups['logitspec-static']:.2f}× vanilla's tokens/s here) and vanilla's {c['vanilla']:.2f}") in text
+    assert "output identical to vanilla, token for token" in text and "DIFFERENT" not in text
+
+
+def test_the_two_lane_verdict_compares_with_vanilla_alone():
+    lanes = load_race(RECORDED)[0]
+    c = {name: run_counts(t).tokens_per_pass for name, t in lanes.items()}
+    text = verdict_text(result_of(lanes))
+    assert f"per forward pass, <b>{c['logitspec']:.2f}</b> tokens against vanilla's {c['vanilla']:.2f};" in text
+    assert "prompt lookup" not in text and "paper's" not in text
+
+
+def test_a_lane_other_than_logitspec_that_differs_is_named(four):
+    lanes = dict(four)
+    st = _as(four["logitspec-static"], "logitspec")
+    st.steps = list(st.steps)
+    st.steps[1] = dataclasses.replace(st.steps[1], tokens=[t + 1 for t in st.steps[1].tokens])
+    lanes["logitspec-static"] = st
+    text = verdict_text(result_of(lanes))
+    at = len(st.steps[0].tokens)
+    assert f"the paper's 64-token tree's output DIFFERENT from token {at} on" in text
+    assert "output identical to vanilla" in text  # LogitSpec's own lane still is
+
+
+def test_the_compute_time_race_is_unchanged_by_the_passes_view(four):
+    fig = race_figure(four)
+    line = trace_named(fig, "logitspec")
+    assert line.x[-1] == pytest.approx(four["logitspec"].seconds)  # measured seconds, prefill included
+    assert fig.layout.xaxis.title.text == "Compute time (s)"

@@ -25,8 +25,8 @@ from .verdict import GPU_PASS, per_pass
 
 PAGE_SIZE = (1240, 560)
 APP_HEIGHT = 460
-END_LABELS_PX = 360  # a page's right margin, where each lane's end is labelled
-LABEL_GAP_PX = 50  # end labels stacked at least this far apart
+LABEL_LINE_PX = 20  # one line of an end label; labels are stacked at least their half-heights apart
+LABEL_PAD_PX = 10  # between stacked end labels
 
 
 @dataclass(frozen=True)
@@ -37,11 +37,13 @@ class Axis:
     title: str
     x_title: str
     hover: str  # the x part of a point's hover text
+    labels_px: int  # a page's right margin, where each lane's end is labelled
 
 
-SECONDS = Axis("seconds", "Race: tokens generated against compute time", "Compute time (s)", "%{x:.3f} s")
+SECONDS = Axis("seconds", "Race: tokens generated against compute time", "Compute time (s)", "%{x:.3f} s", 360)
+# Wider: "logitspec-static: 128 tokens in 71 forward passes" on one line.
 PASSES = Axis("passes", "Race: tokens generated against forward passes", "Forward passes (counts, not time)",
-              "%{x} forward passes")
+              "%{x} forward passes", 460)
 
 
 @dataclass
@@ -81,11 +83,12 @@ def points(trace: RunTrace, axis: Axis) -> tuple[list[float], list[int]]:
     return race_points(trace) if axis.key == "seconds" else pass_points(trace)
 
 
-def lane_name(name: str, trace: RunTrace) -> str:
-    """A lane's name in a figure; the paper's tree says what it stands for."""
+def lane_note(name: str, trace: RunTrace) -> str:
+    """What a lane stands for, under its label: the paper's tree says it; others need no note."""
     if name == "logitspec-static":
-        return f"{name} (the paper's tree: {trace.settings.get('capacity', 64)} tokens, {GPU_PASS})"
-    return name
+        # Short lines: a page's end labels have a narrow margin.
+        return f"<br>the paper's tree ({trace.settings.get('capacity', 64)} tokens:<br>{GPU_PASS})"
+    return ""
 
 
 def _vanilla(lanes: dict[str, RunTrace]) -> str | None:
@@ -111,9 +114,10 @@ def _ends(lanes: dict[str, RunTrace], res: RaceResult | None, stopped: bool, axi
     for name, tr in lanes.items():
         xs, ys = points(tr, axis)
         said = f"{ys[-1]} tokens in {xs[-1]:.2f} s" if axis is SECONDS else run_words(run_counts(tr))
-        label = f"{html.escape(lane_name(name, tr), quote=False)}: {said}"
+        label = f"{html.escape(name, quote=False)}: {said}"
         if not is_finished(tr):
             label += " (stopped)" if stopped else " (running)"
+        label += lane_note(name, tr)
         if axis is SECONDS and res is not None and name != van and res.speedups.get(name):
             label += f"<br><b>{res.speedups[name]:.2f}× vanilla's speed{scope}</b>"
         if axis is PASSES and name in rates:
@@ -146,8 +150,10 @@ def _end_labels(fig: go.Figure, ends: list[LaneEnd], c: dict[str, str], plot_h: 
     last_px = None
     for end in sorted(ends, key=lambda e: (-e.tokens, e.seconds)):
         at = end.tokens / (ymax * 1.08) * plot_h
-        px = at if last_px is None or at <= last_px - LABEL_GAP_PX else last_px - LABEL_GAP_PX
-        last_px = px
+        half = (end.label.count("<br>") + 1) * LABEL_LINE_PX / 2 + LABEL_PAD_PX / 2
+        # Centred on its line's end, unless the label above reaches down there.
+        px = at if last_px is None or at <= last_px - half else last_px - half
+        last_px = px - half
         fig.add_annotation(x=1.01, xref="paper", y=end.tokens, yref="y", yshift=px - at, text=end.label,
                            showarrow=False, xanchor="left", align="left", font=dict(size=MIN_FONT + 1, color=c["text"]),
                            bgcolor=c["bg"], bordercolor=end.color, borderwidth=2)
@@ -189,7 +195,7 @@ def _draw(lanes: dict[str, RunTrace], theme: str, stopped: bool, mode: str, size
     framed = mode != "app"  # a page or slide labels each lane's end in its right margin
     frame(layout, mode, *words, [] if framed else list(lanes), c, size)
     if framed:
-        layout.update(margin=dict(layout["margin"], r=END_LABELS_PX), showlegend=False)
+        layout.update(margin=dict(layout["margin"], r=axis.labels_px), showlegend=False)
     ymax = max((e.tokens for e in ends), default=1) or 1
     xmax = max((e.seconds for e in ends), default=1.0) or 1.0
     layout["xaxis"].update(title=dict(text=axis.x_title), range=[0, xmax * 1.04])

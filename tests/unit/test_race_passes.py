@@ -93,9 +93,9 @@ def test_the_app_figure_states_each_lanes_tokens_per_pass_as_the_counters_do(fou
     for name, t in four.items():
         c = run_counts(t)
         assert f"{name} {c.tokens_per_pass:.2f}" in cap["subtitle"]
-        legend = _legend(fig, name + (" (" if name == "logitspec-static" else ":"))
+        legend = _legend(fig, name + ":")
         assert run_words(c) in legend and f"{c.tokens_per_pass:.2f} tokens per pass" in legend
-    assert "what a GPU verifies in one pass" in _legend(fig, "logitspec-static (")
+    assert "the paper's tree (64 tokens:<br>what a GPU verifies in one pass)" in _legend(fig, "logitspec-static:")
     assert "not time" in cap["subtitle"]
 
 

@@ -26,7 +26,8 @@ from visual.counts import run_counts, run_words
 from logitspec.errors import DecodeError
 from logitspec.bench.questions import load_questions
 from logitspec.limits import MAX_TEMPERATURE, InputError, Limits, check_context, check_prompt, checked_settings
-from logitspec.serve.race import RaceStopped, interleave, load_race, model_lanes, result_of
+from logitspec.serve.race import RaceStopped, interleave, load_race, result_of
+from logitspec.serve.zerogpu import on_zerogpu, race_lanes
 from logitspec.serve.examples import example_cache_folder
 from logitspec.serve.model_cache import BUNDLED, ModelCache, allowed_models, check_model_choice, model_label, warm_cost_curves
 from logitspec.serve.stop import StopSignals, run_deadline
@@ -354,7 +355,7 @@ class ExplorerUI:
             yield {self.status_md: "**Stopped** before the race started; nothing was decoded."}
             return
         try:
-            lanes = model_lanes(lm, prompt, methods, settings)
+            lanes = race_lanes(lm, name, prompt, methods, settings)  # in one GPU call on ZeroGPU
             check_context(len(lanes[0].trace.prompt_tokens), settings.max_new_tokens, lm.max_context)
         except InputError as e:
             yield {self.status_md: f"**Not started:** {e}"}
@@ -875,6 +876,8 @@ def build_app() -> gr.Blocks:
 
 def main() -> None:
     """Serve the app; the default model starts loading in the background at once."""
+    if on_zerogpu():
+        import spaces  # noqa: F401  before anything touches CUDA: ZeroGPU takes the placement over
     default = allowed_models()[0]
     loading = MODELS.preload(default)  # loads while the UI is built and served
 

@@ -17,9 +17,17 @@ from visual.style import sub_x
 
 from .figures import FigureSlot, figure_slot
 from .keys import on_moves, presses
+from .lesson import LessonView
 from .links import parse_link, request_params
 
 INTRO_MD = """
+**Speculative decoding**, in one line: guess several tokens ahead, check all the guesses in one
+pass of the model, and keep the ones the model agrees with, so the text comes out exactly as
+without guessing, only sooner. **Lesson** walks through it on a real step of a run; **In
+detail** takes any step apart in six panels.
+"""
+
+DETAIL_MD = """
 LogitSpec is a *lossless* speculative decoder: its output is exactly plain decoding's, only
 faster when its guesses are right. Each **step** is one forward pass. Below, one step of a run
 is taken apart in six panels, every number and sentence read off that step's trace. ← / →
@@ -51,6 +59,7 @@ class Pick:
     run: tuple  # identifies the run it belongs to
     step: int
     why: str
+    lesson_run: tuple | None = None  # the run the lesson was last drawn for
 
 
 def panel_words(panel: Panel) -> str:
@@ -73,6 +82,17 @@ class ExplainTab:
     def build(self) -> None:
         """The tab's contents; call inside its gr.Tab."""
         gr.Markdown(INTRO_MD)
+        self.lesson = LessonView()
+        with gr.Tabs(elem_id="explain-levels", selected="lesson") as self.levels:
+            with gr.Tab("Lesson", id="lesson", elem_id="explain-lesson"):
+                self.lesson.build()
+            with gr.Tab("In detail", id="detail", elem_id="explain-detail"):
+                self._build_detail()
+        self.picked = gr.State(None)
+
+    def _build_detail(self) -> None:
+        """The six panels of one step, with the step's controls."""
+        gr.Markdown(DETAIL_MD)
         self.head = gr.Markdown(elem_id="explain-head")
         with gr.Row():
             self.prev = gr.Button("◀ Previous step", elem_id="explain-prev", scale=0, min_width=150)
@@ -87,11 +107,11 @@ class ExplainTab:
                 for key in keys[row:row + 2]:
                     self.slots[key] = figure_slot(f"explain-{key}-plot", TITLES[key], min_width=320)
         gr.Markdown(PAGE_MD)
-        self.picked = gr.State(None)
 
     @property
     def outputs(self) -> list:
-        return [self.head, self.step, *(c for slot in self.slots.values() for c in slot.outputs), self.picked]
+        return [self.head, self.step, *(c for slot in self.slots.values() for c in slot.outputs), self.picked,
+                *self.lesson.outputs, self.levels]
 
     def wire(self, tab: gr.Tab, state: gr.State, kw: dict, step_kw: dict) -> None:
         """Draw on opening the tab, on the step box (typing or Enter), the buttons and Pick; the
@@ -129,7 +149,8 @@ class ExplainTab:
         run, else the chooser's)."""
         trace, source, words = self.run_of(view)
         if trace is None or not trace.steps:
-            return {self.head: "Nothing to explain yet: run the race first.", self.picked: None}
+            return {self.head: "Nothing to explain yet: run the race first.", self.picked: None,
+                    self.lesson.intro: "Nothing to explain yet: run the race first."}
         key = run_key(trace, source)
         note = ""
         if step is not None:
@@ -142,7 +163,12 @@ class ExplainTab:
         else:
             choice = choose_step(trace)
             pick = Pick(key, choice.step, choice.rule)
-        return self._draw(trace, words, pick, note)
+        drawn = picked.lesson_run if picked is not None else None
+        pick.lesson_run = key
+        out = self._draw(trace, words, pick, note)
+        if drawn != key:
+            out.update(self.lesson.fill(trace, words))  # the lesson follows the run, not the step
+        return out
 
     def _draw(self, trace: RunTrace, words: str, pick: Pick, note: str) -> dict:
         out = {self.head: (f"**Explaining** {words}. **Step {pick.step}** of 0–{len(trace.steps) - 1}: "
@@ -182,6 +208,10 @@ class ExplainTab:
     def on_link(self, view, picked: Pick | None, request: gr.Request):
         """After the first view: fill the tab when the page's link opened it (at the pick the
         link made, which also holds when opening the tab draws it first)."""
-        if parse_link(request_params(request), []).tab != "explain":
+        link = parse_link(request_params(request), [])
+        if link.tab != "explain":
             return gr.skip()
-        return self.show(view, picked)
+        out = self.show(view, picked)
+        if link.step is not None:
+            out[self.levels] = gr.Tabs(selected="detail")  # a link that names a step wants it in detail
+        return out

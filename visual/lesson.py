@@ -249,11 +249,14 @@ def keep_words(f: Facts) -> str:
 
 def _layout(theme: str, **kw) -> dict:
     c = theme_colors(theme)
-    axis = dict(tickfont=dict(size=TICK_PX, color=c["text"]), title=dict(font=dict(size=TICK_PX, color=c["text"])),
-                gridcolor=c["grid"], zeroline=False, automargin=True)
+
+    def axis() -> dict:  # a fresh dict per axis: a title set on one must not show on the other
+        return dict(tickfont=dict(size=TICK_PX, color=c["text"]), gridcolor=c["grid"], zeroline=False,
+                    title=dict(font=dict(size=TICK_PX, color=c["text"])), automargin=True)
+
     return dict(height=FIG_H, paper_bgcolor=c["bg"], plot_bgcolor=c["bg"], showlegend=False,
                 font=dict(family=FONT_FAMILY, size=TICK_PX, color=c["text"]), margin=dict(l=20, r=30, t=20, b=20),
-                xaxis=dict(axis), yaxis=dict(axis), hovermode="closest", **kw)
+                xaxis=axis(), yaxis=axis(), hovermode="closest", **kw)
 
 
 def bars_figure(names: list[str], values: list[int], colors: list[str], unit: str, theme: str) -> go.Figure:
@@ -306,7 +309,7 @@ def guess_figure(f: Facts, theme: str) -> go.Figure:
 
 def keep_figure(f: Facts, theme: str) -> go.Figure:
     """The same row judged: the model's next token, the guesses it kept (✓) and the first it
-    rejected (✗), then its own bonus token in the rejected one's place."""
+    rejected (✗), then the model's own bonus token."""
     s, a = f.s, f.s.drafts_accepted
     kept = list(s.tokens)  # the root and the accepted guesses
     wrong = [f.chain[a].token] if len(f.chain) > a and s.bonus is not None else []

@@ -241,6 +241,7 @@ def test_every_figure_fits_its_container_without_text_over_text(screen):
 def test_the_explain_panels_fit_like_every_other_figure(screen):
     which, page = screen
     page.get_by_role("tab", name="Explain").click()
+    page.get_by_role("tab", name="In detail").click()  # the six panels; the lesson comes first
     page.wait_for_function("() => /Step \\d+ of/.test(document.querySelector('#explain-head')?.innerText || '')",
                            timeout=60_000)
     wait_for_plots(page, EXPLAIN_PLOTS)

@@ -179,6 +179,9 @@ def test_explain_walks_through_the_visitors_fresh_run(browser, app_url):
     assert len(trace.tokens) == SHORT_RACE
 
     page.get_by_role("tab", name="Explain").click()
+    page.wait_for_function("() => /your last run/.test(document.querySelector('#lesson-intro')?.innerText || '')",
+                           timeout=60_000)  # the lesson comes first, on the same run
+    page.get_by_role("tab", name="In detail").click()
     page.wait_for_function("() => /your last run/.test(document.querySelector('#explain-head')?.innerText || '')",
                            timeout=60_000)
     head = text_of(page, "#explain-head")
@@ -235,6 +238,7 @@ def test_quick_presses_each_move_a_step(browser, app_url):
 
     # The Explain tab's buttons count every press the same way.
     page.get_by_role("tab", name="Explain").click()
+    page.get_by_role("tab", name="In detail").click()
     explained = "(n) => new RegExp('Step ' + n + ' of').test(document.querySelector('#explain-head')?.innerText || '')"
     page.wait_for_function("() => /Step \\d+ of/.test(document.querySelector('#explain-head')?.innerText || '')",
                            timeout=60_000)

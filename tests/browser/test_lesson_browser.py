@@ -1,0 +1,115 @@
+"""The Explain tab's lesson in a real browser, on a projector's screen and a laptop's: it is the
+first thing the tab shows, its words are the trace's, its text and figure labels read from the
+back of a room, each stage fits one screen, and every defined word carries its definition.
+
+Screenshots go to artifacts/browser/ (lesson-<width>-<stage>.png).
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from helpers.browser import fresh_page, shot, text_of
+from helpers.paths import ROOT
+from logitspec.trace import RunTrace
+from visual.lesson import GLOSSARY, STAGES, lesson
+
+SCREENS = {"1920": {"width": 1920, "height": 1080}, "1280": {"width": 1280, "height": 720}}
+RUN = "coding-122"
+MIN_TEXT_PX = 24
+MIN_TICK_PX = 18
+
+# Every piece of text in the lesson's words: its font size and its text.
+TEXT_SIZES_JS = """(s) => Array.from(document.querySelectorAll(s + ' .lesson-words *'))
+    .filter(el => Array.from(el.childNodes).some(n => n.nodeType === 3 && n.textContent.trim()))
+    .map(el => [parseFloat(getComputedStyle(el).fontSize), el.innerText.slice(0, 40)])"""
+
+# Every SVG text a figure shows (ticks, bar numbers, token labels): its size and its text.
+TICK_SIZES_JS = """(s) => Array.from(document.querySelectorAll(s + ' svg text'))
+    .filter(t => t.textContent.trim())
+    .map(t => [parseFloat(getComputedStyle(t).fontSize), t.textContent.slice(0, 30)])"""
+
+TERMS_JS = """() => Array.from(document.querySelectorAll('#explain-lesson abbr.lesson-term'))
+    .map(a => [a.dataset.term, a.title, a.innerText])"""
+
+
+@pytest.fixture(scope="module", params=list(SCREENS))
+def screen(request, browser, app_url):
+    """The lesson of a recorded run, opened by a link to the Explain tab: (which, page)."""
+    page = fresh_page(browser, app_url.rstrip("/") + f"/?trace={RUN}&tab=explain", SCREENS[request.param])
+    page.wait_for_function("() => !!document.querySelector('#lesson-keep-plot .js-plotly-plot .main-svg')",
+                           timeout=90_000)
+    yield request.param, page
+    page.context.close()
+
+
+def _plain(text: str) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", text)).replace("&lt;", "<").replace("&gt;", ">") \
+        .replace("&amp;", "&").strip()
+
+
+def test_the_lesson_comes_first_and_says_the_runs_numbers(screen):
+    which, page = screen
+    assert page.evaluate("() => (document.querySelector('#explain-levels [role=tab][aria-selected=true]')"
+                         "?.innerText || '').trim()") == "Lesson"
+    trace = RunTrace.load(ROOT / "traces" / f"{RUN}.json")
+    assert f"{RUN}.json" in text_of(page, "#lesson-intro")
+    for st in lesson(trace):
+        shown = re.sub(r"\s+", " ", text_of(page, f"#lesson-{st.key}-text"))
+        assert st.title in shown, (which, st.key, shown[:80])
+        for para in re.findall(r"<p>(.*?)</p>", st.html):
+            assert _plain(para) in shown, (which, st.key, shown, _plain(para))
+
+
+def test_the_words_and_labels_read_from_the_back_of_the_room(screen):
+    which, page = screen
+    for key in STAGES:
+        sizes = page.evaluate(TEXT_SIZES_JS, f"#lesson-{key}-text")
+        assert sizes and min(px for px, _ in sizes) >= MIN_TEXT_PX, (which, key, min(sizes))
+        ticks = page.evaluate(TICK_SIZES_JS, f"#lesson-{key}-plot")
+        assert ticks and min(px for px, _ in ticks) >= MIN_TICK_PX, (which, key, min(ticks))
+    sizes = page.evaluate(TEXT_SIZES_JS, "#lesson-glossary")
+    assert min(px for px, _ in sizes) >= MIN_TEXT_PX, (which, min(sizes))
+
+
+def test_each_stage_fits_one_screen(screen):
+    which, page = screen
+    height = SCREENS[which]["height"]
+    for key in STAGES:
+        page.locator(f"#lesson-{key}").scroll_into_view_if_needed()
+        box = page.evaluate("(s) => { const r = document.querySelector(s).getBoundingClientRect();"
+                            " return [r.height, r.width]; }", f"#lesson-{key}")
+        assert box[0] <= height, (which, key, box)
+        # The figure fills its stage's width: no plot narrower than half the screen.
+        plot_w = page.evaluate("(s) => document.querySelector(s + ' .main-svg').getBoundingClientRect().width",
+                               f"#lesson-{key}-plot")
+        assert plot_w >= SCREENS[which]["width"] / 2, (which, key, plot_w)
+        shot(page, f"lesson-{which}-{key}", f"#lesson-{key}", height=int(box[0]) + 20)
+
+
+def test_every_defined_word_carries_its_definition(screen):
+    which, page = screen
+    terms = page.evaluate(TERMS_JS)
+    assert len({t for t, _, _ in terms}) >= 10, terms
+    for term, title, shown in terms:
+        assert title == GLOSSARY[term], (which, term, title)
+        assert shown.strip(), (which, term)
+    glossary = text_of(page, "#lesson-glossary")
+    for term in {t for t, _, _ in terms}:
+        assert term in glossary and GLOSSARY[term] in glossary, (which, term)
+    # A hover names the definition: the browser shows the title of the word under the pointer.
+    page.locator("#explain-lesson abbr.lesson-term").first.hover()
+    assert page.locator("#explain-lesson abbr.lesson-term").first.get_attribute("title") == GLOSSARY[terms[0][0]]
+
+
+def test_in_detail_keeps_the_six_panels(screen):
+    which, page = screen
+    page.get_by_role("tab", name="In detail").click()
+    page.wait_for_function("() => /Step \\d+ of/.test(document.querySelector('#explain-head')?.innerText || '')",
+                           timeout=60_000)
+    page.wait_for_function("() => !!document.querySelector('#explain-accept-plot .js-plotly-plot .main-svg')",
+                           timeout=60_000)
+    assert len(page.locator("#explain-logits-text p").all_inner_texts()) == 2, which
+    page.get_by_role("tab", name="Lesson").click()
+    page.wait_for_selector("#lesson-slow-plot .main-svg", timeout=30_000)

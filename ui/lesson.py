@@ -1,0 +1,57 @@
+"""The Explain tab's lesson: five stages, each its words and one large figure, then a glossary.
+
+Layout only: the words, the figures and the glossary come from visual.lesson.
+"""
+from __future__ import annotations
+
+import html
+import re
+
+import gradio as gr
+
+from logitspec.trace import RunTrace
+from visual.lesson import STAGES, TEXT_PX, glossary_html, glossary_words, lesson, lesson_intro
+
+# Large words and a visible mark on every defined term; a stage is at most one screen tall.
+LESSON_CSS = f"""
+.lesson-words p, .lesson-words dt, .lesson-words dd {{ font-size: {TEXT_PX}px; line-height: 1.35; margin: .3rem 0; }}
+.lesson-words h3 {{ font-size: {TEXT_PX + 6}px; margin: .2rem 0; }}
+.lesson-words abbr.lesson-term {{ text-decoration: underline dotted; cursor: help; }}
+.lesson-words dt {{ font-weight: 600; }}
+.lesson-words dd {{ margin-left: 1.5rem; }}
+"""
+
+
+def stage_html(title: str, words: str) -> str:
+    return f'<div class="lesson-words"><h3>{title}</h3>{words}</div>'
+
+
+class LessonView:
+    """The lesson's components; `fill` draws them for a run."""
+
+    def build(self) -> None:
+        """Call inside the lesson's tab."""
+        self.intro = gr.HTML(elem_id="lesson-intro", css_template=LESSON_CSS)
+        self.texts: dict[str, gr.HTML] = {}
+        self.plots: dict[str, gr.Plot] = {}
+        for key, (title, _, _) in STAGES.items():
+            with gr.Column(elem_id=f"lesson-{key}", elem_classes=["lesson-stage"]):
+                self.texts[key] = gr.HTML(elem_id=f"lesson-{key}-text", css_template=LESSON_CSS)
+                self.plots[key] = gr.Plot(show_label=False, label=title, elem_id=f"lesson-{key}-plot")
+        self.glossary = gr.HTML(elem_id="lesson-glossary", css_template=LESSON_CSS)
+
+    @property
+    def outputs(self) -> list:
+        return [self.intro, *self.texts.values(), *self.plots.values(), self.glossary]
+
+    def fill(self, trace: RunTrace, words: str) -> dict:
+        """Every output for `trace`; `words` name the run (as the tab's heading does)."""
+        stages = lesson(trace)
+        named = re.sub(r"`([^`]*)`", r"<code>\1</code>", html.escape(words, quote=False))
+        out = {self.intro: f'<div class="lesson-words"><p>This lesson reads {named}.</p>{lesson_intro(trace)}</div>'}
+        for st in stages:
+            out[self.texts[st.key]] = stage_html(st.title, st.html)
+            out[self.plots[st.key]] = st.figure
+        said = "".join(out[c] for c in (self.intro, *self.texts.values()))
+        out[self.glossary] = stage_html("Words used in this lesson", glossary_html(glossary_words(said)))
+        return out

@@ -15,7 +15,7 @@ from helpers.paths import ROOT
     ('{"question_id": 1, "category": "qa"\n', "not valid JSON"),
     ('{"question_id": 1, "turns": ["hi"]}\n', "needs question_id, category and turns"),
     ('{"question_id": 1, "category": "qa", "turns": []}\n', "non-empty list"),
-    ("\n\n", "no questions selected"),
+    ("\n\n", "is empty: a questions file holds one JSON question a line"),
 ])
 def test_bad_questions_file_is_refused_clearly(tmp_path, content, message):
     path = tmp_path / "q.jsonl"

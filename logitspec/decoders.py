@@ -1,7 +1,7 @@
-"""The decoders: vanilla greedy, prompt lookup (PLD) and LogitSpec, in one framework.
+"""The decoders: vanilla greedy, prompt lookup (PLD), LogitSpec and Token Recycling, in one framework.
 
 Each decoder is a generator yielding one StepRecord per forward pass. A step reads as the
-paper: speculate, retrieve, build tree, verify, accept. All three share the prefill, the
+paper: speculate, retrieve, build tree, verify, accept. All of them share the prefill, the
 verification and the acceptance, so they race on equal terms and stay lossless.
 """
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import torch
 from transformers import Cache, PreTrainedModel
@@ -22,7 +23,12 @@ from .settings import METHODS, DecodeSettings
 from .speculation import speculate
 from .trace import Candidate, QueryRecord, StepRecord, TreeNode, TreeSizing
 from .tree import build_static_tree, chain_tree
-from .verify import WalkLog, compact_cache, crop_cache, head_batch_rows, prepare_inputs, trial_pass, verify_tree
+from .recycling import (TEMPLATE_NODES, HybridCostTree, RecycledCostTree, SuccessorMatrix, mark_recycled, matrix_for,
+                        rank_stats_for, recycled_candidates, static_sizing, static_tree)
+from .verify import LazyHead, WalkLog, compact_cache, crop_cache, head_batch_rows, prepare_inputs, trial_pass, verify_tree
+
+if TYPE_CHECKING:
+    from .costtree import CostAwareDrafter
 
 
 @dataclass
@@ -41,6 +47,8 @@ class Drafter:
     """Proposes each step's tree; `observe` hears the truth afterwards (root, accepted, bonus)."""
 
     method = "vanilla"
+    tree_room = 0  # the most verified nodes a tree may hold, past `capacity` (the cache reserves them)
+    wants_logits = False  # whether `observe_logits` should hear the verified nodes' logits
 
     def draft(self, root: int, logits: torch.Tensor, pool: NgramPool, context_len: int) -> Draft:
         """The tree under `root`, from logits: [V], the row whose argmax (or draw) it is.
@@ -51,6 +59,10 @@ class Drafter:
                 threads: int | None = None) -> None:
         """Hear the step's truth (root, accepted drafts, bonus) and its forward pass: the
         tokens verified, the seconds they took and on how many threads."""
+
+    def observe_logits(self, tokens: Sequence[int], logits: torch.Tensor) -> None:
+        """Hear the logits the verification computed anyway: rows [m, V] after the verified
+        nodes holding `tokens` (the head computes only the rows the walk may need)."""
 
 
 class PromptLookupDrafter(Drafter):
@@ -83,16 +95,25 @@ class LogitSpecDrafter(Drafter):
         self.s = s
         self.cost = None
         if s.tree == "cost":
-            from .costtree import CostAwareDrafter, stats_for
+            from .costtree import stats_for
 
             # Acceptance falls as the temperature rises: each temperature learns its own rates.
             stats = stats_for(model, s.temperature) if model is not None else None
-            self.cost = CostAwareDrafter(model, stats)
+            self.cost = self.cost_tree(model, stats)
         self.cost_capacity = cost_capacity(s, model)
+
+    def cost_tree(self, model: PreTrainedModel | None, stats) -> "CostAwareDrafter":
+        from .costtree import CostAwareDrafter
+
+        return CostAwareDrafter(model, stats)
+
+    def speculate(self, logits: torch.Tensor, root: int) -> tuple[list[Candidate], float]:
+        """The next-next candidates and the root's probability."""
+        return speculate(logits, root, self.s.k)
 
     def draft(self, root: int, logits: torch.Tensor, pool: NgramPool, context_len: int) -> Draft:
         s = self.s
-        cands, root_prob = speculate(logits, root, s.k)  # speculate
+        cands, root_prob = self.speculate(logits, root)  # speculate
         queries = retrieve(root, cands, pool, s)  # retrieve
         pairs = list(zip(cands, queries[1:]))
         calibration = 0.0
@@ -114,6 +135,76 @@ class LogitSpecDrafter(Drafter):
             self.cost.observe(truth, verified, seconds, threads)
 
 
+class RecyclingDrafter(Drafter):
+    """Token Recycling: the tree grown from each token's top successors in past passes
+    (logitspec/recycling.py), the paper's static template or sized by c(n) as LogitSpec's is."""
+
+    method = "recycling"
+    wants_logits = True
+
+    def __init__(self, s: DecodeSettings, model: PreTrainedModel | None = None) -> None:
+        self.s = s
+        shared = s.recycle_across_runs and model is not None
+        self.matrix = matrix_for(model, s.recycle_k) if shared else SuccessorMatrix(s.recycle_k)
+        ranks = rank_stats_for(model, s.temperature) if shared else None
+        self.cost = (RecycledCostTree(model, self.matrix, s.recycle_depth, s.recycle_k, ranks)
+                     if s.tree == "cost" else None)
+        self.cost_capacity = cost_capacity(s, model)
+        self.tree_room = TEMPLATE_NODES + 1 if self.cost is None else 0
+        self.started = False
+
+    def draft(self, root: int, logits: torch.Tensor, pool: NgramPool, context_len: int) -> Draft:
+        if not self.started:  # the prefill's row: the only one it computed (later rows come from observe_logits)
+            self.matrix.update(pool.tokens[-1:], logits[None])
+            self.started = True
+        if self.cost is None:
+            nodes = static_tree(root, self.matrix)
+            return Draft(nodes=nodes, sizing=static_sizing(nodes))
+        before = self.cost.calibration_seconds
+        nodes, sizing = self.cost.draft(root, self.cost_capacity, context_len)
+        return Draft(nodes=nodes, sizing=sizing, calibration_seconds=self.cost.calibration_seconds - before)
+
+    def observe(self, truth: Sequence[int], verified: int | None = None, seconds: float | None = None,
+                threads: int | None = None) -> None:
+        if self.cost is not None:
+            self.cost.observe(truth, verified, seconds, threads)
+
+    def observe_logits(self, tokens: Sequence[int], logits: torch.Tensor) -> None:
+        self.matrix.update(tokens, logits)
+
+
+class HybridDrafter(LogitSpecDrafter):
+    """LogitSpec with Token Recycling's guesses: the root's successors in the matrix join the
+    next-next candidates (after the logits' k, so ranked k+1...), and g2 runs for them too."""
+
+    method = "logitspec+recycling"
+    wants_logits = True
+
+    def __init__(self, s: DecodeSettings, model: PreTrainedModel | None = None) -> None:
+        super().__init__(s, model)
+        shared = s.recycle_across_runs and model is not None
+        self.matrix = matrix_for(model, s.recycle_k) if shared else SuccessorMatrix(s.recycle_k)
+        self.started = False
+
+    def cost_tree(self, model: PreTrainedModel | None, stats) -> "CostAwareDrafter":
+        return HybridCostTree(model, stats, self.s.k)
+
+    def speculate(self, logits: torch.Tensor, root: int) -> tuple[list[Candidate], float]:
+        cands, root_prob = super().speculate(logits, root)
+        return cands + recycled_candidates(self.matrix.successors(root), cands, logits, self.s.k), root_prob
+
+    def draft(self, root: int, logits: torch.Tensor, pool: NgramPool, context_len: int) -> Draft:
+        if not self.started:  # the prefill's row, as RecyclingDrafter takes it
+            self.matrix.update(pool.tokens[-1:], logits[None])
+            self.started = True
+        draft = super().draft(root, logits, pool, context_len)
+        mark_recycled(draft.nodes, self.s.k)
+        return draft
+
+    def observe_logits(self, tokens: Sequence[int], logits: torch.Tensor) -> None:
+        self.matrix.update(tokens, logits)
+
+
 def make_drafter(method: str, s: DecodeSettings, model: PreTrainedModel | None = None) -> Drafter:
     """The drafter for a method name."""
     if method == "vanilla":
@@ -122,6 +213,10 @@ def make_drafter(method: str, s: DecodeSettings, model: PreTrainedModel | None =
         return PromptLookupDrafter(s)
     if method == "logitspec":
         return LogitSpecDrafter(s, model)
+    if method == "recycling":
+        return RecyclingDrafter(s, model)
+    if method == "logitspec+recycling":
+        return HybridDrafter(s, model)
     raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
 
 
@@ -207,13 +302,14 @@ def decode(
     s = settings or DecodeSettings()
     if not prompt:
         raise ValueError("the prompt holds no tokens")
+    drafter = make_drafter(method, s, model)
     run = Decoding(
-        model=model, method=method, drafter=make_drafter(method, s, model),
+        model=model, method=method, drafter=drafter,
         # Measured once per model, before any timed work; a lone root needs one row anyway.
         head_rows=1 if method == "vanilla" else head_batch_rows(model),
         eos={int(e) for e in eos_ids},
         # Room for the prompt, the answer and one full tree: the cache never reallocates.
-        cache=new_cache(model.config, len(prompt) + s.max_new_tokens + s.capacity + 1),
+        cache=new_cache(model.config, len(prompt) + s.max_new_tokens + max(s.capacity, drafter.tree_room) + 1),
         rule=SamplingRule.of(s),
         # Host threads only time a CPU's passes: on an accelerator the count stays as set.
         tuner=thread_tuner() if model.device.type == "cpu" else ThreadTuner(torch.get_num_threads(), fixed=True),
@@ -261,6 +357,8 @@ def decode_step(run: Decoding, pool: NgramPool, root: int, logits: torch.Tensor,
                                                      run.rule, log)  # verify, accept
     t_book = time.perf_counter()
     run.tuner.heard(t_book - t_fwd)
+    if run.drafter.wants_logits and log.head is not None:
+        run.drafter.observe_logits(*computed_rows(log.head, verified))
     for node in verified:
         node.target_prob = log.child_prob.get(node.id)
     tokens, eos_hit = cut_at_eos([verified[i].token for i in path][:remaining], run.eos)
@@ -280,6 +378,13 @@ def decode_step(run: Decoding, pool: NgramPool, root: int, logits: torch.Tensor,
         sampled=log.sampled[: len(tokens)], threads=run.tuner.now if run.model.device.type == "cpu" else None,
     )
     return step, next_logits
+
+
+def computed_rows(head: LazyHead, nodes: Sequence[TreeNode]) -> tuple[list[int], torch.Tensor]:
+    """The tokens of the nodes whose logits the head computed in the pass, and those rows [m, V]."""
+    ids = list(head.row_of) + list(head.extra)  # row_of maps node -> row in order
+    rows = head.logits if not head.extra else torch.cat([head.logits, torch.stack(list(head.extra.values()))])
+    return [nodes[i].token for i in ids], rows
 
 
 def cut_at_eos(tokens: list[int], eos: set[int]) -> tuple[list[int], bool]:

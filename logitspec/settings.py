@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-METHODS = ("vanilla", "pld", "logitspec")
+METHODS = ("vanilla", "pld", "logitspec", "recycling", "logitspec+recycling")
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,10 @@ class DecodeSettings:
     continuation: int = 20  # g1 continuation length
     pld_tokens: int = 10  # prompt lookup's chain length
     tree: str = "cost"  # "cost" (sized by measured cost) or "static" (the paper's rule)
+    # Token Recycling (logitspec/recycling.py); its static tree is the paper's fixed template.
+    recycle_k: int = 8  # successors kept per token in the matrix (the paper's top-8)
+    recycle_depth: int = 6  # the cost-aware recycled tree's deepest node below the root
+    recycle_across_runs: bool = True  # the paper's hot start: the matrix (and its rank chances) outlive a run
     rule: PruningRule = field(default_factory=PruningRule)
     # Sampling (logitspec/sampling.py): temperature 0 is greedy and draws no noise at all.
     temperature: float = 0.0

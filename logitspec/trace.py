@@ -95,8 +95,10 @@ class TreeNode:
     token: int
     parent: int  # -1 for the root
     depth: int  # root = 0
-    origin: str  # "root" | "g1" | "g2" | "pld"
-    rank: int | None = None  # candidate rank of the g2 branch it belongs to
+    origin: str  # "root" | "g1" | "g2" | "pld" | "recycled" (Token Recycling's matrix: recycling.py)
+    # g2: the candidate rank of the branch it belongs to; recycled: its rank in the matrix row of
+    # its parent's token, the row it was read from (1 = likeliest successor)
+    rank: int | None = None
     query: int | None = None  # index into StepRecord.queries that produced it
     pruned: bool = False  # cut before verification; never sent to the model
     prune_reason: str | None = None  # "rank" | "capacity" | "cost"

@@ -184,6 +184,7 @@ class WalkLog:
 
     sampled: list[int] = field(default_factory=list)
     child_prob: dict[int, float] = field(default_factory=dict)
+    head: LazyHead | None = None  # the pass's logits, for a drafter that recycles them (decoders.py)
 
 
 # A leaf's chance of ending the walk, above which it is worth a row of the head's first
@@ -281,6 +282,7 @@ def verify_tree(model: PreTrainedModel, cache: Cache, nodes: Sequence[TreeNode],
     if log is not None:
         log.sampled = [head.chosen[n] for n in path]
         log.child_prob = head.child_probs(nodes)
+        log.head = head
     return path, bonus, head.row(path[-1])
 
 

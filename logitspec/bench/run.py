@@ -28,6 +28,9 @@ METHOD_SPECS = {
     "pld": ("pld", None),
     "logitspec": ("logitspec", "cost"),  # the default: cost-aware tree
     "logitspec-static": ("logitspec", "static"),  # the paper's fixed rule
+    "recycling": ("recycling", "cost"),  # Token Recycling, its tree sized by c(n)
+    "recycling-static": ("recycling", "static"),  # Token Recycling's static 80-node template
+    "logitspec+recycling": ("logitspec+recycling", "cost"),  # the root's recycled successors as more candidates
 }
 
 
@@ -56,6 +59,7 @@ def summarise(rows: list[dict], vanilla_rows: list[dict] | None) -> dict:
         out["drafted_tokens_per_step"] = sum(r["drafted_bound"] for r in rows) / steps
     if any("g2_rescued" in r for r in rows):
         out["g2_rescue_rate"] = _share(rows, "g2_rescued")
+    if any("tree_nodes" in r for r in rows):
         out["mean_tree_size"] = sum(r["tree_nodes"] for r in rows) / steps if steps else 0.0
     if vanilla_rows is not None:
         v = summarise(vanilla_rows, None)
@@ -92,11 +96,12 @@ def measure(lm, prompt_ids: list[int], method: str, settings: DecodeSettings) ->
     row["tokens"] = len(row["tokens_list"])
     if name in ("pld", "logitspec"):  # what trees of every size would have accepted in this run's steps
         row["budget"] = replay_budgets(RunTrace(name, "", "", list(prompt_ids), s.to_dict(), steps))
-    if name != "vanilla":
+    if name in ("pld", "logitspec", "logitspec+recycling"):  # retrieval's figures: a recycled tree runs no query
         row["retrieved"] = sum(st.retrieved for st in fwd)
         row["drafted_bound"] = drafted_bound(steps)
-    if name == "logitspec":
+    if name in ("logitspec", "logitspec+recycling"):
         row["g2_rescued"] = sum(st.outcome == G2_RESCUED for st in fwd)
+    if name not in ("vanilla", "pld"):
         row["tree_nodes"] = sum(len(st.verified_nodes) for st in fwd)
     return row
 

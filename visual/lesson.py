@@ -20,6 +20,7 @@ from logitspec.trace import RunTrace, StepRecord, TreeNode
 from .counts import RunCounts, plural, run_counts
 from .data import context_before, step_position, tok, true_next_next
 from .style import FONT_FAMILY, MONO_FAMILY, PALETTE, text_on, theme_colors, truncate, visible
+from .trie import edge_trace, node_traces, step_graph, tidy_positions
 
 TEXT_PX = 26  # lesson words on the page: readable from the back of a room at 1920x1080
 TICK_PX = 20  # every tick label and note on a lesson figure (the brief's floor is 18)
@@ -346,10 +347,26 @@ def sources_figure(f: Facts, theme: str) -> go.Figure:
 
 
 def check_figure(f: Facts, theme: str) -> go.Figure:
-    """Forward passes: the tokens this step kept cost plain decoding one pass each, LogitSpec one."""
-    n = len(f.s.tokens)
-    return bars_figure([f"plain decoding: {plural(n, 'token')}", f"LogitSpec: {len(f.verified)} guesses checked"],
-                       [n, 1], [PALETTE["vanilla"], PALETTE["logitspec"]], "forward passes", theme)
+    """Every guess the one pass checked, as the tree they form: the kept path green and bold."""
+    c = theme_colors(theme)
+    g = step_graph(f.trace, f.step)
+    g.remove_nodes_from([n for n in list(g) if g.nodes[n]["fate"] == "pruned"])
+    pos = tidy_positions(g)
+    fig = go.Figure([edge_trace(g, pos, lambda a, b: not g.edges[a, b]["accepted"], "guess", c["edge"], 1.5),
+                     edge_trace(g, pos, lambda a, b: g.edges[a, b]["accepted"], "kept", PALETTE["accepted"], 5),
+                     *node_traces(g, pos, theme, labels=False)])
+    fig.update_traces(textfont_size=TICK_PX)
+    layout = _layout(theme)
+    depth = max((p[0] for p in pos.values()), default=0)
+    layout["xaxis"]["title"]["text"] = "tokens ahead of the text so far"
+    layout["xaxis"].update(showgrid=False, dtick=max(1, round(depth / 8)), range=[-0.5, depth + 0.5])
+    layout["yaxis"].update(visible=False, autorange="reversed")
+    # Bottom right: the copied chain runs along the top, the next-next fan down the left.
+    layout["annotations"] = [dict(x=1, y=0, xref="paper", yref="paper", xanchor="right", yanchor="bottom",
+                                  showarrow=False, bgcolor=c["bg"], font=dict(size=TICK_PX + 2),
+                                  text=f"1 forward pass: {plural(len(f.verified), 'guess', 'guesses')} checked")]
+    fig.update_layout(layout)
+    return fig
 
 
 STAGES = {

@@ -77,7 +77,10 @@ def test_the_figures_draw_the_same_numbers(run):
     s = run.steps[lesson_step(run)]
     figs = {st.key: st.figure for st in lesson(run)}
     assert list(figs["slow"].data[0].x) == [c.tokens - 1, c.passes]
-    assert list(figs["check"].data[0].x) == [len(s.tokens), 1]
+    verified = [n for n in s.tree if not n.pruned]  # the root and every checked guess: one marker each
+    assert sum(len([x for x in tr.x if x is not None]) for tr in figs["check"].data if tr.mode == "markers") \
+        == len(verified)
+    assert f"1 forward pass: {len(verified) - 1} guess" in figs["check"].layout.annotations[0].text
     roles = list(figs["keep"].layout.xaxis.ticktext)
     dropped = ["✗ dropped"] if s.bonus is not None and "✗ dropped" in roles else []
     want = ["next"] + ["✓ kept"] * s.drafts_accepted + dropped + (["bonus"] if s.bonus is not None else [])

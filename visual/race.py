@@ -25,6 +25,7 @@ from .verdict import GPU_PASS, per_pass
 
 PAGE_SIZE = (1240, 560)
 APP_HEIGHT = 460
+END_LABELS_PX = 360  # a page's right margin, where each lane's end is labelled
 LABEL_LINE_PX = 20  # one line of an end label; labels are stacked at least their half-heights apart
 LABEL_PAD_PX = 10  # between stacked end labels
 
@@ -37,13 +38,13 @@ class Axis:
     title: str
     x_title: str
     hover: str  # the x part of a point's hover text
-    labels_px: int  # a page's right margin, where each lane's end is labelled
+    name_sep: str  # between a lane's name and what it made, in its label
 
 
-SECONDS = Axis("seconds", "Race: tokens generated against compute time", "Compute time (s)", "%{x:.3f} s", 360)
-# Wider: "logitspec-static: 128 tokens in 71 forward passes" on one line.
+SECONDS = Axis("seconds", "Race: tokens generated against compute time", "Compute time (s)", "%{x:.3f} s", ": ")
+# "N tokens in M forward passes" on a line of its own: a name before it would not fit a phone's legend.
 PASSES = Axis("passes", "Race: tokens generated against forward passes", "Forward passes (counts, not time)",
-              "%{x} forward passes", 460)
+              "%{x} forward passes", ":<br>")
 
 
 @dataclass
@@ -114,7 +115,7 @@ def _ends(lanes: dict[str, RunTrace], res: RaceResult | None, stopped: bool, axi
     for name, tr in lanes.items():
         xs, ys = points(tr, axis)
         said = f"{ys[-1]} tokens in {xs[-1]:.2f} s" if axis is SECONDS else run_words(run_counts(tr))
-        label = f"{html.escape(name, quote=False)}: {said}"
+        label = f"{html.escape(name, quote=False)}{axis.name_sep}{said}"
         if not is_finished(tr):
             label += " (stopped)" if stopped else " (running)"
         label += lane_note(name, tr)
@@ -151,8 +152,9 @@ def _end_labels(fig: go.Figure, ends: list[LaneEnd], c: dict[str, str], plot_h: 
     for end in sorted(ends, key=lambda e: (-e.tokens, e.seconds)):
         at = end.tokens / (ymax * 1.08) * plot_h
         half = (end.label.count("<br>") + 1) * LABEL_LINE_PX / 2 + LABEL_PAD_PX / 2
-        # Centred on its line's end, unless the label above reaches down there.
-        px = at if last_px is None or at <= last_px - half else last_px - half
+        # Centred on its line's end, unless the label above (or the plot's top) reaches down there.
+        top = plot_h - half if last_px is None else last_px - half
+        px = min(at, top)
         last_px = px - half
         fig.add_annotation(x=1.01, xref="paper", y=end.tokens, yref="y", yshift=px - at, text=end.label,
                            showarrow=False, xanchor="left", align="left", font=dict(size=MIN_FONT + 1, color=c["text"]),
@@ -195,7 +197,7 @@ def _draw(lanes: dict[str, RunTrace], theme: str, stopped: bool, mode: str, size
     framed = mode != "app"  # a page or slide labels each lane's end in its right margin
     frame(layout, mode, *words, [] if framed else list(lanes), c, size)
     if framed:
-        layout.update(margin=dict(layout["margin"], r=axis.labels_px), showlegend=False)
+        layout.update(margin=dict(layout["margin"], r=END_LABELS_PX), showlegend=False)
     ymax = max((e.tokens for e in ends), default=1) or 1
     xmax = max((e.seconds for e in ends), default=1.0) or 1.0
     layout["xaxis"].update(title=dict(text=axis.x_title), range=[0, xmax * 1.04])

@@ -43,7 +43,7 @@ class Axis:
 
 SECONDS = Axis("seconds", "Race: tokens generated against compute time", "Compute time (s)", "%{x:.3f} s", ": ")
 # "N tokens in M forward passes" on a line of its own: a name before it would not fit a phone's legend.
-PASSES = Axis("passes", "Race: tokens generated against forward passes", "Forward passes (counts, not time)",
+PASSES = Axis("passes", "Race: tokens generated against forward passes", "Forward passes",
               "%{x} forward passes", ":<br>")
 
 

@@ -37,8 +37,8 @@ ORIGIN = "recycled"  # TreeNode.origin of a node drawn from the matrix; its rank
 # The paper's static tree as each node's number of children, keyed by the node's path of ranks
 # from the root (1 = likeliest successor); a node's children are always its row's first ranks.
 # It holds 80 nodes below the root, 6 deep, at most 8 wide: the template ("2.2.2") of the
-# authors' code (github.com/Luowaterbi/TokenRecycling, model/recycling/tree_template_.py),
-# which Spec-Bench's Token Recycling entry runs.
+# authors' code (github.com/Luowaterbi/TokenRecycling, model/recycling/tree_template_.py);
+# that Spec-Bench's port runs this very template was not checked here.
 TEMPLATE_WIDTHS: dict[tuple[int, ...], int] = {
     (): 8,
     (1,): 8, (2,): 4, (3,): 3, (4,): 2, (5,): 1, (6,): 1, (7,): 1, (8,): 1,

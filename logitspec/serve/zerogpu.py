@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 
 from ..trace import StepRecord
-from .race import Lane, lane_order, model_lanes
+from .race import Lane, lane_order, lane_run, model_lanes
 
 # A lane's token on ZeroGPU's GPUs takes well under this; the duration asks for the whole run.
 SECONDS_PER_TOKEN = 0.05
@@ -45,7 +45,7 @@ def decode_lanes(name: str, prompt_text: str, methods: list[str], settings) -> I
     from ..runner import Run
 
     lm = _LOADED[name]
-    runs = {m: Run(lm, prompt_text, m, settings) for m in lane_order(methods)}
+    runs = {m: Run(lm, prompt_text, *lane_run(m, settings)) for m in lane_order(methods)}
     steps = {m: iter(run) for m, run in runs.items()}
     sent = set()
     while steps:
@@ -77,7 +77,7 @@ def gpu_lanes(lm, name: str, prompt_text: str, methods: Iterable[str], settings,
 
     order = lane_order(methods)
     _LOADED[name] = lm
-    runs = {m: Run(lm, prompt_text, m, settings) for m in order}  # traces and token texts only
+    runs = {m: Run(lm, prompt_text, *lane_run(m, settings)) for m in order}  # traces and token texts only
     events = (decoder or _gpu_decode_lanes())(name, prompt_text, order, settings)
     queues: dict[str, deque] = {m: deque() for m in order}
     ended = [False]

@@ -47,7 +47,7 @@ def test_the_duration_is_sized_to_the_run():
 @pytest.mark.lossless
 def test_lanes_from_one_gpu_call_equal_the_model_threads(bundled):
     settings = DecodeSettings(max_new_tokens=24)
-    methods = ["vanilla", "logitspec", "pld"]
+    methods = ["vanilla", "logitspec", "pld", "logitspec-static"]
     prompt = "List the planets of the solar system, one per line."
 
     def across_processes(*args):  # every event pickled both ways, as ZeroGPU sends it
@@ -63,5 +63,6 @@ def test_lanes_from_one_gpu_call_equal_the_model_threads(bundled):
         assert got[m].tokens == want[m].tokens == want["vanilla"].tokens
         assert got[m].prefill_seconds > 0 and [t for st in got[m].steps for t in st.tokens] == got[m].tokens
         if m != "logitspec":  # the cost tree's sizes follow measured times, which differ run to run
+            assert got[m].method == want[m].method and got[m].settings == want[m].settings
             assert len(got[m].steps) == len(want[m].steps)
         assert got[m].token_texts  # finished here, with this process's tokenizer

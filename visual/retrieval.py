@@ -235,7 +235,8 @@ DEBUG_COLUMNS = [
     ("g1 n-grams tried", "g1 n-grams tried", "the n-grams g1 looked up, longest first", False),
     ("g1 n", "g1 matched n", "the n-gram length that matched", False),
     ("g2 hits", "g2 matches", "candidates whose g2 lookup matched / candidates looked up", True),
-    ("drafts accepted", "drafts accepted", "draft tokens the step accepted; its root x_{i+1}, committed "
+    # "accepted" alone: "drafts accepted" would not fit a phone's row; the tip says what it counts.
+    ("accepted", "drafts accepted", "draft tokens the step accepted; its root x_{i+1}, committed "
      "whatever the drafts, is not counted", True),
 ]
 _NUM = {"step", "g1 matched n", "g2 matches", "drafts accepted"}

@@ -7,7 +7,7 @@ the font's "missing glyph" box for every one of them: the same box for every cha
 test draws each Chinese label of the tree as it is, screenshots it, replaces each of its
 characters by a code point no font has (U+10FFFD, always the box) and screenshots it again: with
 the fonts the two pictures differ, without them they are the same pixels. A canvas check says
-the same of each character alone, and an emoji drawn with a black pen must come out coloured.
+the same of each character alone, and an emoji must be drawn in its own colours, whatever the pen's.
 Checked to fail without the fonts: FONTCONFIG_FILE pointing at a configuration with DejaVu and
 Liberation alone.
 """
@@ -53,22 +53,23 @@ TO_TOFU_JS = r"""([ids, tofu]) => {
 }"""
 
 # Each character drawn alone on a canvas in the labels' font: its pixels, as a string, beside
-# the missing-glyph box's; and for emoji, how many of its pixels are coloured (not grey).
+# the missing-glyph box's; and whether it ignores the pen's colour, as a colour font's glyph does
+# (it draws its own colours, grey ones too: 🌪) while an outline glyph or the box takes the pen's.
 CANVAS_JS = r"""([chars, font, tofu]) => {
   const c = document.createElement('canvas'); c.width = 64; c.height = 64;
   const g = c.getContext('2d', {willReadFrequently: true});
-  const draw = (ch) => {
-    g.clearRect(0, 0, 64, 64); g.fillStyle = '#000'; g.font = `40px ${font}`; g.textBaseline = 'top';
+  const draw = (ch, pen) => {
+    g.clearRect(0, 0, 64, 64); g.fillStyle = pen; g.font = `40px ${font}`; g.textBaseline = 'top';
     g.fillText(ch, 4, 8);
     return g.getImageData(0, 0, 64, 64).data;
   };
   const sig = (d) => { let s = 0, ink = 0; for (let i = 0; i < d.length; i++) { s = (s * 31 + d[i]) >>> 0; }
                        for (let i = 3; i < d.length; i += 4) if (d[i] > 0) ink++; return [s, ink]; };
-  const colour = (d) => { let n = 0; for (let i = 0; i < d.length; i += 4)
-    if (d[i + 3] > 128 && Math.max(d[i], d[i + 1], d[i + 2]) - Math.min(d[i], d[i + 1], d[i + 2]) > 40) n++;
-    return n; };
-  const box = sig(draw(tofu));
-  return {tofu: box, chars: chars.map(ch => { const d = draw(ch); return {ch, sig: sig(d), colour: colour(d)}; })};
+  const box = sig(draw(tofu, '#000'));
+  return {tofu: box, chars: chars.map(ch => {
+    const black = draw(ch, '#000'), s = sig(black), red = sig(draw(ch, '#f00'));
+    return {ch, sig: s, own_colours: s[1] > 0 && s[0] === red[0]};
+  })};
 }"""
 
 
@@ -140,7 +141,7 @@ def test_chinese_draft_tree_draws_characters_not_boxes(chinese_trace, tmp_path):
         assert drawn[ch]["sig"][1] > 0, f"{ch!r} drew nothing"
         assert drawn[ch]["sig"] != tofu, f"{ch!r} is drawn as the missing-glyph box"
     assert len({tuple(drawn[ch]["sig"]) for ch in han}) == len(han), "two characters drew the same pixels"
-    # Emoji in colour: a black pen draws a colour font's own colours, a missing glyph in black.
+    # Emoji in colour: a colour font's glyph is the same whatever the pen; a missing glyph is not.
     for ch in (e + "\ufe0f" for e in emoji):
-        assert drawn[ch]["sig"] != tofu and drawn[ch]["colour"] > 50, (
-            f"{ch!r} is not drawn in colour (no colour-emoji font?): {drawn[ch]}")
+        assert drawn[ch]["sig"] != tofu and drawn[ch]["own_colours"], (
+            f"{ch!r} is not drawn from a colour font (no colour-emoji font?): {drawn[ch]}")

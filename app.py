@@ -253,6 +253,7 @@ class Form:
     model: object = None
     with_pld: object = None
     with_static: object = None
+    with_recycling: object = None
     k: object = None
     capacity: object = None
     ngram: object = None
@@ -326,7 +327,7 @@ class ExplorerUI:
     # ------------------------------------------------------------ the race
 
     def race(self, prompt, model, with_pld, k, capacity, ngram, continuation, max_new, tree, temperature, top_p,
-             seed, outcomes, with_static, view: View, request: gr.Request):
+             seed, outcomes, with_static, with_recycling, view: View, request: gr.Request):
         """Stream the race: one step of each lane in turn, counters live, figures now and then.
 
         Stop ends it within one step, and the page then shows the steps so far, a verdict over
@@ -336,7 +337,8 @@ class ExplorerUI:
         stop = STOPS.claim(session)  # armed when Run was clicked: a Stop while queued counts
         try:
             form = (k, capacity, ngram, continuation, max_new, tree, temperature, top_p, seed)
-            lanes = ["vanilla", "logitspec"] + ["pld"] * bool(with_pld) + ["logitspec-static"] * bool(with_static)
+            lanes = (["vanilla", "logitspec"] + ["pld"] * bool(with_pld) + ["logitspec-static"] * bool(with_static)
+                     + ["recycling"] * bool(with_recycling))
             yield from self._race(stop, prompt, model, lanes, form, outcomes, view)
         finally:
             STOPS.finish(session, stop)
@@ -689,6 +691,9 @@ class ExplorerUI:
                 f.with_static = gr.Checkbox(
                     label=f"Also race the paper's tree ({s.capacity} tokens, what a GPU verifies in one pass)",
                     value=False, elem_id="with-static")
+                f.with_recycling = gr.Checkbox(
+                    label="Also race Token Recycling (drafts from the successors past passes predicted)",
+                    value=False, elem_id="with-recycling")
                 with gr.Accordion("Decoder parameters (paper defaults)", open=False):
                     f.k = gr.Slider(1, lim.k, value=s.k, step=1, label="k: next-next candidates from the logits")
                     f.capacity = gr.Slider(1, lim.capacity, value=s.capacity, step=1,
@@ -815,9 +820,10 @@ class ExplorerUI:
         # an earlier one's and leave the page a step behind. Drawing holds the GIL, so little is lost.
         step_kw = dict(view_kw, concurrency_limit=1, concurrency_id="step")
         self._wire_recorded(f, trace_out, view_kw)
-        # The paper's lane comes after the older inputs: API callers that predate it keep their places.
+        # The paper's lane and Token Recycling's come after the older inputs: API callers that predate
+        # them keep their places.
         race_in = [f.prompt, f.model, f.with_pld, f.k, f.capacity, f.ngram, f.continuation, f.max_new, f.tree,
-                   f.temperature, f.top_p, f.seed, f.outcome, f.with_static, self.state]
+                   f.temperature, f.top_p, f.seed, f.outcome, f.with_static, f.with_recycling, self.state]
         # Arming is instant and unqueued, so Stop works even while the race waits its turn; the
         # race itself keeps the page as it is while queued (no overlay blanking the panels).
         f.run_btn.click(arm_run, None, [self.status_md], queue=False).then(

@@ -85,10 +85,13 @@ def points(trace: RunTrace, axis: Axis) -> tuple[list[float], list[int]]:
 
 
 def lane_note(name: str, trace: RunTrace) -> str:
-    """What a lane stands for, under its label: the paper's tree says it; others need no note."""
+    """What a lane stands for, under its label: the paper's tree and Token Recycling say it; others
+    need no note."""
+    # Short lines: a page's end labels have a narrow margin.
     if name == "logitspec-static":
-        # Short lines: a page's end labels have a narrow margin.
         return f"<br>the paper's tree ({trace.settings.get('capacity', 64)} tokens:<br>{GPU_PASS})"
+    if name == "recycling":
+        return "<br>Token Recycling (successors<br>past passes predicted)"
     return ""
 
 

@@ -20,6 +20,9 @@ PALETTE: dict[str, str] = {
     "g2-mid": "#56B4E9",  # candidate rank 9-32
     "g2-tail": "#A8D5F2",  # candidate rank 33+
     "pld": "#E69F00",  # prompt lookup's chain (the same kind of lookup as g1)
+    # Token Recycling's matrix (a successor an earlier pass predicted), node and lane alike: Paul
+    # Tol's purple, apart from Okabe-Ito's eight, which all mean something else here.
+    "recycled": "#AA4499",
     "bonus": "#F0E442",  # the model's own token after the accepted path
     "accepted": "#009E73",
     "rejected": "#D55E00",
@@ -28,6 +31,7 @@ PALETTE: dict[str, str] = {
     "pld-lane": "#E69F00",
     "logitspec": "#0072B2",
     "logitspec-static": "#56B4E9",
+    "recycling": "#AA4499",
     # retrieval outcomes
     "g1 matched": "#E69F00",
     "g2 rescued": "#0072B2",
@@ -96,7 +100,7 @@ def lane_color(name: str, method: str | None = None) -> str:
     if name == "pld" or method == "pld":
         return PALETTE["pld-lane"]
     for key in (name, method):
-        if key in ("vanilla", "logitspec", "logitspec-static"):
+        if key in ("vanilla", "logitspec", "logitspec-static", "recycling"):
             return PALETTE[key]
     return PALETTE["root"]
 

@@ -26,6 +26,8 @@ def lane_words(name: str, trace: RunTrace) -> str:
         return "prompt lookup"
     if name == "logitspec-static":
         return f"the paper's {trace.settings.get('capacity', 64)}-token tree"
+    if name == "recycling":
+        return "Token Recycling"
     return name
 
 

@@ -18,8 +18,9 @@ from ..trace import RunTrace, StepRecord, TraceFileError, read_json_file, trace_
 if TYPE_CHECKING:  # the engine imports torch; replaying saved traces must not need it
     from ..models import LoadedModel
 
-LANE_ORDER = ("vanilla", "pld", "logitspec", "logitspec-static")
-# A lane that is not a method by name: its decoder and tree sizing.
+LANE_ORDER = ("vanilla", "pld", "logitspec", "logitspec-static", "recycling")
+# A lane that is not a method by name: its decoder and tree sizing. Token Recycling's lane
+# ("recycling") is its method by name, sized as the race's own tree setting says.
 LANE_RUNS = {"logitspec-static": ("logitspec", "static")}
 
 
@@ -181,7 +182,8 @@ def lane_order(methods: Iterable[str]) -> list[str]:
 
 def lane_run(lane: str, settings: DecodeSettings) -> tuple[str, DecodeSettings]:
     """The method and settings a lane decodes with: the paper's lane is LogitSpec's static tree at
-    DecodeSettings' own capacity (the paper's 64), whatever the race's other lanes use."""
+    DecodeSettings' own capacity (the paper's 64), whatever the race's other lanes use; any other
+    lane (Token Recycling's included) is its method at the race's settings."""
     method, tree = LANE_RUNS.get(lane, (lane, None))
     if tree is None:
         return method, settings

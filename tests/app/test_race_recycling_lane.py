@@ -1,0 +1,90 @@
+"""Token Recycling's lane (recycling) in the race: on a tiny model it decodes beside vanilla, through
+the race's own lanes (model_lanes, interleave) and ZeroGPU's events, and its output is vanilla's;
+the race's figures and counters give it a colour and words of its own."""
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from helpers.tiny_models import VOCAB
+from logitspec.models import LoadedModel
+from logitspec.recycling import ORIGIN
+from logitspec.serve import zerogpu
+from logitspec.serve.race import interleave, lane_order, lane_run, model_lanes, result_of
+from logitspec.settings import DecodeSettings
+from visual.race import passes_figure, race_figure
+from visual.style import PALETTE, lane_color
+from visual.verdict import counters_html
+
+# A repetitive prompt: the tiny model's own output repeats, so the matrix soon drafts right.
+PROMPT = "abcabcabc the cat sat on the mat, the cat sat on the mat, the cat"
+
+
+def char_tokenizer():
+    """One token per ASCII character (ids 0-127, the tiny models' vocabulary); no chat template."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    tk = Tokenizer(models.WordLevel({chr(i): i for i in range(VOCAB)}, unk_token="?"))
+    tk.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
+    tk.decoder = decoders.Fuse()
+    return PreTrainedTokenizerFast(tokenizer_object=tk, unk_token="?")
+
+
+@pytest.fixture(scope="module")
+def tiny_lm(tiny_llama):
+    return LoadedModel(name="tiny-llama", model=tiny_llama, tokenizer=char_tokenizer(), device="cpu",
+                       dtype="float32")
+
+
+def _race(lanes):
+    list(interleave(lanes))
+    return {ln.name: ln.trace for ln in lanes}
+
+
+@pytest.mark.lossless
+@pytest.mark.parametrize("tree", ["cost", "static"])
+def test_the_recycling_lane_races_token_recycling_and_equals_vanilla(tiny_lm, one_thread, tree):
+    settings = DecodeSettings(max_new_tokens=40, tree=tree, recycle_across_runs=False)
+    assert lane_order(["recycling", "logitspec", "vanilla"]) == ["vanilla", "logitspec", "recycling"]
+    assert lane_run("recycling", settings) == ("recycling", settings)  # the race's own tree setting
+    traces = _race(model_lanes(tiny_lm, PROMPT, ["vanilla", "logitspec", "recycling"], settings))
+    rec, van = traces["recycling"], traces["vanilla"]
+    assert rec.method == "recycling" and rec.settings["tree"] == tree
+    assert len(van.tokens) == 40 and rec.tokens == van.tokens
+    assert any(n.origin == ORIGIN for s in rec.steps for n in s.tree)  # it drafted from the matrix
+    assert rec.forward_steps < van.forward_steps  # and its drafts were accepted
+    res = result_of(traces)
+    assert res.lossless and res.complete and "recycling" in res.speedups
+
+
+def test_zerogpu_decodes_the_recycling_lane_as_the_race_does(tiny_lm, one_thread):
+    settings = DecodeSettings(max_new_tokens=24, tree="static", recycle_across_runs=False)
+
+    def across_processes(name, prompt, methods, s):  # every event pickled both ways, as ZeroGPU sends it
+        return (pickle.loads(pickle.dumps(e)) for e in zerogpu.decode_lanes(name, prompt, methods, s))
+
+    gpu = _race(zerogpu.gpu_lanes(tiny_lm, "tiny", PROMPT, ["vanilla", "recycling"], settings,
+                                  decoder=across_processes))
+    here = _race(model_lanes(tiny_lm, PROMPT, ["vanilla", "recycling"], settings))
+    assert list(gpu) == ["vanilla", "recycling"]
+    assert gpu["recycling"].tokens == here["recycling"].tokens == here["vanilla"].tokens
+    assert gpu["recycling"].method == "recycling"
+
+
+def test_the_race_figures_and_counters_draw_the_recycling_lane_in_its_own_colour(tiny_lm, one_thread):
+    settings = DecodeSettings(max_new_tokens=16, recycle_across_runs=False)
+    traces = _race(model_lanes(tiny_lm, PROMPT, ["vanilla", "logitspec", "pld", "recycling"], settings))
+    colour = lane_color("recycling", "recycling")
+    assert colour == PALETTE["recycling"]
+    assert colour not in {lane_color(n, t.method) for n, t in traces.items() if n != "recycling"}
+    for draw in (race_figure, passes_figure):
+        fig = draw(traces)
+        lines = [t for t in fig.data if t.mode == "lines" and t.name == "recycling"]
+        assert len(lines) == 1 and lines[0].line.color == colour
+        labels = [a.text for a in fig.layout.annotations if a.bordercolor == colour]
+        assert len(labels) == 1 and "Token Recycling" in labels[0]
+    html = counters_html(traces, running=False)
+    assert f"color:{colour}'>■</span> recycling" in html
+    assert "Token Recycling's" in html.split("class='verdict'>", 1)[1]  # the verdict names it in words

@@ -95,6 +95,39 @@ def cost_curve_figure(report: dict):
     return fig
 
 
+DTYPE_STYLE = {"float32": (PALETTE["logitspec"], "solid"), "bfloat16": (PALETTE["rejected"], "dash"),
+               "float16": (PALETTE["accepted"], "dashdot")}
+
+
+def pass_cost_figure(report: dict):
+    """c(n) over a 512-token cache for each dtype timed, each beside its memory floor: the time
+    reading its weights once takes on this machine, below which no one-token pass can go."""
+    import plotly.graph_objects as go
+
+    entries = report.get("pass_cost") or []
+    if not entries:
+        return None
+    fig = go.Figure()
+    for e in entries:
+        colour, dash = DTYPE_STYLE.get(e["dtype"], (PALETTE["root"], "solid"))
+        c, f = e["curve"], e["memory_floor"]
+        fig.add_scatter(x=c["sizes"], y=[1e3 * t for t in c["seconds"]], mode="lines+markers", name=(
+            f"{e['dtype']}: c(1) {e['c1_ms']:.1f} ms, c(16)/c(1) {e['c16_over_c1']:.2f}, "
+            f"c(64)/c(1) {e['c64_over_c1']:.2f}"), line=dict(color=colour, dash=dash))
+        fig.add_scatter(x=[1, c["sizes"][-1]], y=[f["floor_ms"]] * 2, mode="lines", line=dict(color=colour, width=1, dash="dot"),
+                        name=(f"{e['dtype']} memory floor {f['floor_ms']:.1f} ms ({f['weight_bytes'] / 1e6:.0f} MB "
+                              f"at {f['read_gb_per_s']:.1f} GB/s); c(1) = {e['c1_over_floor']:.2f}x it"))
+    fig.update_layout(title=dict(text=f"What a forward pass of n tree tokens costs, and the floor<br><sup>"
+                                      f"{machine(report['settings'])} · context {entries[0]['context_len']} tokens · "
+                                      "fastest of 4 rounds per size</sup>"),
+                      xaxis_title="tree tokens verified in one pass (n)", yaxis_title="milliseconds",
+                      height=680, **{**LAYOUT, "legend": dict(orientation="h", y=-0.3, x=0),
+                                     "margin": dict(t=110, l=70, r=20, b=230)})
+    fig.update_xaxes(gridcolor="#ddd")
+    fig.update_yaxes(gridcolor="#ddd", rangemode="tozero")
+    return fig
+
+
 BUDGET_NAMES = {"paper": "paper's tree (rank rule)", "cost": "cost tree's ranking", "pld": "prompt lookup's chain"}
 BUDGET_DASH = {"paper": "dash", "cost": "solid", "pld": "dot"}
 
@@ -147,6 +180,9 @@ def write_plots(report: dict, out: Path) -> list[Path]:
     }
     if report.get("cost_curves"):
         figs["cost_curve"] = cost_curve_figure(report)
+    passes = pass_cost_figure(report)
+    if passes is not None:
+        figs["pass_cost"] = passes
     drafted = drafted_figure(report)
     if drafted is not None:
         figs["drafted"] = drafted

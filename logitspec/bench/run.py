@@ -278,6 +278,11 @@ def run_bench(args: argparse.Namespace) -> dict:
         phases.append(("after", runs, _curves(lm, methods), _passes_since(seen)))
     report = make_report(args, lm, questions, settings, threads, runs)
     report["settings"]["threads_tuned"] = not thread_tuner().fixed
+    if args.pass_cost_dtypes:
+        from .passcost import pass_costs
+
+        # Timed after the runs, on the same idle cores, and never while a busy load runs.
+        report["pass_cost"] = pass_costs(lm, args.model, args.device, args.pass_cost_dtypes)
     report["passes_per_thread_count"] = _passes_since(seen)
     if phases:
         report["lossless"] = all(r[1] for _, r, _, _ in phases)
@@ -329,7 +334,8 @@ def instruction_sets() -> list[str]:
     from ..runtime.fewrows import cpu_flags
 
     flags = cpu_flags()
-    return [name for name in ("avx512f", "avx512bw", "avx512vl", "avx2", "fma", "asimd") if name in flags]
+    return [name for name in ("avx512f", "avx512bw", "avx512vl", "avx512_bf16", "amx_bf16", "avx2", "fma", "f16c",
+                              "asimd") if name in flags]
 
 
 # Variables that hold a library below the CPU's best instruction set (`make bench-avx2`).
@@ -377,6 +383,12 @@ def print_table(report: dict) -> None:
               f"few-row kernel: {st['few_row_kernel']}")
     if "isa_caps" in st:
         print("instruction-set caps: " + ", ".join(f"{k}={v}" for k, v in st["isa_caps"].items()))
+    if report.get("pass_cost"):
+        from .passcost import describe
+
+        print("cost of a forward pass:")
+        for entry in report["pass_cost"]:
+            print("  " + describe(entry))
     print(f"lossless: {report['lossless']}")
 
 
@@ -420,6 +432,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--background-load", type=int, nargs="?", const=1, default=0, metavar="N",
                    help="time a first phase while N processes (default 1) each spin a core, started "
                         "before the warm-up so c(n) is measured under load; then time again without them")
+    p.add_argument("--pass-cost-dtypes", type=lambda s: [d for d in s.split(",") if d], default=None,
+                   metavar="DTYPES", help="after the runs, time c(n) over a 512-token cache and the memory "
+                   "floor for each of these dtypes (comma-separated; default: the --dtype of the runs; "
+                   "'' for none)")
     p.add_argument("--out", type=Path, default=None, help="write the JSON report here")
     p.add_argument("--plot", type=Path, default=None, help="write figures (HTML, PNG) to this folder")
     return p
@@ -427,7 +443,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from ..limits import InputError
-    from ..models import ModelLoadError
+    from ..models import DTYPES, ModelLoadError
 
     args = build_parser().parse_args(argv)
     try:
@@ -441,6 +457,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.repeats < 1 or (args.limit_per_category is not None and args.limit_per_category < 1):
             raise BenchInputError("--repeats and --limit-per-category must be at least 1")
         decode_settings(args)
+        if args.pass_cost_dtypes is None:
+            args.pass_cost_dtypes = [args.dtype]
+        bad = [d for d in args.pass_cost_dtypes if d not in DTYPES]
+        if bad:
+            raise BenchInputError(f"unknown dtype(s) {', '.join(bad)} in --pass-cost-dtypes; choose from {', '.join(DTYPES)}")
         report = run_bench(args)
     except (BenchInputError, QuestionFileError, InputError, ModelLoadError) as e:
         print(f"error: {e}", file=sys.stderr)

@@ -76,7 +76,11 @@ def test_bench_end_to_end_reports_lossless_and_every_figure(tmp_path):
     curve = report["cost_curves"][0]
     assert curve["sizes"][0] == 1 and all(a <= b for a, b in zip(curve["seconds"], curve["seconds"][1:]))
     figs = {p.name for p in (tmp_path / "fig").iterdir()}
-    assert {"speedup.html", "accepted.html", "cost_curve.html", "drafted.html", "budget.html"} <= figs
+    assert {"speedup.html", "accepted.html", "cost_curve.html", "drafted.html", "budget.html", "pass_cost.html"} <= figs
+    # c(n) over 512 tokens and the memory floor, in the run's dtype by default
+    (pc,) = report["pass_cost"]
+    assert pc["dtype"] == "float32" and pc["curve"]["sizes"][-1] == 64 and pc["memory_floor"]["weight_bytes"] > 5e8
+    assert "cost of a forward pass:" in r.stdout and "x the memory floor" in r.stdout
     for name in ("pld", "logitspec", "logitspec-static"):  # every run replayed at budgets 1..64 (logitspec.budget)
         o = report["methods"][name]["overall"]
         b = o["budget"]
@@ -158,7 +162,7 @@ def test_background_load_must_not_be_negative():
 def test_bench_with_background_load_times_a_loaded_phase_then_an_idle_one(tmp_path):
     out = tmp_path / "report.json"
     r = bench("--questions", str(ROOT / "data" / "spec_bench_subset.jsonl"), "--categories", "qa",
-              "--limit-per-category", "1", "--max-new-tokens", "8", "--background-load",
+              "--limit-per-category", "1", "--max-new-tokens", "8", "--background-load", "--pass-cost-dtypes", "",
               "--methods", "vanilla,logitspec", "--out", str(out))
     assert r.returncode == 0, r.stderr[-2000:]
     report = json.loads(out.read_text())

@@ -326,6 +326,10 @@ def make_report(args: argparse.Namespace, lm, questions: list[dict], settings: D
     }
     if any(METHOD_SPECS[m][1] == "cost" for m in args.methods):
         report["cost_curves"] = _curves(lm, args.methods)
+    if {"pld", "logitspec"} <= set(args.methods):
+        from .paper import paper_table
+
+        report["paper_table"] = paper_table(report)
     return report
 
 
@@ -471,6 +475,12 @@ def main(argv: list[str] | None = None) -> int:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(report, indent=2))
         print(f"report: {args.out}")
+        if "paper_table" in report:
+            from .paper import markdown
+
+            table = args.out.with_suffix(".md")
+            table.write_text(markdown(report) + "\n")
+            print(f"the paper's table: {table}")
     if args.plot:
         from visual.bench import write_plots
 

@@ -81,6 +81,10 @@ def test_bench_end_to_end_reports_lossless_and_every_figure(tmp_path):
     (pc,) = report["pass_cost"]
     assert pc["dtype"] == "float32" and pc["curve"]["sizes"][-1] == 64 and pc["memory_floor"]["weight_bytes"] > 5e8
     assert "cost of a forward pass:" in r.stdout and "x the memory floor" in r.stdout
+    # the paper's table, per category, beside the report (logitspec.bench.paper)
+    md = (tmp_path / "report.md").read_text()
+    assert "tok/pass, static tree" in md and "| **overall** |" in md and "| qa |" in md
+    assert report["paper_table"]["rows"]["overall"]["tok/pass, cost tree"] == ls["mean_accepted_tokens"]
     for name in ("pld", "logitspec", "logitspec-static"):  # every run replayed at budgets 1..64 (logitspec.budget)
         o = report["methods"][name]["overall"]
         b = o["budget"]

@@ -2,7 +2,9 @@
 
 x is the depth in the tree (0 = the root x_{i+1}); y is a lane that never moves between
 steps of a run: lane 0 holds the root (and the bonus token after the accepted path),
-lane 1 the g1 (or prompt lookup) continuation, lane 1 + r the branch of candidate rank r.
+lane 1 the g1 (or prompt lookup) continuation, lane 1 + r the branch of candidate rank r
+(a recycled candidate of rank r in the root's matrix row: lane 1 + k + r). A Token Recycling
+tree has a lane per branch of the run's trees, by the node's path of ranks (`branch_lanes`).
 Every node is a box with its token inside; the box's colour says where the token came
 from, its fill and outline what happened to it.
 
@@ -80,6 +82,7 @@ ORIGIN_WORDS = {
     "root": "root x_{i+1}: the previous pass's argmax, committed",
     "g1": "g1 continuation (lookup after x_{i+1})",
     "pld": "prompt lookup continuation",
+    "recycled": "recycled: a successor an earlier pass predicted after its parent's token (Token Recycling's matrix)",
     "g2-top": "g2 branch, candidate rank 1-8",
     "g2-mid": "g2 branch, candidate rank 9-32",
     "g2-tail": "g2 branch, candidate rank 33+",
@@ -90,6 +93,7 @@ PRUNE_WORDS = {
     "cost": "cost: the modelled time outweighed the expected gain",
 }
 LEGEND_NAMES = {"root": "root x_{i+1}", "g1": "g1 continuation", "pld": "prompt lookup chain",
+                "recycled": "recycled: from the matrix",
                 "g2-top": "g2 branch, rank 1-8", "g2-mid": "g2 branch, rank 9-32", "g2-tail": "g2 branch, rank 33+"}
 STATUS_WORDS = {
     "accepted": "accepted: on the path the model confirmed",
@@ -174,30 +178,77 @@ class KeyItem:
 
 # ---------------------------------------------------------------- lanes and columns
 
-def _lane(node: TreeNode) -> int:
+def _lane(node: TreeNode, k: int) -> int:
+    """A node's lane in a tree of lookups; a recycled candidate (rank r in the root's row) goes
+    past the logits' k candidates, where its g2 branch (rank k + r) already is."""
     if node.origin == "root":
         return 0
     if node.origin == "g2":
         return 1 + (node.rank or 1)
+    if node.origin == "recycled":
+        return 1 + k + (node.rank or 1)
     return 1  # g1 / pld
 
 
+def _rank_paths(s: StepRecord) -> dict[int, tuple[int, ...]]:
+    """Each node's path of matrix ranks from the root (the root's is ())."""
+    by_id = {n.id: n for n in s.tree}
+    paths: dict[int, tuple[int, ...]] = {}
+
+    def path(i: int) -> tuple[int, ...]:
+        if i not in paths:
+            n = by_id[i]
+            paths[i] = () if n.parent < 0 or n.parent not in by_id else (*path(n.parent), n.rank or 1)
+        return paths[i]
+
+    for n in s.tree:
+        path(n.id)
+    return paths
+
+
+def branch_lanes(trace: RunTrace) -> dict[tuple[int, ...], int]:
+    """A lane for each rank path of the run's recycled trees, fixed for the run: depth first, a
+    node's first child drawn anywhere in the run goes on in its lane and each other child opens the
+    next lane; the root's children all open lanes (lane 0 holds the root and the bonus)."""
+    paths = {p for s in trace.steps for p in _rank_paths(s).values()}
+    lanes, opened, new = {(): 0}, set(), 1
+    for p in sorted(paths - {()}):  # depth first: a parent's path sorts before its children's
+        parent = p[:-1]
+        if parent and parent not in opened:
+            lanes[p] = lanes[parent]
+        else:
+            lanes[p], new = new, new + 1
+        opened.add(parent)
+    return lanes
+
+
+def node_lanes(trace: RunTrace, s: StepRecord) -> dict[int, int]:
+    """Node id -> its lane in the run's fixed lanes (see the module's docstring)."""
+    if trace.method == "recycling":
+        lanes = branch_lanes(trace)
+        return {i: lanes[p] for i, p in _rank_paths(s).items()}
+    k = int(trace.settings.get("k") or 0)
+    return {n.id: _lane(n, k) for n in s.tree}
+
+
 def _max_rank(trace: RunTrace) -> int:
-    """The deepest candidate rank any step's tree drew: small trees get a short figure."""
+    """The deepest candidate rank any step's tree drew (a recycled one past k): small trees get a short figure."""
     k = 1 if trace.method == "logitspec" else 0
     for s in trace.steps:
-        for n in s.tree:
-            if n.origin == "g2" and n.rank:
-                k = max(k, n.rank)
+        lanes = node_lanes(trace, s)
+        k = max([k] + [lanes[n.id] - 1 for n in s.tree if n.origin in ("g2", "recycled")])
     return k
 
 
 def lane_count(trace: RunTrace) -> int:
-    """Lanes the run needs, the same for every step: root, g1 (or PLD), one per candidate rank."""
+    """Lanes the run needs, the same for every step: root, g1 (or PLD), one per candidate rank;
+    or a Token Recycling run's branches."""
     if trace.method == "vanilla":
         return 1
     if trace.method == "pld":
         return 2
+    if trace.method == "recycling":
+        return max(branch_lanes(trace).values()) + 1
     return 2 + _max_rank(trace)
 
 
@@ -205,9 +256,17 @@ def lane_names(trace: RunTrace) -> list[str]:
     names = ["x_{i+1} · bonus"]
     if trace.method == "pld":
         names.append("prompt lookup")
+    elif trace.method == "recycling":
+        lanes = branch_lanes(trace)
+        first = {}
+        for p, lane in sorted(lanes.items()):
+            first.setdefault(lane, p)  # a lane is named for the node that opens it
+        names += ["ranks " + "·".join(map(str, first[x])) for x in range(1, lane_count(trace))]
     elif trace.method != "vanilla":
+        k = int(trace.settings.get("k") or 0)
         names.append("g1 lookup")
-        names += [f"rank {r}" for r in range(1, lane_count(trace) - 1)]
+        names += [f"rank {r}" if r <= k or trace.method != "logitspec+recycling" else f"recycled {r - k}"
+                  for r in range(1, lane_count(trace) - 1)]
     return names
 
 
@@ -226,7 +285,8 @@ def shown_lanes(trace: RunTrace, step: int, compact: bool) -> list[int]:
         return list(range(lane_count(trace)))
     s = get_step(trace, step)
     wanted = wanted_ids(s)
-    return sorted({0} | {_lane(n) for n in s.tree if not n.pruned or n.id in wanted})
+    lanes = node_lanes(trace, s)
+    return sorted({0} | {lanes[n.id] for n in s.tree if not n.pruned or n.id in wanted})
 
 
 @dataclass
@@ -244,13 +304,13 @@ def _plural(n: int, word: str, many: str | None = None) -> str:
     return f"{n} {word if n == 1 else (many or word + 's')}"
 
 
-def _slide_cut(s: StepRecord, lanes: list[int]) -> tuple[list[int], int, int]:
+def _slide_cut(s: StepRecord, lanes: list[int], lane_of: dict[int, int]) -> tuple[list[int], int, int]:
     """A slide keeps the branches that matter to the step: lanes of one rejected candidate
     token go, and the lookup chain stops a column past the accepted path or the deepest other
     branch. Returns the lanes, the depth kept, and how many candidate lanes went."""
     by_lane: dict[int, list[TreeNode]] = {}
     for n in s.tree:
-        by_lane.setdefault(_lane(n), []).append(n)
+        by_lane.setdefault(lane_of[n.id], []).append(n)
     keep_ids = set(s.accepted_path) | wanted_ids(s)
     kept = [x for x in lanes if x <= 1 or any(n.id in keep_ids for n in by_lane[x])
             or sum(not n.pruned for n in by_lane[x]) > 1]
@@ -268,12 +328,14 @@ def select(trace: RunTrace, step: int, look: Look) -> Selection:
     if not (look.compact or slide):
         return Selection(lanes, column_count(trace), column_count(trace), notes)
     if not slide:
-        n_cols = _step_columns(s, set(lanes))
+        n_cols = _step_columns(s, set(lanes), node_lanes(trace, s))
         return Selection(lanes, n_cols, n_cols, notes)
-    lanes, depth, folded = _slide_cut(s, lanes)
+    lane_of = node_lanes(trace, s)
+    lanes, depth, folded = _slide_cut(s, lanes, lane_of)
     if folded:
         notes.append(_plural(folded, "one-token candidate") + ", verified and rejected")
-    tail = sum(1 for n in s.tree if _lane(n) == 1 and n.depth > depth)
+    chain = trace.method != "recycling"  # lane 1 is a lookup's chain; in a recycled tree, a branch
+    tail = sum(1 for n in s.tree if chain and lane_of[n.id] == 1 and n.depth > depth)
     if tail:
         notes.append(_plural(tail, "more lookup-chain token"))
     return Selection(lanes, depth, depth + 2, notes, tail)
@@ -284,7 +346,10 @@ def _origins(trace: RunTrace) -> list[str]:
         return ["root", "pld"]
     if trace.method == "vanilla":
         return ["root"]
-    return ["root", "g1", "g2-top", "g2-mid", "g2-tail"]
+    if trace.method == "recycling":
+        return ["root", "recycled"]
+    recycled = ["recycled"] if trace.method == "logitspec+recycling" else []
+    return ["root", "g1", "g2-top", "g2-mid", "g2-tail"] + recycled
 
 
 def legend_size(trace: RunTrace) -> int:
@@ -301,9 +366,9 @@ def column_count(trace: RunTrace) -> int:
     return max(deepest + 2, MIN_COLS)
 
 
-def _step_columns(s: StepRecord, lanes: set[int]) -> int:
+def _step_columns(s: StepRecord, lanes: set[int], lane_of: dict[int, int]) -> int:
     """Depth columns for one step's drawn nodes, plus one for the bonus."""
-    deepest = max((n.depth for n in s.tree if _lane(n) in lanes), default=0)
+    deepest = max((n.depth for n in s.tree if lane_of[n.id] in lanes), default=0)
     return max(deepest + 2, MIN_COLS_COMPACT)
 
 
@@ -398,11 +463,25 @@ def _node_lines(trace: RunTrace, s: StepRecord, node: TreeNode, color_key: str, 
         what = "this candidate" if node.depth == 1 else "branch of candidate"
         cand = f" {html.escape(tok(trace, c.token, ctx + [s.root]), quote=False)}" if (c is not None and node.depth != 1) else ""
         lines.append(f"rank {node.rank}{pr} ({what}{cand})")
+    if node.origin == "recycled" and node.rank is not None:
+        lines.append(html.escape(recycled_words(trace, s, node, ctx), quote=False))
     if node.accept_prob is not None:
         lines.append(f"estimated chance of acceptance: {node.accept_prob:.3f}")
     if node.target_prob is not None:
         lines.append(f"the model's probability for it after its parent: {node.target_prob:.4f}")
     return lines
+
+
+def recycled_words(trace: RunTrace, s: StepRecord, node: TreeNode, ctx: list[int]) -> str:
+    """Where a recycled node came from: its parent's row in the matrix and its rank there (and, a
+    hybrid's candidate, its probability in this step's logits)."""
+    parent = next((n for n in s.tree if n.id == node.parent), None)
+    row = f'"{tok(trace, parent.token, ctx)}"' if parent is not None else "its parent"
+    kept = trace.settings.get("recycle_k", 8)
+    said = f"matrix row of {row}: rank {node.rank} of the {kept} successors an earlier pass predicted after it"
+    k = trace.settings.get("k")
+    c = candidate_by_rank(s).get(k + node.rank) if node.depth == 1 and isinstance(k, int) else None
+    return said + (f"; probability {c.prob:.4f} in this step's logits" if c is not None else "")
 
 
 def _hover(trace: RunTrace, s: StepRecord, node: TreeNode | None, status: str, depth: int,
@@ -435,16 +514,17 @@ def _node_views(trace: RunTrace, step: int, rows: dict[int, int], chars: int,
     wanted = wanted_ids(s)
     ctx = context_before(trace, step)
     pieces = path_pieces(trace, s, ctx)
+    lane_of = node_lanes(trace, s)
     views: dict[int, NodeView] = {}
     for node in s.tree:
-        if _lane(node) not in rows or node.depth > max_depth:
+        if lane_of[node.id] not in rows or node.depth > max_depth:
             continue
         status = "pruned" if node.pruned else ("accepted" if node.id in on_path else "rejected")
         key = node_color_key(node.origin, node.rank)
         extra = "<b>pruning cut the very token the model wanted next</b>" if node.id in wanted else ""
         text = visible(pieces[node.id].label())
         views[node.id] = NodeView(
-            id=node.id, token=node.token, lane=rows[_lane(node)], depth=node.depth, status=status,
+            id=node.id, token=node.token, lane=rows[lane_of[node.id]], depth=node.depth, status=status,
             color_key=key, label=_cut(text, chars), full=text,
             hover=_hover(trace, s, node, status, node.depth, node.token, key, extra, text, ctx),
             parent=node.parent if node.parent >= 0 else None, wanted=node.id in wanted,

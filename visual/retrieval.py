@@ -9,7 +9,7 @@ import html
 from typing import Any
 
 from logitspec.trace import (BOTH_FAILED, G1_MATCHED, G2_RESCUED, NO_RETRIEVAL, PLD_FAILED, PLD_MATCHED, QueryRecord,
-                             RunTrace, StepRecord)
+                             RunTrace, StepRecord, TreeNode)
 
 from .counts import passes_words, run_counts
 from .data import (
@@ -55,6 +55,7 @@ OUTCOME_WORDS = {
     PLD_FAILED: "prompt lookup failed",
     NO_RETRIEVAL: "no retrieval (this decoder drafts nothing)",
 }
+RECYCLED_WORDS = "no lookup: Token Recycling drafts from its matrix of the successors past passes predicted"
 
 
 def _e(s: str) -> str:
@@ -159,25 +160,70 @@ def _query_block(trace: RunTrace, s: StepRecord, qi: int, ctx: list[int]) -> str
     )
 
 
+def recycled_row(s: StepRecord) -> list[TreeNode]:
+    """The root's successors the step drafted from Token Recycling's matrix, by their rank in its row."""
+    return sorted((n for n in s.tree if n.origin == "recycled" and n.depth == 1), key=lambda n: n.rank or 0)
+
+
+def _fate(s: StepRecord, node: TreeNode) -> tuple[str, str]:
+    """A drafted node's chip kind and words: accepted, verified and rejected, or pruned."""
+    if node.pruned:
+        return "pruned", f"pruned ({node.prune_reason})"
+    if node.id in s.accepted_path:
+        return "accepted", "verified and accepted"
+    return "verified", "verified, rejected"
+
+
+def _recycled_block(trace: RunTrace, s: StepRecord, ctx: list[int]) -> str:
+    """What Token Recycling proposed after the root (its row's successors, with their fates), how
+    many more nodes came from deeper rows, and why it missed when nothing was accepted."""
+    row = recycled_row(s)
+    deeper = sum(n.origin == "recycled" and n.depth > 1 for n in s.tree)
+    labels = token_labels(trace, [n.token for n in row], ctx + [s.root])
+    chips = "".join(_chip(f"{n.rank} · {label}", *_fate(s, n)) for n, label in zip(row, labels))
+    hit = next((n for n in row if n.id in s.accepted_path), None)
+    want = s.tokens[1] if len(s.tokens) > 1 else s.bonus
+    if hit is not None:
+        why = f"the model went on with rank {hit.rank}"
+    elif want is None:
+        why = "the run ended at the root"
+    else:
+        said = _e(ngram_text(trace, [want], ctx + [s.root]))
+        held = next((n for n in row if n.token == want), None)
+        why = (f"the model went on with {said}, which the row held at rank {held.rank} but the tree cut"
+               if held is not None else f"the model went on with {said}, which this row did not hold")
+    more = f" · {deeper} more recycled node{'s' if deeper != 1 else ''} from deeper rows (the draft tree shows them)"
+    return (f'<div style="margin:8px 0;padding:8px 10px;border:1px solid {_BORDER};border-left:6px solid '
+            f'{PALETTE["recycled"]};border-radius:6px;{_TEXT}">'
+            f'<div style="font-weight:600;margin-bottom:4px">Token Recycling · the matrix row of x<sub>i+1</sub> = '
+            f"{_e(ngram_text(trace, [s.root], ctx))}: {len(row)} successor{'s' if len(row) != 1 else ''} drafted "
+            f"(rank · token)</div><div>{chips or _e('none: the matrix held no row for this token yet')}</div>"
+            f'<div style="{_MUTED};margin-top:3px">{why}{more if deeper else ""}</div></div>')
+
+
 def retrieval_html(trace: RunTrace, step: int) -> str:
-    """Every lookup of the step: n-grams tried, the match in its context, the continuation taken."""
+    """Every lookup of the step: n-grams tried, the match in its context, the continuation taken;
+    and what Token Recycling proposed, for a step that drafted from its matrix."""
     s = get_step(trace, step)
     i = step_position(trace, step)
     ctx = context_before(trace, step)
     out = outcome(s) if s.forward else NO_RETRIEVAL
+    drafts = trace.method == "recycling" or any(n.origin == "recycled" for n in s.tree)
+    recycled = _recycled_block(trace, s, ctx) if drafts and s.forward else ""
     gen = len(ctx) - len(trace.prompt_tokens)
     head = (
         f'<div style="{_TEXT};font-size:16px;line-height:1.45">'
         f'<div style="font-size:20px;font-weight:700;margin-bottom:4px">Retrieval at step {i} of 0–'
         f"{len(trace.steps) - 1}: x<sub>i+1</sub> = {_e(ngram_text(trace, [s.root], ctx))}</div>"
         f'<div style="{_MUTED};margin-bottom:6px">searched {len(ctx)} context tokens '
-        f"(prompt {len(trace.prompt_tokens)} + generated {gen}) · {_e(OUTCOME_WORDS.get(out, out))}</div>"
+        f"(prompt {len(trace.prompt_tokens)} + generated {gen}) · "
+        f"{_e(RECYCLED_WORDS if recycled and not s.queries else OUTCOME_WORDS.get(out, out))}</div>"
         f'<div style="margin-bottom:6px">{_legend()}</div>'
     )
     if not s.queries:
         why = ("no forward pass was needed: the root was the last token" if not s.forward
-               else "this decoder does no lookups")
-        return head + f'<div style="{_MUTED}">{_e(why)}</div></div>'
+               else "" if recycled else "this decoder does no lookups")
+        return head + recycled + (f'<div style="{_MUTED}">{_e(why)}</div>' if why else "") + "</div>"
     blocks = [_query_block(trace, s, qi, ctx) for qi, q in enumerate(s.queries) if q.kind in ("g1", "pld")]
     g2 = [qi for qi, q in enumerate(s.queries) if q.kind == "g2"]
     body = "".join(blocks)
@@ -188,7 +234,7 @@ def retrieval_html(trace: RunTrace, step: int) -> str:
                  f"g2 · one lookup per candidate x̂<sub>i+2</sub>: {len(hit_ranks)} of {len(g2)} matched{which}"
                  "</summary>"
                  + "".join(_query_block(trace, s, qi, ctx) for qi in g2) + "</details>")
-    return head + body + "</div>"
+    return head + body + recycled + "</div>"
 
 
 def _legend() -> str:
@@ -220,8 +266,17 @@ def failure_rows(trace: RunTrace) -> list[dict[str, Any]]:
             "g2 matches": sum(q.matched for q in g2),
             "g2 queries": len(g2),
             "drafts accepted": s.drafts_accepted,
+            "recycled": recycled_cell(trace, s, ctx),
         })
     return rows
+
+
+def recycled_cell(trace: RunTrace, s: StepRecord, ctx: list[int]) -> str:
+    """The root's recycled successors in a row of the debugger: 'rank token ✓' for the one accepted,
+    ✗ for the others; "" when the step drafted none."""
+    row = recycled_row(s)
+    labels = token_labels(trace, [n.token for n in row], ctx + [s.root])
+    return " · ".join(f"{n.rank} {label} {'✓' if n.id in s.accepted_path else '✗'}" for n, label in zip(row, labels))
 
 
 
@@ -239,8 +294,11 @@ DEBUG_COLUMNS = [
     ("accepted", "drafts accepted", "draft tokens the step accepted; its root x_{i+1}, committed "
      "whatever the drafts, is not counted", True),
 ]
+# Shown when a row holds recycled successors (Token Recycling, or the hybrid's extra candidates).
+RECYCLED_COLUMN = ("recycled", "recycled", "the root's successors drafted from Token Recycling's matrix: "
+                   "rank in its row, token, ✓ accepted", False)
 _NUM = {"step", "g1 matched n", "g2 matches", "drafts accepted"}
-_TOK = {"root", "g1 n-grams tried"}
+_TOK = {"root", "g1 n-grams tried", "recycled"}
 # The table's own look (scoped to its component by gr.HTML): it never needs a sideways scroll.
 DEBUG_TABLE_CSS = """
 .dbg-scroll { max-height: 560px; overflow-y: auto; overflow-x: hidden; }
@@ -275,9 +333,11 @@ def debugger_html(rows: list[dict[str, Any]]) -> str:
     """The rows as an HTML table (empty when there are none); each row carries its step for a click."""
     if not rows:
         return ""
+    recycled = any(r.get("recycled") for r in rows)
+    columns = DEBUG_COLUMNS + [RECYCLED_COLUMN] * recycled
     head = "".join(f'<th scope="col" title="{_e(tip)}" class="{"num" if key in _NUM else ""}{"" if phone else " wide"}">'
-                   f"{_e(h)}</th>" for h, key, tip, phone in DEBUG_COLUMNS)
-    phone_cols = sum(phone for *_, phone in DEBUG_COLUMNS)
+                   f"{_e(h)}</th>" for h, key, tip, phone in columns)
+    phone_cols = sum(phone for *_, phone in columns)
     body = []
     for r in rows:
         shown = {k: _e(str(v)) for k, v in r.items()}
@@ -286,10 +346,10 @@ def debugger_html(rows: list[dict[str, Any]]) -> str:
         color = PALETTE.get(r["outcome"], PALETTE[NO_RETRIEVAL])
         shown["outcome"] = f'<span style="color:{color}">■</span> {shown["outcome"]}'
         step = int(r["step"])
+        below = f'g1 tried: {shown["g1 n-grams tried"]}' + (f' · recycled: {shown["recycled"]}' if recycled else "")
         body.append(f'<tr class="main" data-step="{step}" tabindex="0">'
-                    + "".join(_debug_cell(key, shown[key], phone) for _, key, _, phone in DEBUG_COLUMNS) + "</tr>"
-                    f'<tr class="below" data-step="{step}"><td class="tok" colspan="{phone_cols}">'
-                    f'g1 tried: {shown["g1 n-grams tried"]}</td></tr>')
+                    + "".join(_debug_cell(key, shown.get(key, ""), phone) for _, key, _, phone in columns) + "</tr>"
+                    f'<tr class="below" data-step="{step}"><td class="tok" colspan="{phone_cols}">{below}</td></tr>')
     return (f'<div class="dbg-scroll"><table class="dbg"><thead><tr>{head}</tr></thead>'
             f'<tbody>{"".join(body)}</tbody></table></div>')
 
@@ -303,6 +363,8 @@ _PLD_FILTER = {G1_MATCHED: PLD_MATCHED, BOTH_FAILED: PLD_FAILED}
 
 def _kept_outcomes(trace: RunTrace, outcomes: list[str] | None) -> set[str]:
     chosen = set(OUTCOMES_LOGITSPEC if outcomes is None else outcomes)
+    if trace.method == "recycling":  # no lookups: every step is listed, with what its matrix proposed
+        return {NO_RETRIEVAL}
     if trace.method == "pld":
         return {_PLD_FILTER[o] for o in chosen if o in _PLD_FILTER}
     return chosen
@@ -320,6 +382,9 @@ def debugger_note(trace: RunTrace | None, outcomes: list[str] | None, shown: int
     """One line over the debugger's table: how many steps it lists, or why it lists none."""
     if trace is None:
         return "No run or trace is open: run the race or open a trace."
+    if shown and trace.method == "recycling":
+        return (f"{shown} of {passes_words(run_counts(trace).passes)}. Token Recycling does no lookups: each row "
+                "lists the root's successors from its matrix (✓ the one accepted) · select a row to open its step.")
     if shown:
         return f"{shown} of {passes_words(run_counts(trace).passes)} · select a row to open its step."
     if not any(s.queries for s in trace.steps):

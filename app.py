@@ -314,6 +314,7 @@ class ExplorerUI:
             **self.obs_time_fig.fill(visual.time_breakdown_figure(t, fit=True)),
             **self.obs_budget_fig.fill(visual.budget_figure(t, fit=True)),
             **self.race_figures(view.traces, stopped=view.stop_reason is not None),
+            self.lane_pick: gr.Radio(choices=list(view.traces), value=view.lane, visible=len(view.traces) > 1),
             self.answer: visual.answer_text(t),
         })
         out.update(self.debugger.trace_outputs(t, outcomes))
@@ -561,6 +562,14 @@ class ExplorerUI:
         out[self.shipped] = files[0].name
         return out
 
+    def pick_lane(self, lane, outcomes, view: View) -> dict:
+        """Explore another lane of the race (or race file) on screen, from its first step."""
+        if lane not in view.traces:
+            return gr.skip()
+        with view.moving:
+            view.lane, view.step = lane, 0
+        return self.trace_outputs(view, outcomes)
+
     # ------------------------------------------------------------ moving through steps
 
     def go_step(self, view: View, step):
@@ -734,6 +743,9 @@ class ExplorerUI:
         """The tabs under the race: explorer, debugger, observations, explanation, trace files."""
         with gr.Tabs(elem_id="tabs", overflow_behavior="wrap") as self.tabs:
             with gr.Tab("Step explorer", id="explorer"):
+                # A race's lanes: the explorer and the debugger show one (LogitSpec's first).
+                self.lane_pick = gr.Radio([], label="Lane explored", visible=False, elem_id="explore-lane",
+                                          info="the race's decoder whose steps the explorer and the debugger show")
                 with gr.Row():
                     f.prev_btn = gr.Button("◀ Previous", elem_id="prev", scale=0, min_width=120)
                     self.slider = gr.Slider(0, 1, value=0, step=1, label="Step", elem_id="step-slider", scale=4)
@@ -794,6 +806,7 @@ class ExplorerUI:
                    self.obs_budget_fig, self.race_fig, self.passes_fig]
         whole = explorer + [self.text_view, self.answer, *self.debugger.trace_components,
                             *(c for f in figures for c in f.outputs), self.counters, self.status_md]
+        whole.append(self.lane_pick)
         return explorer, whole
 
     def _wire_recorded(self, f: Form, trace_out: list, view_kw: dict) -> None:
@@ -820,6 +833,7 @@ class ExplorerUI:
         # an earlier one's and leave the page a step behind. Drawing holds the GIL, so little is lost.
         step_kw = dict(view_kw, concurrency_limit=1, concurrency_id="step")
         self._wire_recorded(f, trace_out, view_kw)
+        self.lane_pick.input(self.pick_lane, [self.lane_pick, f.outcome, self.state], trace_out, **view_kw)
         # The paper's lane and Token Recycling's come after the older inputs: API callers that predate
         # them keep their places.
         race_in = [f.prompt, f.model, f.with_pld, f.k, f.capacity, f.ngram, f.continuation, f.max_new, f.tree,

@@ -88,3 +88,27 @@ def test_the_race_figures_and_counters_draw_the_recycling_lane_in_its_own_colour
     html = counters_html(traces, running=False)
     assert f"color:{colour}'>■</span> recycling" in html
     assert "Token Recycling's" in html.split("class='verdict'>", 1)[1]  # the verdict names it in words
+
+
+def test_the_explorer_and_the_debugger_open_the_recycling_lane(tiny_lm, one_thread):
+    import app
+    from ui.debugger import OUTCOMES
+
+    ui = app.ExplorerUI()
+    ui.demo = ui.build()
+    settings = DecodeSettings(max_new_tokens=24, tree="static", recycle_across_runs=False)
+    traces = _race(model_lanes(tiny_lm, PROMPT, ["vanilla", "logitspec", "recycling"], settings))
+    view = app.View(traces=traces, lane="logitspec", source="a race")
+    shown = ui.trace_outputs(view, OUTCOMES)[ui.lane_pick]
+    assert shown.choices == [(n, n) for n in traces] and shown.value == "logitspec" and shown.visible
+    assert any(fn.fn == ui.pick_lane for fn in ui.demo.fns.values())  # the radio's event is wired
+    out = ui.pick_lane("recycling", OUTCOMES, view)
+    assert view.lane == "recycling" and view.trace is traces["recycling"] and out[ui.state] is view
+    assert "recycling" in out[ui.step_label]
+    assert "Token Recycling does no lookups" in out[ui.debugger.note]
+    assert ">recycled</th>" in out[ui.debugger.table]
+    drafted = next(i for i, s in enumerate(traces["recycling"].steps) if len(s.tree) > 1)
+    step = ui.step_outputs(view, drafted)
+    fig = step[ui.tree_plot]
+    assert any(sh.line.color == PALETTE["recycled"] for sh in fig.layout.shapes)  # its recycled boxes
+    assert "Token Recycling · the matrix row of" in step[ui.retrieval_view]

@@ -35,6 +35,8 @@ FIGURES_CSS = """
 .js-plotly-plot .modebar-container { top: -MODEBAR_PXpx !important; }
 .fig-downloads { justify-content: flex-end; gap: .4rem; flex-wrap: wrap; }
 .fig-downloads button { flex: 0 0 auto; }
+/* A range slider's miniature copy of the tree draws its token labels a pixel high, as boxes: none there. */
+.js-plotly-plot .rangeslider-rangeplot text { display: none; }
 #tree-side { position: sticky; top: .5rem; align-self: flex-start; }
 .tree-key { list-style: none; padding: 0; margin: .25rem 0; font-size: .88rem; }
 .tree-key li { display: flex; align-items: center; gap: .5rem; margin: .2rem 0; }
@@ -73,18 +75,20 @@ class TreeSlot(FigureSlot):
     def outputs(self) -> list:
         return [self.caption, self.plot, self.side]
 
-    def fill_tree(self, fig, trace: RunTrace) -> dict:
-        return {**self.fill(fig), self.side: side_html(trace, (fig.layout.meta or {}).get("step"))}
+    def fill_tree(self, fig, trace: RunTrace, key: str | None = None) -> dict:
+        """The tree, and beside it the key `key` of the view drawn (the lanes' key by default)."""
+        return {**self.fill(fig), self.side: side_html(trace, (fig.layout.meta or {}).get("step"), key)}
 
 
-def side_html(trace: RunTrace, step: int | None = None) -> str:
-    """Beside the tree: the clicked box's details (filled in the browser) and the tree's key.
+def side_html(trace: RunTrace, step: int | None = None, key: str | None = None) -> str:
+    """Beside the tree: the clicked box's details (filled in the browser) and the tree's key
+    (`key`, else the lanes' key).
 
     The panel names the run and step it stands for: the page redraws a component only when its
     value changes, so without them a box clicked at one step (or run) kept its words at the next.
     """
     return (f'<div id="tree-node" class="tree-node" aria-live="polite" data-shows="{run_stamp(trace)}:{step}">'
-            f"{NODE_HINT}</div>{tree_key_html(trace)}")
+            f"{NODE_HINT}</div>{tree_key_html(trace) if key is None else key}")
 
 
 def run_stamp(trace: RunTrace) -> str:

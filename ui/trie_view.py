@@ -10,7 +10,8 @@ import gradio as gr
 
 import visual
 from logitspec.trace import RunTrace
-from visual.trie import node_link_json, trie_figure
+from visual.tree import tree_key_html
+from visual.trie import node_link_json, trie_figure, trie_key_html
 
 VIEWS = ("lanes", "trie")
 _FOLDER: Path | None = None
@@ -20,6 +21,11 @@ def figure(trace: RunTrace, step: int, view: str, compact: bool = True):
     """The step's tree drawn as lanes (the default; compact: only branches with a verified
     token, fitted to the app's width) or as a tidy trie."""
     return trie_figure(trace, step, fit=True) if view == "trie" else visual.tree_figure(trace, step, fit=True, compact=compact)
+
+
+def key_html(trace: RunTrace, view: str) -> str:
+    """The key beside the tree: the trie's marks while the trie is shown, else the lanes'."""
+    return trie_key_html(trace) if view == "trie" else tree_key_html(trace)
 
 
 def _folder() -> Path:

@@ -20,16 +20,18 @@ from logitspec.trace import QueryRecord, RunTrace, StepRecord
 
 from .data import branch_nodes, context_before, get_step, step_position, tok
 from .style import (
-    MIN_FONT, MONO_FAMILY, PALETTE, base_layout, blend, node_color_key, pretty, theme_colors, top_legend, truncate,
-    visible,
+    MIN_FONT, MONO_CHAR_EM, MONO_FAMILY, PALETTE, base_layout, blend, node_color_key, pretty, sub_x, theme_colors,
+    top_legend, truncate, visible,
 )
-from .tree import ORIGIN_WORDS, path_pieces
+from .tree import ORIGIN_WORDS, key_items, path_pieces
 
 FATES = ("accepted", "rejected", "pruned")
 SLOT_PX = 34  # vertical pitch of the leaves in the explorer's drawing (a label above each marker)
 DEPTH_PX = 120  # horizontal pitch of the depth columns
 FIT_DEPTHS = 8  # depth columns shown at once when fitted to the app: readable on a desktop page
 LABEL_CHARS = 10
+FIT_COL_PX = int(LABEL_CHARS * MIN_FONT * MONO_CHAR_EM) + 16  # a column the page keeps: a whole label and a gap
+SLIDER_PX = 40  # the range slider the page adds under a trie too deep for its width
 ELBOW = 0.12  # where an edge turns, in depths after its parent
 BONUS = -1  # the bonus token's key where it is laid out beside the tree
 
@@ -260,19 +262,57 @@ def _trie_layout(fig: go.Figure, trace: RunTrace, step: int, g: nx.DiGraph, pos:
     title = (f"Verified trie, step {i}: {fates.count('accepted') + fates.count('rejected')} tokens verified, "
              f"{fates.count('accepted')} accepted (root included)")
     sub = (f"{len(fates)} nodes · {shared} shared by several lookups · {fates.count('pruned')} pruned, hollow · "
-           "colour = origin, as in the lanes")
-    height = int(max(400, slots * SLOT_PX + 230))
+           "colour = origin, as in the lanes · position id = context length + depth")
+    top = 90 if fit else 250  # the app shows the title and the key in HTML: only the depth axis is on top
+    height = int(max(400, slots * SLOT_PX + top + 30))
     layout = base_layout(theme, title, height=height, width=int(max(700, depth * DEPTH_PX + 160)),
-                         margin=dict(l=40, r=40, t=200, b=30), hovermode="closest", dragmode="pan", showlegend=True)
+                         margin=dict(l=40, r=40, t=top, b=30), hovermode="closest", dragmode="pan",
+                         showlegend=not fit)
     layout["title"]["subtitle"] = dict(text=sub, font=dict(size=MIN_FONT + 1, color=c["muted"]))
-    top_legend(layout, theme, y_px=64)  # above the depth axis's title and ticks
-    layout["xaxis"].update(range=[-0.5, depth], title=dict(text="depth (position id = context + depth)"),
+    top_legend(layout, theme, y_px=96)  # above the depth axis's title and ticks, which take about 70 px
+    layout["xaxis"].update(range=[-0.5, depth], title=dict(text="depth"),
                            side="top", dtick=1, showgrid=False, zeroline=False)
     layout["yaxis"].update(range=[slots - 0.4, -0.8], visible=False)
     layout["meta"] = dict(step=i, nodes=len(fates), shared=shared)
-    if fit:  # the container sets the width; a deep trie scrolls by a slider instead of being cut
-        layout.update(width=None, autosize=True)
-        if depth > FIT_DEPTHS:
-            layout["xaxis"].update(range=[-0.5, FIT_DEPTHS - 0.5], rangeslider=dict(visible=True, thickness=0.06))
+    if fit:
+        _fit_to_app(layout, title, sub, depth)
     fig.update_layout(layout)
     return pretty(fig)
+
+
+def _fit_to_app(layout: dict, title: str, sub: str, depth: float) -> None:
+    """The app's trie: as wide as its container, its title a caption (caption_html) and its key
+    beside it (trie_key_html); a trie deeper than the width holds at FIT_COL_PX per column shows
+    its first columns with a slider for the rest (ui/figures.js), so no label runs off the right."""
+    layout.update(width=None, autosize=True, title=dict(text=""))
+    layout["meta"].update(caption=dict(title=sub_x(title), subtitle=sub_x(sub)),
+                          fit={"window": {"col_px": FIT_COL_PX, "range": [-0.5, depth], "slider_px": SLIDER_PX}})
+    if depth > FIT_DEPTHS:  # before the page measures its width: at most a desktop's columns
+        layout["xaxis"].update(range=[-0.5, FIT_DEPTHS - 0.5], rangeslider=dict(visible=True, thickness=0.06))
+
+
+def _key_mark(fill: str, line: str, width: float, style: str = "solid", shape: str = "50%") -> str:
+    return (f'<span class="key-box" style="background:{fill};border:{width:.0f}px {style} {line};'
+            f'border-radius:{shape}"></span>')
+
+
+def trie_key_html(trace: RunTrace, theme: str = "light") -> str:
+    """The trie's key as HTML, for beside the app's trie: the lanes' origin colours, then the trie's
+    own marks (circles by fate, the bonus star) and edges."""
+    c = theme_colors(theme)
+    grey = c["muted"]
+    origins = [(_key_mark(it.fill, it.line, 1, shape="2px"), it.name) for it in key_items(trace, theme) if it.rank < 30]
+    marks = [
+        ('<span class="key-box" style="color:' + PALETTE["bonus"] + ';font-size:18px;line-height:16px">★</span>',
+         "bonus: the model's next token"),
+        (_key_mark(grey, c["outline"], 3), "accepted: filled, bold outline"),
+        (_key_mark(blend(grey, c["bg"], 0.45), grey, 2), "verified, rejected: faded"),
+        (_key_mark("transparent", grey, 2), "pruned, not verified: hollow"),
+        (f'<span class="key-line" style="border-top:2px solid {c["edge"]}"></span>', "draft edge"),
+        (f'<span class="key-line" style="border-top:2px dotted {c["edge"]}"></span>', "edge to a pruned token"),
+        (f'<span class="key-line" style="border-top:5px solid {PALETTE["accepted"]}"></span>', "accepted path"),
+        (f'<span class="key-line" style="border-top:2px dotted {c["outline"]}"></span>', "to the bonus token"),
+    ]
+    rows = "".join(f"<li>{mark}<span>{sub_x(html.escape(name, quote=False))}</span></li>"
+                   for mark, name in origins + marks)
+    return f'<ul class="tree-key" aria-label="Key of the verified trie">{rows}</ul>'

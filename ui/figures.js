@@ -6,6 +6,9 @@
   // Plotly.js Gradio loaded (window.Plotly). No network is needed.
   const SLIDE = __SLIDE__;
   const hooked = new WeakSet();
+  // On a touch screen a drag that pans a plot would take every swipe over it, and a tall tree
+  // could not be scrolled past: there a swipe scrolls the page (range sliders still move the view).
+  const TOUCH = window.matchMedia("(pointer: coarse)").matches;
 
   const esc = (t) => t.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
   const cut = (t, n) => {
@@ -72,7 +75,7 @@
   function hook(gd) {
     if (hooked.has(gd) || typeof gd.on !== "function") return;
     hooked.add(gd);
-    gd.on("plotly_afterplot", () => fit(gd));
+    gd.on("plotly_afterplot", () => settle(gd));
     gd.on("plotly_click", (ev) => showNode(gd, ev));
     // A plot drawn in a hidden tab, or in a container that changed width, is laid out again.
     new ResizeObserver(() => {
@@ -80,7 +83,15 @@
         window.Plotly.Plots.resize(gd);
       }
     }).observe(gd);
-    setTimeout(() => fit(gd), 0);
+    setTimeout(() => settle(gd), 0);
+  }
+
+  function settle(gd) {
+    if (TOUCH && gd._fullLayout && gd._fullLayout.dragmode !== false) {
+      window.Plotly.relayout(gd, {dragmode: false});  // drawn again: settle() runs once more
+      return;
+    }
+    fit(gd);
   }
 
   let queued = false;

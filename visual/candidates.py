@@ -148,6 +148,24 @@ def _ticks(trace: RunTrace, step: int) -> tuple[list[int], list[str], list[int]]
     return vals, text, [0] + ([truth_rank] if truth_rank is not None else [])
 
 
+def probability_ticks(lo: float, hi: float) -> dict:
+    """A log probability axis's ticks from 10**lo to 10**hi: labels at the powers of ten only
+    (1, 0.1, 0.01, then 10^-4…), with 2 and 5 times them where fewer than two powers fit, so no
+    minor tick of Plotly's ("2, 5, 9 8 7 6 …") crowds the axis."""
+    steps = [1] if math.floor(hi) - math.ceil(lo) >= 1 else [1, 2, 5]
+    vals = sorted(m * 10.0 ** e for e in range(math.floor(lo), math.ceil(hi) + 1) for m in steps
+                  if lo <= math.log10(m) + e <= hi)
+    return dict(tickvals=vals, ticktext=[_probability_text(v) for v in vals], minor=dict(ticks="", showgrid=False))
+
+
+def _probability_text(v: float) -> str:
+    if v >= 0.001:
+        return f"{v:g}"
+    e = math.floor(math.log10(v) + 1e-9)
+    m = round(v / 10.0 ** e)
+    return (f"{m}×" if m != 1 else "") + f"10<sup>{e}</sup>"
+
+
 def _axes(layout: dict, trace: RunTrace, step: int, c: dict[str, str], plot_w: float) -> None:
     s = get_step(trace, step)
     vals, text, keep = _ticks(trace, step)
@@ -157,8 +175,9 @@ def _axes(layout: dict, trace: RunTrace, step: int, c: dict[str, str], plot_w: f
     layout["xaxis"].update(tickvals=tickvals, ticktext=ticktext, tickangle=-90, range=[-0.8, max(ranks) + 0.8],
                            tickfont=dict(size=MIN_FONT, color=c["text"], family=MONO_FAMILY),
                            title=dict(text="Candidate x̂_{i+2} by rank"), showgrid=False)
-    layout["yaxis"].update(type="log", range=[math.log10(min(probs)) - 0.3, math.log10(max(probs)) + 0.35],
-                           title=dict(text="Probability (log scale)"))
+    lo, hi = math.log10(min(probs)) - 0.3, math.log10(max(probs)) + 0.35
+    layout["yaxis"].update(type="log", range=[lo, hi], title=dict(text="Probability (log scale)"),
+                           **probability_ticks(lo, hi))
 
 
 def _marks(fig: go.Figure, trace: RunTrace, step: int, c: dict[str, str], note: str | None) -> None:

@@ -23,7 +23,7 @@ from .data import (
     branch_nodes, candidate_by_rank, context_before, g2_query_of_rank, get_step, matched_attempt, ngram_before,
     ngram_text, outcome, query_tail, step_position, true_next_next,
 )
-from .candidates import TICK_GAP_PX
+from .candidates import TICK_GAP_PX, probability_ticks
 from .fit import APP_PLOT_W, SLIDE_H, SLIDE_W, for_app, frame, shown_ticks, wrap_html
 from .style import (
     MIN_FONT, MONO_CHAR_EM, MONO_FAMILY, PALETTE, base_layout, node_color_key, pretty, style_axes, sub_x, text_on,
@@ -416,8 +416,10 @@ def logits_figure(f: StepFacts, look: Look) -> Drawn:
     layout = _small(look, height=LOGITS_HEIGHT, left=60)
     layout["xaxis"].update(tickvals=vals, ticktext=ticks, tickangle=-90, range=[-0.6, len(xs) - 0.4], showgrid=False,
                            tickfont=dict(family=MONO_FAMILY, size=MIN_FONT))
-    # Head-room above the tallest bar for the note on the right guess.
-    layout["yaxis"].update(type="log", range=[lo - 0.1 * span, hi + 0.5 * span], title=dict(text="probability"))
+    # Head-room above the tallest bar for the note on the right guess, but not past a probability of 1.
+    bottom, top = lo - 0.1 * span, min(hi + 0.5 * span, 0.1)
+    layout["yaxis"].update(type="log", range=[bottom, top], title=dict(text="probability"),
+                           **probability_ticks(bottom, top))
     fig.update_layout(layout)
     if truth is not None:
         fig.add_annotation(x=truth, y=math.log10(ys[truth]), text="true x_{i+2}", showarrow=True, ay=-24, ax=0,

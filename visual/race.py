@@ -113,7 +113,8 @@ def _ends(lanes: dict[str, RunTrace], res: RaceResult | None, stopped: bool, axi
     tokens per pass once known."""
     van = _vanilla(lanes)
     rates = per_pass(res) if res is not None and res.compared_tokens else {}
-    scope = "" if res is None or res.complete else f" over {res.compared_tokens} tokens"
+    # On a line of its own: after the figure, a phone's legend cut it ("over 19 token…").
+    scope = "" if res is None or res.complete else f"<br>over {res.compared_tokens} tokens"
     out = []
     for name, tr in lanes.items():
         xs, ys = points(tr, axis)
@@ -123,9 +124,9 @@ def _ends(lanes: dict[str, RunTrace], res: RaceResult | None, stopped: bool, axi
             label += " (stopped)" if stopped else " (running)"
         label += lane_note(name, tr)
         if axis is SECONDS and res is not None and name != van and res.speedups.get(name):
-            label += f"<br><b>{res.speedups[name]:.2f}× vanilla's speed{scope}</b>"
+            label += f"<br><b>{res.speedups[name]:.2f}× vanilla's speed</b>{scope}"
         if axis is PASSES and name in rates:
-            label += f"<br><b>{rates[name]:.2f} tokens per pass{scope}</b>"
+            label += f"<br><b>{rates[name]:.2f} tokens per pass</b>{scope}"
         out.append(LaneEnd(name, xs[-1], ys[-1], lane_color(name, tr.method), label))
     return out
 

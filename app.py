@@ -153,7 +153,8 @@ def write_trace_file(trace: RunTrace) -> str:
 CSS = """
 .counters-wrap { overflow-x: auto; max-width: 100%; min-width: 0; }
 .counters { width: 100%; border-collapse: collapse; font-size: 1.05rem; }
-#retrieval { overflow-wrap: anywhere; max-height: 90vh; overflow-y: auto; }  /* a step's every lookup: scrolls in its box */
+/* A step's every lookup scrolls in its box; !important: Gradio's block sets overflow: visible inline. */
+#retrieval { overflow-wrap: anywhere; max-height: 90vh; overflow-y: auto !important; }
 #status-bar { gap: .5rem; }
 #status-bar p { margin: 0; }
 .counters th, .counters td { padding: 4px 10px; text-align: right; }
@@ -163,9 +164,11 @@ CSS = """
 #attribution { font-size: .85rem; opacity: .8; }
 @media (max-width: 640px) {
   .gradio-container { padding-left: 6px !important; padding-right: 6px !important; }
-  .counters { font-size: .78rem; }
-  .counters th { overflow-wrap: anywhere; }
-  .counters th, .counters td { padding: 3px 3px; }
+  .counters { font-size: .72rem; }
+  .counters th { overflow-wrap: normal; word-break: normal; hyphens: none; }  /* a header wraps between words only */
+  .counters th, .counters td { padding: 2px; }
+  /* The compute clock's seconds are in the race figure's legend: without them a phone's row holds the speed-up. */
+  .counters th:nth-child(6), .counters td:nth-child(6) { display: none; }
 }
 """
 

@@ -320,9 +320,15 @@ class ExplorerUI:
             **self.race_figures(view.traces, stopped=view.stop_reason is not None),
             self.lane_pick: gr.Radio(choices=list(view.traces), value=view.lane, visible=len(view.traces) > 1),
             self.answer: visual.answer_text(t),
+            self.prompt: t.prompt_text,  # the prompt of the run on screen, whichever way it was opened
         })
         out.update(self.debugger.trace_outputs(t, outcomes))
         return out
+
+    def cleared_run(self) -> dict:
+        """The answer, text and race figures emptied: a live race starting must not show the last run's numbers."""
+        empty = {c: None for f in (self.race_fig, self.passes_fig) for c in f.outputs}
+        return {**empty, self.answer: "", self.text_view: None}
 
     def race_figures(self, traces: dict[str, RunTrace], stopped: bool = False) -> dict:
         """The race against compute time and against forward passes."""
@@ -373,7 +379,8 @@ class ExplorerUI:
         yield {self.state: view, self.play_btn: play_button(False),
                self.status_md: f"**Racing** on {lm.name} ({lm.device})… {sampling_note(settings.to_dict())}"
                                "Stop ends it after the current step.",
-               self.counters: counters_html(traces, True), self.download: gr.DownloadButton(visible=False)}
+               self.counters: counters_html(traces, True), self.download: gr.DownloadButton(visible=False),
+               **self.cleared_run()}
         try:
             yield from self._stream(lanes, view, stop)
         except DecodeError as e:
@@ -687,8 +694,8 @@ class ExplorerUI:
         f = Form()
         with gr.Row():
             with gr.Column(scale=2, min_width=300):
-                f.prompt = gr.Textbox(label="Prompt", lines=5, max_lines=14, elem_id="prompt",
-                                      placeholder="Ask something, or pick an example below")
+                f.prompt = self.prompt = gr.Textbox(label="Prompt", lines=5, max_lines=14, elem_id="prompt",
+                                                    placeholder="Ask something, or pick an example below")
                 with gr.Row():
                     f.run_btn = gr.Button("▶ Run the race", variant="primary", elem_id="run")
                     f.stop_btn = gr.Button("■ Stop", variant="stop", elem_id="stop")
@@ -808,7 +815,7 @@ class ExplorerUI:
                     self.trie_download, *self.cand_fig.outputs, self.retrieval_view, self.play_btn, self.state]
         figures = [self.obs_topk_fig, self.obs_retrieval_fig, self.obs_accepted_fig, self.obs_time_fig,
                    self.obs_budget_fig, self.race_fig, self.passes_fig]
-        whole = explorer + [self.text_view, self.answer, *self.debugger.trace_components,
+        whole = explorer + [self.prompt, self.text_view, self.answer, *self.debugger.trace_components,
                             *(c for f in figures for c in f.outputs), self.counters, self.status_md]
         whole.append(self.lane_pick)
         return explorer, whole

@@ -44,6 +44,7 @@ def main() -> int:
     ap.add_argument("--max-new-tokens", type=int, default=DecodeSettings().max_new_tokens)
     ap.add_argument("--pld", action="store_true", help="race prompt lookup too")
     ap.add_argument("--static", action="store_true", help="race the paper's static 64-token tree too")
+    ap.add_argument("--recycling", action="store_true", help="race Token Recycling too")
     ap.add_argument("--questions", type=Path, default=ROOT / "data" / "spec_bench_subset.jsonl")
     a = ap.parse_args()
     qs = {q["question_id"]: q for q in map(json.loads, a.questions.read_text().splitlines()) if q}
@@ -55,7 +56,8 @@ def main() -> int:
     model_thread().call(configure_threads)
     lm = model_thread().call(load_model)
     model_thread().call(warm_cost_curves, lm)  # as the app does before its first race
-    methods = ["vanilla", "logitspec"] + (["pld"] if a.pld else []) + (["logitspec-static"] if a.static else [])
+    methods = (["vanilla", "logitspec"] + (["pld"] if a.pld else []) + (["logitspec-static"] if a.static else [])
+               + (["recycling"] if a.recycling else []))
     lanes = model_lanes(lm, prompt, methods, DecodeSettings(max_new_tokens=a.max_new_tokens))
     for _ in interleave(lanes):
         pass

@@ -1,0 +1,83 @@
+"""Token Recycling's lane in a real browser: a short race with it draws its line in its own colour,
+the verdict names it, and "Lane explored" opens its steps, whose draft tree has recycled boxes and
+whose key names them; the checkbox and the lane choice fit at 1440 px and at 390 px (a phone).
+
+Screenshots go to artifacts/browser/ (recycling-desktop.png, recycling-phone.png).
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from helpers.browser import DESKTOP, MODEL_WAIT_MS, fresh_page, set_max_new, shot, text_of
+from test_fit_browser import PHONE, assert_fits, wait_for_plots
+from test_race_passes_browser import inside
+from visual.style import PALETTE
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+RACE_TOKENS = 24
+PLOTS = ("race-plot", "race-passes-plot")
+
+LINES_JS = """() => { const gd = document.querySelector('#race-passes-plot .js-plotly-plot');
+  return gd.data.filter((d) => d.name && d.mode === 'lines').map((d) => ({name: d.name, color: d.line.color})); }"""
+TREE_LINES_JS = """() => { const gd = document.querySelector('#tree-plot .js-plotly-plot');
+  return (gd.layout.shapes || []).map((s) => s.line && s.line.color); }"""
+
+
+@pytest.fixture(scope="module")
+def raced(browser, app_url):
+    """A desktop page after a 24-token race of vanilla, LogitSpec and Token Recycling."""
+    from playwright.sync_api import expect
+
+    page = fresh_page(browser, app_url, DESKTOP)
+    wait_for_plots(page, PLOTS)
+    page.get_by_role("button", name="Code").first.click()
+    expect(page.locator("#prompt textarea")).to_have_value(re.compile("Fibonacci"), timeout=10_000)
+    page.locator("#with-recycling input[type=checkbox]").check()
+    set_max_new(page, RACE_TOKENS)
+    page.locator("#run").click()
+    page.wait_for_function("() => (document.querySelector('#status')?.innerText || '').startsWith('Done')",
+                           timeout=MODEL_WAIT_MS + 300_000)
+    wait_for_plots(page, PLOTS)
+    yield page
+    page.context.close()
+
+
+def test_the_recycling_lane_has_its_own_colour_and_the_verdict_names_it(raced):
+    lines = raced.evaluate(LINES_JS)
+    assert len(lines) == 3, lines
+    recycling = [ln for ln in lines if ln["name"].startswith("recycling")]
+    assert len(recycling) == 1 and recycling[0]["color"] == PALETTE["recycling"], lines
+    assert len({ln["color"] for ln in lines}) == 3, lines
+    verdict = text_of(raced, "#counters .verdict")
+    assert "Token Recycling's" in verdict and "identical to vanilla" in verdict and "DIFFERENT" not in verdict
+
+
+def test_lane_explored_opens_the_recycling_lanes_steps(raced):
+    from playwright.sync_api import expect
+
+    raced.locator("#explore-lane").get_by_label("recycling", exact=True).check()
+    expect(raced.locator("#step-label")).to_contain_text("recycling", timeout=60_000)
+    raced.wait_for_timeout(1500)
+    for _ in range(RACE_TOKENS):  # a first step may find no row in the matrix yet; a later one does
+        if PALETTE["recycled"] in raced.evaluate(TREE_LINES_JS):
+            break
+        raced.locator("#next").click()
+        raced.wait_for_timeout(1500)
+    assert PALETTE["recycled"] in raced.evaluate(TREE_LINES_JS)
+    assert "recycled: from the matrix" in text_of(raced, "#tree-row")
+
+
+def test_the_checkbox_and_the_lane_choice_fit_a_desktop_and_a_phone(raced):
+    for sel in ("#with-recycling", "#explore-lane"):
+        inside(raced, sel, DESKTOP["width"])
+    shot(raced, "recycling-desktop", "#explore-lane", 1300)
+    raced.set_viewport_size(PHONE)
+    raced.wait_for_timeout(1500)  # laid out again at the new width
+    assert_fits(raced, PLOTS, "phone after the race")
+    for sel in ("#with-recycling", "#explore-lane", "#counters .verdict"):
+        inside(raced, sel, PHONE["width"])
+    assert raced.evaluate("() => document.documentElement.scrollWidth") <= PHONE["width"]
+    shot(raced, "recycling-phone", "#with-recycling", 1800)

@@ -115,7 +115,7 @@ def test_chinese_draft_tree_draws_characters_not_boxes(chinese_trace, tmp_path):
         page.screenshot(path=str(SHOTS / "zh-tree.png"))
         before = Image.open(io.BytesIO(page.screenshot())).convert("RGB")
         page.evaluate(TO_TOFU_JS, [[lab["id"] for lab in labels], TOFU])
-        page.wait_for_timeout(100)
+        page.evaluate("new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")  # repainted
         after = Image.open(io.BytesIO(page.screenshot())).convert("RGB")
         han = sorted({ch for lab in labels for ch in HAN.findall(lab["text"])})
         font = labels[0]["font"] if labels else "sans-serif"

@@ -8,7 +8,7 @@ from test_recycled_tree_figure import TEXTS, recycling_trace
 
 from logitspec.recycling import ORIGIN
 from logitspec.settings import DecodeSettings
-from logitspec.trace import RunTrace, StepRecord, TreeNode
+from logitspec.trace import Candidate, QueryRecord, RunTrace, StepRecord, TreeNode
 from visual.retrieval import debugger_html, debugger_note, debugger_rows, failure_rows, retrieval_html
 
 
@@ -51,11 +51,17 @@ def test_the_hybrids_recycled_candidates_join_its_lookups_in_the_debugger():
     tree = [TreeNode(id=0, token=7, parent=-1, depth=0, origin="root"),
             TreeNode(id=1, token=8, parent=0, depth=1, origin="g2", rank=1),
             TreeNode(id=2, token=30, parent=0, depth=1, origin=ORIGIN, rank=2)]
-    s = StepRecord(0, "logitspec+recycling", 10, 7, [7, 30], 40, tree=tree, accepted_path=[0, 2])
+    s = StepRecord(0, "logitspec+recycling", 10, 7, [7, 30], 40, tree=tree, accepted_path=[0, 2],
+                   candidates=[Candidate(1, 8, 2.0, 0.5), Candidate(k + 2, 30, 1.0, 0.2)],
+                   queries=[QueryRecord("g2", rank, (7, tok), (2, 1), None, None, [])
+                            for rank, tok in ((1, 8), (k + 2, 30))])
     tr = RunTrace("logitspec+recycling", "tiny", "", [1, 2, 3], DecodeSettings(k=k).to_dict(), steps=[s],
                   token_texts=TEXTS)
     assert failure_rows(tr)[0]["recycled"] == "2 t30 ✓"
-    assert "the model went on with rank 2" in _text(retrieval_html(tr, 0))
+    text = _text(retrieval_html(tr, 0))
+    assert "the model went on with rank 2" in text
+    assert "g2 · recycled candidate, rank 2 in the root's matrix row: «t30»" in text  # not "rank 6"
+    assert "g2 · candidate rank 1: «t8»" in text
     plain = RunTrace("logitspec", "tiny", "", [1, 2, 3], DecodeSettings(k=k).to_dict(), steps=[
         StepRecord(0, "logitspec", 10, 7, [7, 8], 40, tree=tree[:2], accepted_path=[0, 1])], token_texts=TEXTS)
     assert ">recycled</th>" not in debugger_html(failure_rows(plain))  # no column where none was drafted

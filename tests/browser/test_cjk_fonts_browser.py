@@ -109,7 +109,7 @@ def test_chinese_draft_tree_draws_characters_not_boxes(chinese_trace, tmp_path):
         page = browser.new_page(viewport={"width": fig.layout.width, "height": fig.layout.height})
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.goto(html.as_uri())
-        page.wait_for_selector("#figure .main-svg")
+        page.wait_for_selector("#figure .scatterlayer .trace .textpoint text")  # the labels, not only the frame
         page.evaluate("document.fonts.ready.then(() => true)")
         labels = [lab for lab in page.evaluate(LABELS_JS) if HAN.search(lab["text"])]
         page.screenshot(path=str(SHOTS / "zh-tree.png"))

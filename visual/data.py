@@ -111,6 +111,14 @@ def candidate_by_rank(step: StepRecord) -> dict[int, object]:
     return {c.rank: c for c in step.candidates}
 
 
+def candidate_words(trace: RunTrace, rank: int | None) -> str:
+    """'candidate rank r'; the hybrid's recycled candidate (ranked past the logits' k) by its rank in the row."""
+    k = trace.settings.get("k")
+    if trace.method == "logitspec+recycling" and isinstance(k, int) and rank is not None and rank > k:
+        return f"recycled candidate, rank {rank - k} in the root's matrix row"
+    return f"candidate rank {rank}"
+
+
 def g2_query_of_rank(step: StepRecord) -> dict[int, QueryRecord]:
     return {q.candidate_rank: q for q in step.queries if q.kind == "g2" and q.candidate_rank is not None}
 

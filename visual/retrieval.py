@@ -16,6 +16,7 @@ from .data import (
     OUTCOMES_LOGITSPEC,
     branch_nodes,
     candidate_by_rank,
+    candidate_words,
     context_before,
     get_step,
     ngram_text,
@@ -139,14 +140,6 @@ def _continuation(trace: RunTrace, s: StepRecord, qi: int, ctx: list[int]) -> st
     return (f'<div style="margin-top:3px">continuation taken: {"".join(chips)}</div>')
 
 
-def _candidate_words(trace: RunTrace, rank: int | None) -> str:
-    """'candidate rank r'; the hybrid's recycled candidate (ranked past the logits' k) by its rank in the row."""
-    k = trace.settings.get("k")
-    if trace.method == "logitspec+recycling" and isinstance(k, int) and rank is not None and rank > k:
-        return f"recycled candidate, rank {rank - k} in the root's matrix row"
-    return f"candidate rank {rank}"
-
-
 def _query_block(trace: RunTrace, s: StepRecord, qi: int, ctx: list[int]) -> str:
     q = s.queries[qi]
     if q.kind == "g1":
@@ -157,7 +150,7 @@ def _query_block(trace: RunTrace, s: StepRecord, qi: int, ctx: list[int]) -> str
         cd = candidate_by_rank(s).get(q.candidate_rank)
         ctext = _e(ngram_text(trace, [cd.token], ctx + [s.root])) if cd else "?"
         p = f", p = {cd.prob:.4f}" if cd else ""
-        head = f"g2 · {_candidate_words(trace, q.candidate_rank)}: {ctext}{p}"
+        head = f"g2 · {candidate_words(trace, q.candidate_rank)}: {ctext}{p}"
     color = _SOLID["hit"] if q.matched else _SOLID["miss"]
     return (
         f'<div style="margin:8px 0;padding:8px 10px;border:1px solid {_BORDER};border-left:6px solid {color};'

@@ -26,6 +26,7 @@ from logitspec.trace import RunTrace, StepRecord, TreeNode
 
 from .data import (
     candidate_by_rank,
+    candidate_words,
     context_before,
     get_step,
     match_text,
@@ -462,7 +463,7 @@ def _node_lines(trace: RunTrace, s: StepRecord, node: TreeNode, color_key: str, 
         pr = f", probability {c.prob:.4f}" if c is not None else ""
         what = "this candidate" if node.depth == 1 else "branch of candidate"
         cand = f" {html.escape(tok(trace, c.token, ctx + [s.root]), quote=False)}" if (c is not None and node.depth != 1) else ""
-        lines.append(f"rank {node.rank}{pr} ({what}{cand})")
+        lines.append(f"{candidate_words(trace, node.rank).removeprefix('candidate ')}{pr} ({what}{cand})")
     if node.origin == "recycled" and node.rank is not None:
         lines.append(html.escape(recycled_words(trace, s, node, ctx), quote=False))
     if node.accept_prob is not None:

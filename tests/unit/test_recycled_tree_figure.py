@@ -85,4 +85,6 @@ def test_the_hybrids_recycled_candidate_shares_the_lane_of_its_g2_branch():
     assert lay.node(2).lane == lay.node(3).lane != lay.node(1).lane
     assert lay.node(2).color_key == "recycled" and lay.node(3).color_key == "g2-top"
     assert lane_names(tr)[1 + k + 2] == "recycled 2"
+    assert "recycled candidate, rank 2 in the root's matrix row (branch of candidate" in lay.node(3).hover
+    assert "<br>rank 1 (this candidate)" in lay.node(1).hover
     assert shape_named(tree_figure(tr, 0), "node 2").fillcolor == PALETTE["recycled"]

@@ -112,19 +112,3 @@ def test_the_explorer_and_the_debugger_open_the_recycling_lane(tiny_lm, one_thre
     fig = step[ui.tree_plot]
     assert any(sh.line.color == PALETTE["recycled"] for sh in fig.layout.shapes)  # its recycled boxes
     assert "Token Recycling · the matrix row of" in step[ui.retrieval_view]
-
-
-@pytest.mark.slow
-@pytest.mark.lossless
-def test_a_race_through_the_api_with_the_recycling_lane_names_it_and_equals_vanilla(app_url):
-    from gradio_client import Client
-
-    from helpers.app_server import race_args
-
-    client = Client(app_url, verbose=False)
-    prompt = "List the planets of the solar system, one per line, then say which is largest."
-    result = client.predict(*race_args(prompt, with_recycling=True).values(), api_name="/race")
-    counters = next(r for r in result if isinstance(r, str) and "tokens / pass" in r)
-    assert "</span> recycling</td>" in counters
-    verdict = counters.split("class='verdict'>", 1)[1]
-    assert "Token Recycling's" in verdict and "identical to vanilla" in verdict and "DIFFERENT" not in verdict

@@ -865,7 +865,8 @@ class ExplorerUI:
         demo.load(model_status, [f.model], model_out, concurrency_limit=None)
         demo.load(self.initial_view, [f.outcome], trace_out + [self.shipped, self.tabs, self.explain.picked],
                   **view_kw).then(
-            self.explain.on_link, [self.state, self.explain.picked], self.explain.outputs, **view_kw)
+            self.explain.on_link, [self.state, self.explain.picked], self.explain.outputs, **view_kw).then(
+            None, None, None, js=links.SCROLL_JS)
         demo.load(None, None, None, js=KEYS_JS)
         demo.load(None, None, None, js=MOVES_JS)
         demo.load(None, None, None, js=FIGURES_JS)  # fits the figures to the page, exports their slides

@@ -1,5 +1,5 @@
-"""Keyboard shortcuts for presenting (← / → step, space plays or pauses), and the count of
-Previous/Next presses that each move sends.
+"""Keyboard shortcuts for presenting (← / → step, or move between the lesson's stages; space
+plays or pauses), and the count of Previous/Next presses that each move sends.
 
 They press the visible tab's own buttons (the Step explorer's, else the Explain tab's), so a
 key does exactly what a click does. Keys typed into a text box, a number box or a slider
@@ -19,8 +19,22 @@ KEYS_JS = """
     return true;
   };
   const typing = (t) => !!t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName));
+  // On the lesson, ← / → bring the previous or next stage to the top of the screen: each stage
+  // fits one screen, so a teacher moves through the lesson one screen at a time.
+  const stage = (dir) => {
+    const stages = Array.from(document.querySelectorAll('#explain-lesson .lesson-stage')).filter(shown);
+    if (!stages.length) return false;
+    const tops = stages.map(el => el.getBoundingClientRect().top);
+    const i = dir > 0 ? tops.findIndex(t => t > 5) : tops.map(t => t < -5).lastIndexOf(true);
+    if (i >= 0) stages[i].scrollIntoView({block: 'start'});
+    return true;
+  };
   document.addEventListener('keydown', (e) => {
     if (e.defaultPrevented || e.altKey || e.ctrlKey || e.metaKey || typing(e.target)) return;
+    if ((e.key === 'ArrowRight' || e.key === 'ArrowLeft') && stage(e.key === 'ArrowRight' ? 1 : -1)) {
+      e.preventDefault();
+      return;
+    }
     const explorer = shown(document.getElementById('next'));
     const prefix = explorer ? '' : (shown(document.getElementById('explain-next')) ? 'explain-' : null);
     if (prefix === null) return;

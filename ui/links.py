@@ -70,6 +70,17 @@ def check_step(link: Link, n_steps: int) -> int | None:
     return None
 
 
+# A link that names a tab lands on it: once the link's tab and step are drawn, the tabs are
+# scrolled to the top of the screen, so a slide shows the panel rather than the race above it.
+SCROLL_JS = """
+() => {
+  const tab = new URLSearchParams(window.location.search).get('tab');
+  const tabs = document.getElementById('tabs');
+  if (tab && tabs) requestAnimationFrame(() => tabs.scrollIntoView({block: 'start'}));
+}
+"""
+
+
 def request_params(request) -> dict[str, str]:
     """A Gradio request's query parameters (none for a call without a request)."""
     return dict(getattr(request, "query_params", None) or {})

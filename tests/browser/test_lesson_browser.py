@@ -88,6 +88,29 @@ def test_each_stage_fits_one_screen(screen):
         shot(page, f"lesson-{which}-{key}", f"#lesson-{key}", height=int(box[0]) + 20)
 
 
+STAGE_TOPS_JS = """() => Array.from(document.querySelectorAll('#explain-lesson .lesson-stage'))
+    .map(el => Math.round(el.getBoundingClientRect().top))"""
+
+
+def test_arrow_keys_bring_one_stage_at_a_time_to_the_top(screen):
+    import time
+
+    which, page = screen
+    page.locator("#lesson-intro").click()  # the page has the focus, not a box
+    page.evaluate("() => window.scrollTo(0, 0)")
+    n = len(STAGES)
+    moves = [("ArrowRight", i) for i in range(n)] + [("ArrowLeft", i) for i in range(n - 2, -1, -1)]
+    waits = []
+    for key, i in moves:  # forward to the last stage, then back to the first
+        t0 = time.perf_counter()
+        page.keyboard.press(key)
+        page.wait_for_function("(i) => Math.abs(document.querySelectorAll('#explain-lesson .lesson-stage')[i]"
+                               ".getBoundingClientRect().top) < 8", arg=i, timeout=5_000)
+        waits.append(time.perf_counter() - t0)
+        assert page.evaluate("() => window.scrollY") > 0, (which, key, i, page.evaluate(STAGE_TOPS_JS))
+    assert max(waits) < 3 * 0.3, (which, waits)  # a move answers within 3x the 300 ms aim
+
+
 def test_every_defined_word_carries_its_definition(screen):
     which, page = screen
     terms = page.evaluate(TERMS_JS)

@@ -60,6 +60,9 @@ def test_a_deep_link_opens_the_run_step_and_tab(browser, app_url):
     assert _selected_tab(page) == "Explain"
     head = text_of(page, "#explain-head")
     assert "translation-161.json" in head and "the step the link named" in head, head
+    # the link lands on its panel: the tabs at the top of the screen, not the race above them
+    page.wait_for_function("() => Math.abs(document.getElementById('tabs').getBoundingClientRect().top) < 40",
+                           timeout=10_000)
     page.context.close()
 
     # Bad values: one line says what was wrong, and the page works as without a link.

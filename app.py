@@ -46,6 +46,7 @@ QUESTIONS = ROOT / "data" / "spec_bench_subset.jsonl"
 EXAMPLE_IDS = {"Summarisation": 242, "Code": 122, "Translation": 161, "Maths": 401,
                "Chat": 321, "RAG": 482}
 LIVE_REDRAW_SECONDS = 2.0  # the least time between redraws of the heavy figures during a race
+LIVE_DRAW_RATIO = 4  # and at least this many times the last redraw's own time: drawing takes at most a fifth
 MODEL_POLL_SECONDS = 0.5  # how often a race waiting for its model looks again (and for Stop)
 PLAY_SECONDS = 1.0  # Play: a step a second, time to read a tree before the next
 PLAY_POLL_SECONDS = 0.05  # how often a waiting Play loop looks for a press on Pause
@@ -415,22 +416,23 @@ class ExplorerUI:
     def _stream(self, lanes, view: View, stop):
         """The live race: counters every step, the heavy figures now and then."""
         traces = view.traces
-        explored = next(ln for ln in lanes if ln.name == "logitspec")
+        by_name = {ln.name: ln for ln in lanes}
         next_draw = 0.0
         for _ in interleave(lanes, should_stop=stop.is_set, deadline=run_deadline()):
             out = {self.counters: counters_html(traces, True)}
-            if time.monotonic() >= next_draw and traces["logitspec"].steps:
-                # Figures are heavy next to a small model's step: redraw them now and then
-                # (drawing at most a fifth of the time), the counters every step.
+            explored = by_name.get(view.lane)  # the lane the explorer shows, which a visitor may switch mid-race
+            if time.monotonic() >= next_draw and explored is not None and explored.trace.steps:
+                # Figures are heavy next to a small model's step: redraw them now and then, the
+                # counters every step.
                 t0 = time.monotonic()
                 if explored.finish is not None:
                     explored.finish()  # token texts so far, for the live text and tree
-                out.update(self.step_outputs(view, len(traces["logitspec"].steps) - 1))
-                out[self.text_view] = visual.text_spans(traces["logitspec"])
-                out[self.answer] = visual.answer_text(traces["logitspec"])
+                out.update(self.step_outputs(view, len(explored.trace.steps) - 1))
+                out[self.text_view] = visual.text_spans(explored.trace)
+                out[self.answer] = visual.answer_text(explored.trace)
                 out.update(self.race_figures(traces))
                 cost = time.monotonic() - t0
-                next_draw = t0 + cost + max(LIVE_REDRAW_SECONDS, 4 * cost)
+                next_draw = t0 + cost + max(LIVE_REDRAW_SECONDS, LIVE_DRAW_RATIO * cost)
             yield out
 
     def _final_outputs(self, view: View, outcomes, lm) -> dict:

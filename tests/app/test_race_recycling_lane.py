@@ -112,3 +112,28 @@ def test_the_explorer_and_the_debugger_open_the_recycling_lane(tiny_lm, one_thre
     fig = step[ui.tree_plot]
     assert any(sh.line.color == PALETTE["recycled"] for sh in fig.layout.shapes)  # its recycled boxes
     assert "Token Recycling · the matrix row of" in step[ui.retrieval_view]
+
+
+def test_a_lane_picked_mid_race_is_the_one_the_live_explorer_draws(tiny_lm, one_thread, monkeypatch):
+    import threading
+
+    import app
+    from ui.debugger import OUTCOMES
+
+    monkeypatch.setattr(app, "LIVE_REDRAW_SECONDS", 0.0)  # redraw at every step of this fast race
+    monkeypatch.setattr(app, "LIVE_DRAW_RATIO", 0)
+    ui = app.ExplorerUI()
+    ui.demo = ui.build()
+    settings = DecodeSettings(max_new_tokens=24, tree="static", recycle_across_runs=False)
+    lanes = model_lanes(tiny_lm, PROMPT, ["vanilla", "logitspec", "recycling"], settings)
+    view = app.View(traces={ln.name: ln.trace for ln in lanes}, lane="logitspec", source="a race")
+    labels = []
+    for n, out in enumerate(ui._stream(lanes, view, threading.Event())):
+        if ui.step_label in out:  # drawn for the lane picked before this step
+            labels.append((view.lane, out[ui.step_label], len(view.traces[view.lane].steps)))
+        if n == 6:
+            ui.pick_lane("recycling", OUTCOMES, view)  # as the radio does while the race runs
+    after = [(label, steps) for lane, label, steps in labels if lane == "recycling"]
+    assert after, labels  # the explorer was redrawn after the switch
+    for label, steps in after:  # it shows the picked lane's latest step, not LogitSpec's
+        assert "recycling" in label and f"Step {steps - 1} " in label, (label, steps)

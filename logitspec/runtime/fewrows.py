@@ -194,7 +194,11 @@ def cpu_model() -> str:
 
 
 def build_directory(isa: str) -> Path:
-    """Where a variant's build is cached: one folder per variant, source, torch version and CPU."""
+    """Where a variant's build is cached: one folder per variant, source, torch install and CPU.
+
+    The torch install's place is part of the key: two environments (a checkout's venv and a
+    wheel's) write different build files, and sharing one folder made each rebuild the other's.
+    """
     import torch
 
     root = cache_root()
@@ -203,6 +207,7 @@ def build_directory(isa: str) -> Path:
         key.update(source.read_bytes())
     key.update(" ".join(_cflags(isa)).encode())
     key.update(torch.__version__.encode())
+    key.update(str(Path(torch.__file__).resolve().parent).encode())
     key.update(" ".join(sorted(cpu_flags())).encode())  # -march=native code fits one CPU
     return root / f"few_linear_{isa}-{key.hexdigest()[:16]}"
 
@@ -216,12 +221,34 @@ class Kernels:
     attention: Callable  # (q, k, v, mask, scale) -> [B, n, H, d], each row as a one-token pass
 
 
+# A build takes a minute or two, longer on a busy machine; a lock older than this was left by a
+# process killed mid-build, and torch's builder would wait on it for ever.
+STALE_LOCK_SECONDS = 15 * 60
+
+
+def clear_stale_lock(folder: Path, now: float | None = None) -> bool:
+    """Remove the build folder's lock when it is older than STALE_LOCK_SECONDS; True if removed."""
+    import time
+
+    lock = folder / "lock"
+    try:
+        age = (time.time() if now is None else now) - lock.stat().st_mtime
+    except FileNotFoundError:
+        return False
+    if age < STALE_LOCK_SECONDS:
+        return False
+    log.warning("removing a kernel build lock left %.0f s ago by a build that never finished: %s", age, lock)
+    lock.unlink(missing_ok=True)
+    return True
+
+
 def _build(isa: str) -> Kernels:
     import torch
     from torch.utils.cpp_extension import load
 
     folder = build_directory(isa)
     folder.mkdir(parents=True, exist_ok=True)
+    clear_stale_lock(folder)
     ninja_dir = os.path.dirname(_ninja() or "")
     if ninja_dir and shutil.which("ninja") is None:  # a venv's ninja, when the venv is not activated
         os.environ["PATH"] = ninja_dir + os.pathsep + os.environ.get("PATH", "")

@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 BROWSER_STAMP := $(VENV)/.browser
 TOOLCHAIN_STAMP := $(VENV)/.toolchain
 
-.PHONY: demo test test-fast bench bench-avx2 setup browser clean space-check check-aarch64
+.PHONY: demo test test-fast bench bench-avx2 setup browser clean space-check record check-aarch64
 
 $(STAMP): requirements.txt requirements-dev.txt scripts/install.sh pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -66,6 +66,11 @@ bench: $(STAMP) $(TOOLCHAIN_STAMP)
 bench-avx2: $(STAMP) $(TOOLCHAIN_STAMP)
 	$(AVX2_ONLY) $(BIN)/python -m logitspec.bench $(BENCH_ARGS) \
 		--out artifacts/bench-avx2/report.json --plot artifacts/bench-avx2
+
+# The first screen's race, recorded as the app races (vanilla, LogitSpec, prompt lookup): run it on
+# an idle machine, since the page shows its speeds; its caption names the CPU.
+record: $(STAMP) $(TOOLCHAIN_STAMP)
+	$(BIN)/python scripts/record_race.py traces/races/summarization-242.json --question-id 242 --pld
 
 # The Dockerfile's steps without a container engine (as root): the .dockerignore'd context,
 # uid 1000, scripts/install.sh into a fresh venv, the app started with the image's ENV and one

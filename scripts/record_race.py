@@ -34,7 +34,11 @@ def cpu_name() -> str:
                 break
     except OSError:
         pass
-    return f"{name}, {os.cpu_count()} cores"
+    from logitspec.runtime.fewrows import cpu_flags
+
+    flags = cpu_flags()
+    isa = "AVX-512" if "avx512f" in flags else "AVX2, no AVX-512" if "avx2" in flags else "no AVX2"
+    return f"{name}, {os.cpu_count()} cores, {isa}"
 
 
 def main() -> int:

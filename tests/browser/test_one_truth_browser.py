@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from helpers.browser import DESKTOP, fresh_page, set_max_new, shot, text_of
+from helpers.browser import DESKTOP, set_max_new, shot, text_of
 from helpers.run_files import RACE, SHIPPED
 
 PHONE = {"width": 390, "height": 844}

@@ -27,21 +27,27 @@ def inside(page, selector: str, width: int) -> None:
     assert box and box["x"] >= 0 and box["x"] + box["width"] <= width + 1, (selector, box, width)
 
 
-@pytest.fixture(scope="module")
-def raced(browser, app_url):
-    """A desktop page after a 24-token race of vanilla, LogitSpec and the paper's tree."""
+def race_code_example(browser, app_url, lane_checkbox: str):
+    """A desktop page after a 24-token race of the Code example with one optional lane ticked."""
     from playwright.sync_api import expect
 
     page = fresh_page(browser, app_url, DESKTOP)
     wait_for_plots(page, PLOTS)
     page.get_by_role("button", name="Code").first.click()
     expect(page.locator("#prompt textarea")).to_have_value(re.compile("Fibonacci"), timeout=10_000)
-    page.locator("#with-static input[type=checkbox]").check()
+    page.locator(f"#{lane_checkbox} input[type=checkbox]").check()
     set_max_new(page, RACE_TOKENS)
     page.locator("#run").click()
     page.wait_for_function("() => (document.querySelector('#status')?.innerText || '').startsWith('Done')",
                            timeout=MODEL_WAIT_MS + 300_000)
     wait_for_plots(page, PLOTS)
+    return page
+
+
+@pytest.fixture(scope="module")
+def raced(browser, app_url):
+    """A desktop page after a 24-token race of vanilla, LogitSpec and the paper's tree."""
+    page = race_code_example(browser, app_url, "with-static")
     yield page
     page.context.close()
 

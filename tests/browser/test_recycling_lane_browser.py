@@ -6,19 +6,15 @@ Screenshots go to artifacts/browser/ (recycling-desktop.png, recycling-phone.png
 """
 from __future__ import annotations
 
-import re
-
 import pytest
 
-from helpers.browser import DESKTOP, MODEL_WAIT_MS, fresh_page, set_max_new, shot, text_of
-from test_fit_browser import PHONE, assert_fits, wait_for_plots
-from test_race_passes_browser import inside
+from helpers.browser import DESKTOP, shot, text_of
+from test_fit_browser import PHONE, assert_fits
+from test_race_passes_browser import PLOTS, RACE_TOKENS, inside, race_code_example
 from visual.style import PALETTE
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-RACE_TOKENS = 24
-PLOTS = ("race-plot", "race-passes-plot")
 
 LINES_JS = """() => { const gd = document.querySelector('#race-passes-plot .js-plotly-plot');
   return gd.data.filter((d) => d.name && d.mode === 'lines').map((d) => ({name: d.name, color: d.line.color})); }"""
@@ -29,18 +25,7 @@ TREE_LINES_JS = """() => { const gd = document.querySelector('#tree-plot .js-plo
 @pytest.fixture(scope="module")
 def raced(browser, app_url):
     """A desktop page after a 24-token race of vanilla, LogitSpec and Token Recycling."""
-    from playwright.sync_api import expect
-
-    page = fresh_page(browser, app_url, DESKTOP)
-    wait_for_plots(page, PLOTS)
-    page.get_by_role("button", name="Code").first.click()
-    expect(page.locator("#prompt textarea")).to_have_value(re.compile("Fibonacci"), timeout=10_000)
-    page.locator("#with-recycling input[type=checkbox]").check()
-    set_max_new(page, RACE_TOKENS)
-    page.locator("#run").click()
-    page.wait_for_function("() => (document.querySelector('#status')?.innerText || '').startsWith('Done')",
-                           timeout=MODEL_WAIT_MS + 300_000)
-    wait_for_plots(page, PLOTS)
+    page = race_code_example(browser, app_url, "with-recycling")
     yield page
     page.context.close()
 

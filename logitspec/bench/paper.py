@@ -51,8 +51,66 @@ def _cell(value, kind: str) -> str:
     return f"{100 * value:.1f}%" if kind == "pct" else f"{value:.2f}×" if kind == "x" else f"{value:.2f}"
 
 
-def markdown(report: dict) -> str:
-    """The table as Markdown, then the paper's figures and what differs, in one paragraph."""
+# The headline's columns: every method but vanilla, in the order a reader compares them.
+HEADLINE = (
+    ("prompt lookup", "pld"),
+    ("LogitSpec (cost tree)", "logitspec"),
+    ("LogitSpec, the paper's static tree", "logitspec-static"),
+    ("Token Recycling (cost tree)", "recycling"),
+    ("Token Recycling, static 80-node tree", "recycling-static"),
+    ("LogitSpec + recycling", "logitspec+recycling"),
+)
+
+
+def headline(report: dict) -> str:
+    """Speed-up over vanilla (tokens per pass) per category and method, the fastest in bold,
+    then a line saying where each method wins."""
+    cols = [(name, m) for name, m in HEADLINE if m in report["methods"]]
+    lines = ["| category | " + " | ".join(name for name, _ in cols) + " |", "| --- |" + " --- |" * len(cols)]
+    fastest, most = {}, {}
+    for cat in report["settings"]["categories"] + ["overall"]:
+        e = {m: _entry(report, m, cat) or {} for _, m in cols}
+        speed = {m: e[m].get("speedup_vs_vanilla") or 0.0 for _, m in cols}
+        top = max(speed, key=speed.get)
+        fastest[cat], most[cat] = top, max(e, key=lambda m: e[m].get("mean_accepted_tokens", 0.0))
+        cells = [(f"**{speed[m]:.2f}×**" if m == top else f"{speed[m]:.2f}×")
+                 + f" ({e[m].get('mean_accepted_tokens', 0.0):.2f})" for _, m in cols]
+        lines.append(f"| {f'**{cat}**' if cat == 'overall' else cat} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n\n" + _wins(cols, fastest, most, len(report["settings"]["categories"]))
+
+
+def _wins(cols: list, fastest: dict, most: dict, n: int) -> str:
+    """Which method was fastest, and which committed most per pass, in how many categories."""
+    name = dict((m, label) for label, m in cols)
+
+    def count(best: dict) -> str:
+        tally = {m: sum(best[c] == m for c in best if c != "overall") for _, m in cols}
+        return "; ".join(f"{name[m]} in {k}" for m, k in sorted(tally.items(), key=lambda x: -x[1]) if k)
+
+    return (f"Fastest on this CPU, of {n} categories: {count(fastest)} (overall: {name[fastest['overall']]}). "
+            f"Most tokens per pass: {count(most)} (overall: {name[most['overall']]}).")
+
+
+def paper_paragraph(report: dict) -> str:
+    """The run's overall retrieval, rescue and drafting figures beside the paper's, and what differs."""
+    p, s = PAPER, report["settings"]
+    ls, pld = _entry(report, "logitspec", "overall") or {}, _entry(report, "pld", "overall") or {}
+    pct = lambda v: "–" if v is None else f"{100 * v:.1f}%"  # noqa: E731
+    here = (f"Here, overall: LogitSpec's retrieval succeeded in {pct(ls.get('retrieval_success_rate'))} of its "
+            f"steps against {pct(pld.get('retrieval_success_rate'))} for prompt lookup's single query; g2 alone "
+            f"rescued {pct(ls.get('g2_rescue_rate'))}; drafting and bookkeeping took "
+            f"{pct(ls.get('draft_bookkeeping_share'))} of its decoding time.")
+    return (f"{here} The paper ({p['model']}): {p['speedup']:.2f}× vanilla on average against prompt lookup's "
+            f"{p['pld_speedup']:.2f}× (a ratio of {p['speedup'] / p['pld_speedup']:.2f}); "
+            f"{p['cnndm_speedup']:.2f}× and {p['cnndm_tokens_per_pass']:.2f} tokens per pass on CNN/DM "
+            f"summaries; retrieval success {100 * p['retrieval_success']:.2f}%; drafting "
+            f"{100 * p['overhead']:.2f}% of the time. Here: {s['model']} ({s['dtype']}) on "
+            f"{s.get('hardware') or s['device']}, where a pass of many tree tokens costs several "
+            "one-token passes, so the speeds differ while tokens per pass compare.")
+
+
+def paper_markdown(report: dict) -> str:
+    """The paper's table as Markdown: per category, retrieval, rescues, tokens per pass, speed."""
     table = report.get("paper_table") or paper_table(report)
     kinds = {c[0]: c[3] for c in COLUMNS}
     lines = ["| category | " + " | ".join(table["columns"]) + " |",
@@ -61,12 +119,29 @@ def markdown(report: dict) -> str:
         cells = [_cell(row[c], kinds[c]) for c in table["columns"]]
         name = f"**{cat}**" if cat == "overall" else cat
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    p, s = table["paper"], report["settings"]
-    lines += ["", (f"The paper ({p['model']}): {p['speedup']:.2f}× vanilla on average against prompt lookup's "
-                   f"{p['pld_speedup']:.2f}× (a ratio of {p['speedup'] / p['pld_speedup']:.2f}); "
-                   f"{p['cnndm_speedup']:.2f}× and {p['cnndm_tokens_per_pass']:.2f} tokens per pass on CNN/DM "
-                   f"summaries; retrieval success {100 * p['retrieval_success']:.2f}%; drafting "
-                   f"{100 * p['overhead']:.2f}% of the time. Here: {s['model']} ({s['dtype']}) on "
-                   f"{s.get('hardware') or s['device']}, where a pass of many tree tokens costs several "
-                   "one-token passes, so the speeds differ while tokens per pass compare.")]
     return "\n".join(lines)
+
+
+def dtype_markdown(report: dict) -> str:
+    """Each dtype's overall figures side by side, where the bench ran more than one."""
+    by = report.get("by_dtype")
+    if not by:
+        return ""
+    lines = ["| method | " + " | ".join(f"{d}: speed-up (tok/pass)" for d in by) + " |",
+             "| --- |" + " --- |" * len(by)]
+    for m in report["methods"]:
+        cells = [(lambda o: f"{o.get('speedup_vs_vanilla') or 0:.2f}× ({o['mean_accepted_tokens']:.2f})")(
+            r["methods"][m]["overall"]) for r in by.values()]
+        lines.append(f"| {m} | " + " | ".join(cells) + " |")
+    vanilla = ", ".join(f"{d} {r['methods']['vanilla']['overall']['tokens_per_second']:.1f}" for d, r in by.items())
+    same = ", ".join(f"{d} {'yes' if r['lossless'] else 'NO'}" for d, r in by.items())
+    return "\n".join(lines) + f"\n\nVanilla tokens per second: {vanilla}. Every output equal to vanilla's: {same}."
+
+
+def markdown(report: dict) -> str:
+    """report.md: the headline table, the paper's figures beside the run's, the paper's table per
+    category, and the dtypes side by side where the run had several."""
+    parts = [headline(report), paper_paragraph(report), "### The paper's table, per category", paper_markdown(report)]
+    if report.get("by_dtype"):
+        parts += ["### Each dtype, overall", dtype_markdown(report)]
+    return "\n\n".join(parts)

@@ -293,6 +293,28 @@ def run_bench(args: argparse.Namespace) -> dict:
     return report
 
 
+def run_dtypes(args: argparse.Namespace) -> dict:
+    """The bench once per dtype of --dtype, one after another in this process, on the same
+    questions: the first dtype's report is the report, `by_dtype` holds every dtype's figures
+    side by side, and the run is lossless only if every dtype's is."""
+    dtypes, cost_dtypes = args.dtypes, args.pass_cost_dtypes
+    reports = {}
+    for i, dtype in enumerate(dtypes):
+        args.dtype = dtype
+        args.pass_cost_dtypes = cost_dtypes if i == len(dtypes) - 1 else []  # timed once, at the end
+        reports[dtype] = run_bench(args)
+    args.dtype, args.pass_cost_dtypes = dtypes[0], cost_dtypes
+    report = reports[dtypes[0]]
+    if len(dtypes) > 1:
+        by_dtype = {d: {"lossless": r["lossless"], "few_row_kernel": r["settings"]["few_row_kernel"],
+                        "methods": r["methods"]} for d, r in reports.items()}
+        if "pass_cost" in reports[dtypes[-1]]:
+            report["pass_cost"] = reports[dtypes[-1]]["pass_cost"]
+        report["mismatches"] = [dict(m, dtype=d) for d, r in reports.items() for m in r["mismatches"]]
+        report["lossless"], report["by_dtype"] = all(r["lossless"] for r in by_dtype.values()), by_dtype
+    return report
+
+
 def _passes_since(seen: dict[int, int]) -> dict[str, int]:
     """Forward passes run on each intra-op thread count since `seen` was taken (runtime.tuner)."""
     from ..runtime.tuner import thread_tuner
@@ -387,6 +409,10 @@ def print_table(report: dict) -> None:
               f"few-row kernel: {st['few_row_kernel']}")
     if "isa_caps" in st:
         print("instruction-set caps: " + ", ".join(f"{k}={v}" for k, v in st["isa_caps"].items()))
+    if report.get("by_dtype"):
+        from .paper import dtype_markdown
+
+        print("each dtype, overall:\n" + dtype_markdown(report))
     if report.get("pass_cost"):
         from .passcost import describe
 
@@ -426,7 +452,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--model", default="bundled")
     p.add_argument("--device", default="auto")
-    p.add_argument("--dtype", default="float32")
+    p.add_argument("--dtype", default="float32", help="the weights' dtype; several, comma-separated "
+                   "(float32,bfloat16), run the bench once for each and report them side by side")
     p.add_argument("--threads", type=int, default=None,
                    help="a fixed intra-op thread count (default: one per core, fewer while other work "
                         "makes fewer faster)")
@@ -461,12 +488,16 @@ def main(argv: list[str] | None = None) -> int:
         if args.repeats < 1 or (args.limit_per_category is not None and args.limit_per_category < 1):
             raise BenchInputError("--repeats and --limit-per-category must be at least 1")
         decode_settings(args)
+        args.dtypes = [d for d in args.dtype.split(",") if d]
         if args.pass_cost_dtypes is None:
-            args.pass_cost_dtypes = [args.dtype]
-        bad = [d for d in args.pass_cost_dtypes if d not in DTYPES]
-        if bad:
-            raise BenchInputError(f"unknown dtype(s) {', '.join(bad)} in --pass-cost-dtypes; choose from {', '.join(DTYPES)}")
-        report = run_bench(args)
+            args.pass_cost_dtypes = args.dtypes
+        if not args.dtypes:
+            raise BenchInputError("--dtype needs a dtype: float32, bfloat16 or float16 (comma-separated for several)")
+        for flag, given in (("--dtype", args.dtypes), ("--pass-cost-dtypes", args.pass_cost_dtypes)):
+            bad = [d for d in given if d not in DTYPES]
+            if bad:
+                raise BenchInputError(f"unknown dtype(s) {', '.join(bad)} in {flag}; choose from {', '.join(DTYPES)}")
+        report = run_dtypes(args)
     except (BenchInputError, QuestionFileError, InputError, ModelLoadError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -200,3 +200,40 @@ def test_the_avx2_cap_holds_torch_kernels_to_avx2():
     env = dict(os.environ, ATEN_CPU_CAPABILITY="avx2")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "AVX2"
+
+
+def test_several_dtypes_run_one_after_another_and_sit_side_by_side(monkeypatch):
+    import argparse
+
+    from logitspec.bench import run
+
+    seen = []
+
+    def fake_bench(args):  # each dtype's own report, as run_bench would give it
+        seen.append((args.dtype, list(args.pass_cost_dtypes)))
+        r = {"lossless": args.dtype != "bfloat16", "settings": {"dtype": args.dtype, "few_row_kernel": "built"},
+             "methods": {"vanilla": {"overall": {"tokens_per_second": 10.0}}},
+             "mismatches": [{"question_id": 1, "method": "pld", "repeat": 0}] if args.dtype == "bfloat16" else []}
+        if args.pass_cost_dtypes:
+            r["pass_cost"] = [{"dtype": d} for d in args.pass_cost_dtypes]
+        return r
+
+    monkeypatch.setattr(run, "run_bench", fake_bench)
+    args = argparse.Namespace(dtypes=["float32", "bfloat16"], dtype="float32", pass_cost_dtypes=["float32", "bfloat16"])
+    report = run.run_dtypes(args)
+    # the pass costs are timed once, after every dtype's runs
+    assert seen == [("float32", []), ("bfloat16", ["float32", "bfloat16"])]
+    assert report["settings"]["dtype"] == "float32" and [p["dtype"] for p in report["pass_cost"]] == ["float32", "bfloat16"]
+    assert report["lossless"] is False and report["mismatches"] == [
+        {"question_id": 1, "method": "pld", "repeat": 0, "dtype": "bfloat16"}]
+    assert {d: v["lossless"] for d, v in report["by_dtype"].items()} == {"float32": True, "bfloat16": False}
+
+
+def test_an_unknown_or_empty_dtype_is_refused_in_one_line(capsys):
+    from logitspec.bench.run import main
+
+    q = str(ROOT / "data" / "spec_bench_subset.jsonl")
+    for given, message in (("float32,float8", "unknown dtype(s) float8 in --dtype"), (",", "--dtype needs a dtype")):
+        assert main(["--questions", q, "--dtype", given]) == 2
+        err = capsys.readouterr().err
+        assert message in err and len(err.strip().splitlines()) == 1, err

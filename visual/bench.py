@@ -36,8 +36,9 @@ def _bars(report: dict, key: str, title: str, ytitle: str):
     if key == "speedup_vs_vanilla":
         fig.add_hline(y=1.0, line_dash="dash", line_color="#555", annotation_text="vanilla")
     s = report["settings"]
-    sub = (f"{s['model']} · {machine(s)} · {s['dtype']} · {s['max_new_tokens']} new tokens"
-           f" · median of {s['repeats']}" + (" (whiskers: the range over them)" if ranged else ""))
+    runs = f"median of {s['repeats']}" if s["repeats"] > 1 else "one run"
+    sub = (f"{s['model']} · {machine(s)} · {s['dtype']} · {s['max_new_tokens']} new tokens · {runs}"
+           + (" (whiskers: the range over them)" if ranged else ""))
     fig.update_layout(title=dict(text=f"{title}<br><sup>{sub}</sup>"), yaxis_title=ytitle, **LAYOUT)
     fig.update_xaxes(tickangle=-30, gridcolor="#ddd")
     fig.update_yaxes(gridcolor="#ddd")

@@ -32,6 +32,8 @@ PALETTE: dict[str, str] = {
     "logitspec": "#0072B2",
     "logitspec-static": "#56B4E9",
     "recycling": "#AA4499",
+    "recycling-static": "#E2B6DA",  # its static template: a pale twin, as LogitSpec's static tree is
+    "logitspec+recycling": "#332288",  # the hybrid: Paul Tol's indigo, apart from both parents
     # retrieval outcomes
     "g1 matched": "#E69F00",
     "g2 rescued": "#0072B2",
@@ -100,7 +102,7 @@ def lane_color(name: str, method: str | None = None) -> str:
     if name == "pld" or method == "pld":
         return PALETTE["pld-lane"]
     for key in (name, method):
-        if key in ("vanilla", "logitspec", "logitspec-static", "recycling"):
+        if key in ("vanilla", "logitspec", "logitspec-static", "recycling", "recycling-static", "logitspec+recycling"):
             return PALETTE[key]
     return PALETTE["root"]
 

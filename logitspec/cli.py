@@ -40,7 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--max-new-tokens", type=int, default=d.max_new_tokens)
     g.add_argument("--model", default="bundled", help="'bundled', a local folder or .gguf, or a hub id")
     g.add_argument("--device", default="auto")
-    g.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
+    g.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16", "auto"],
+                   help="auto: the faster exact dtype on this machine, timed at load (the pick is printed)")
     g.add_argument("--k", type=int, default=d.k, help="next-next candidates (top-k)")
     g.add_argument("--capacity", type=int, default=d.capacity, help="draft tree capacity, root included")
     g.add_argument("--cpu-capacity", type=int, default=d.cpu_capacity,
@@ -75,7 +76,14 @@ def generate(args: argparse.Namespace) -> int:
     from .runtime.threads import configure_threads
 
     configure_threads()
-    lm = load_model(args.model, args.device, args.dtype)
+    pick = None
+    if args.dtype == "auto":
+        from .runtime.dtype_pick import pick_dtype
+
+        lm, pick = pick_dtype(args.model, args.device, settings.max_new_tokens)
+        print(pick.words(), file=sys.stderr)
+    else:
+        lm = load_model(args.model, args.device, args.dtype)
     run = Run(lm, prompt, args.method, settings, chat=not args.no_chat)
     check_context(len(run.trace.prompt_tokens), settings.max_new_tokens, lm.max_context)
     for _ in run:
@@ -90,7 +98,8 @@ def generate(args: argparse.Namespace) -> int:
             "steps": trace.forward_steps, "mean_accepted_tokens": trace.mean_accepted_tokens,
             "seconds": trace.seconds, "prefill_seconds": trace.prefill_seconds,
             "tokens_per_second": len(trace.tokens) / trace.decode_seconds if trace.decode_seconds else None,
-            "prompt_tokens": len(trace.prompt_tokens),
+            "prompt_tokens": len(trace.prompt_tokens), "dtype": lm.dtype,
+            **({"dtype_pick": pick.to_dict()} if pick else {}),
         }, ensure_ascii=False))
     else:
         print(text)

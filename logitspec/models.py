@@ -36,6 +36,7 @@ class LoadedModel:
     dtype: str
     packed_layers: int = 0  # nn.Linear layers made FewRowLinear (logitspec.runtime.linear)
     weights_from: str = "source"  # "gguf" (converted now), "cache" (converted earlier) or "source"
+    dtype_note: str = ""  # how the dtype was chosen, where it was timed (runtime.dtype_pick)
 
     @property
     def eos_ids(self) -> list[int]:

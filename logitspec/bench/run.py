@@ -315,6 +315,24 @@ def run_dtypes(args: argparse.Namespace) -> dict:
     return report
 
 
+def resolve_auto(args: argparse.Namespace):
+    """`--dtype auto`: time the model in each exact dtype, bench the faster (printed and kept in
+    the report); the pass costs default to the dtypes benched."""
+    pick = None
+    if args.dtypes == ["auto"]:
+        from ..runtime.dtype_pick import pick_dtype
+        from ..runtime.threads import configure_threads
+
+        configure_threads(args.threads)
+        lm, pick = pick_dtype(args.model, args.device, args.max_new_tokens)
+        del lm  # run_bench loads its own, after the pick
+        print(pick.words())
+        args.dtypes = [pick.dtype]
+    if args.pass_cost_dtypes is None:
+        args.pass_cost_dtypes = list(args.dtypes)
+    return pick
+
+
 def _passes_since(seen: dict[int, int]) -> dict[str, int]:
     """Forward passes run on each intra-op thread count since `seen` was taken (runtime.tuner)."""
     from ..runtime.tuner import thread_tuner
@@ -453,7 +471,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", default="bundled")
     p.add_argument("--device", default="auto")
     p.add_argument("--dtype", default="float32", help="the weights' dtype; several, comma-separated "
-                   "(float32,bfloat16), run the bench once for each and report them side by side")
+                   "(float32,bfloat16), run the bench once for each and report them side by side; auto "
+                   "benches the faster exact dtype, timed first")
     p.add_argument("--threads", type=int, default=None,
                    help="a fixed intra-op thread count (default: one per core, fewer while other work "
                         "makes fewer faster)")
@@ -489,15 +508,19 @@ def main(argv: list[str] | None = None) -> int:
             raise BenchInputError("--repeats and --limit-per-category must be at least 1")
         decode_settings(args)
         args.dtypes = [d for d in args.dtype.split(",") if d]
-        if args.pass_cost_dtypes is None:
-            args.pass_cost_dtypes = args.dtypes
         if not args.dtypes:
             raise BenchInputError("--dtype needs a dtype: float32, bfloat16 or float16 (comma-separated for several)")
-        for flag, given in (("--dtype", args.dtypes), ("--pass-cost-dtypes", args.pass_cost_dtypes)):
-            bad = [d for d in given if d not in DTYPES]
+        if "auto" in args.dtypes and len(args.dtypes) > 1:
+            raise BenchInputError("--dtype auto picks one dtype: give it alone, or name the dtypes to compare")
+        for flag, given in (("--dtype", args.dtypes), ("--pass-cost-dtypes", args.pass_cost_dtypes or [])):
+            bad = [d for d in given if d not in DTYPES and not (flag == "--dtype" and d == "auto")]
             if bad:
-                raise BenchInputError(f"unknown dtype(s) {', '.join(bad)} in {flag}; choose from {', '.join(DTYPES)}")
+                raise BenchInputError(f"unknown dtype(s) {', '.join(bad)} in {flag}; choose from "
+                                      f"{', '.join(DTYPES)}" + (" or auto" if flag == "--dtype" else ""))
+        pick = resolve_auto(args)
         report = run_dtypes(args)
+        if pick is not None:
+            report["settings"]["dtype_pick"] = pick.to_dict()
     except (BenchInputError, QuestionFileError, InputError, ModelLoadError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

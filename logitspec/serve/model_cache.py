@@ -35,6 +35,21 @@ def allowed_models(env: dict[str, str] | None = None) -> list[str]:
     return out
 
 
+def load_for_app(name: str, env: dict[str, str] | None = None):
+    """The app's loader: the dtype LOGITSPEC_DTYPE names (float32 by default); auto loads the
+    faster exact dtype, timed here, and keeps the reason for the status line."""
+    from ..models import load_model
+
+    dtype = ((os.environ if env is None else env).get("LOGITSPEC_DTYPE") or "float32").strip()
+    if dtype != "auto":
+        return load_model(name, None, dtype)  # an unknown dtype is refused there, in one line
+    from ..runtime.dtype_pick import pick_dtype
+
+    lm, pick = pick_dtype(name, None, DecodeSettings().max_new_tokens)
+    lm.dtype_note = pick.words()
+    return lm
+
+
 def model_label(name: str) -> str:
     return BUNDLED_LABEL if name == BUNDLED else name
 
@@ -80,7 +95,7 @@ class ModelCache:
 
     def get(self, name: str):
         """The loaded model, loading it first if needed; raises ModelLoadError with the reason."""
-        from ..models import ModelLoadError, load_model
+        from ..models import ModelLoadError
         from ..runtime.heap import refreeze_heap
         from ..runtime.threads import configure_threads, model_thread
 
@@ -96,7 +111,7 @@ class ModelCache:
                 # the steps will run.
                 run = model_thread().call
                 run(configure_threads)
-                lm = run(self._loader or load_model, name)
+                lm = run(self._loader or load_for_app, name)
                 if self._warm is not None:
                     with self._guard:
                         self._status[name] = ModelStatus(
@@ -115,8 +130,10 @@ class ModelCache:
             secs = time.perf_counter() - t0
             with self._guard:
                 self._models[name] = lm
+                note = getattr(lm, "dtype_note", "")
                 self._status[name] = ModelStatus("ready", f"{model_label(name)} ready on {lm.device} "
-                                                 f"(loaded in {secs:.0f} s)", secs)
+                                                 f"(loaded in {secs:.0f} s" + (f"; {note})" if note else ")"),
+                                                 secs)
                 dropped = False
                 while len(self._models) > self._keep:  # drop the oldest to bound memory
                     old = next(iter(self._models))

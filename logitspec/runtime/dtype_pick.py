@@ -1,0 +1,85 @@
+"""`--dtype auto`: the weights' dtype picked by timing a vanilla answer in each exact dtype on
+this machine, never assumed from the CPU's flags, and the reason given in words.
+
+On a CPU without bf16 instructions the kernels widen bfloat16 weights to float32, so the bytes
+halve while the work does not and a prefill runs on torch's own bf16 products; whether that
+is faster depends on the machine, which is why it is measured rather than read off /proc.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+# The dtypes a CPU run is exact in (docs/exactness.md), in the order ties go.
+CPU_CANDIDATES = ("float32", "bfloat16")
+# On CUDA, half precision is not row-invariant yet, so only float32 is exact there.
+CUDA_CANDIDATES = ("float32",)
+PROMPT_TOKENS = 128  # a typical chat prompt's length, so the prefill weighs in as it will
+TIMED_STEPS = 8  # one-token passes timed per dtype, after one untimed warm-up run
+
+
+@dataclass
+class DtypePick:
+    """The dtype chosen, and what each candidate's answer was estimated to take."""
+
+    dtype: str
+    new_tokens: int
+    seconds: dict[str, float] = field(default_factory=dict)  # dtype -> estimated answer seconds
+    note: str = ""  # why there was no choice to make, where there was none
+
+    def words(self) -> str:
+        if self.note:
+            return f"dtype auto: {self.dtype} ({self.note})"
+        others = ", ".join(f"{d}'s {s:.2f} s" for d, s in self.seconds.items() if d != self.dtype)
+        return (f"dtype auto: {self.dtype}, timed here: a {PROMPT_TOKENS}-token prompt and {self.new_tokens} "
+                f"new tokens of vanilla decoding estimated at {self.seconds[self.dtype]:.2f} s, against {others}")
+
+    def to_dict(self) -> dict:
+        return {"dtype": self.dtype, "new_tokens": self.new_tokens, "prompt_tokens": PROMPT_TOKENS,
+                "seconds": {d: round(s, 4) for d, s in self.seconds.items()}, "note": self.note,
+                "words": self.words()}
+
+
+def answer_seconds(lm, new_tokens: int) -> float:
+    """Prefill of a PROMPT_TOKENS prompt plus `new_tokens` one-token passes, from the fastest of
+    two timings each of a 1-token and a (1 + TIMED_STEPS)-token vanilla run."""
+    from ..decoders import decode
+    from ..settings import DecodeSettings
+
+    vocab = int(lm.model.config.vocab_size)
+    prompt = [(7 * i + 11) % vocab for i in range(PROMPT_TOKENS)]  # any tokens: only the time is kept
+
+    def run(n: int) -> float:
+        t0 = time.perf_counter()
+        for _ in decode(lm.model, prompt, "vanilla", DecodeSettings(max_new_tokens=n)):
+            pass
+        return time.perf_counter() - t0
+
+    run(2)  # first-call allocations stay out of the timings
+    short = min(run(1) for _ in range(2))
+    long = min(run(1 + TIMED_STEPS) for _ in range(2))
+    per_step = max(0.0, long - short) / TIMED_STEPS
+    return short + per_step * max(0, new_tokens - 1)
+
+
+def pick_dtype(name: str, device: str | None, new_tokens: int,
+               loader: Callable | None = None, timer: Callable = answer_seconds):
+    """Load the model in each exact dtype, time it, and keep the fastest: (LoadedModel, DtypePick)."""
+    from ..models import load_model, pick_device
+
+    load = loader or load_model
+    dev = str(pick_device(device))
+    candidates = CUDA_CANDIDATES if dev.startswith("cuda") else CPU_CANDIDATES
+    if len(candidates) == 1:
+        return load(name, device, candidates[0]), DtypePick(
+            candidates[0], new_tokens, note="on CUDA only float32 is exact here: half precision is not "
+                                            "row-invariant there yet")
+    best, seconds = None, {}
+    for dtype in candidates:
+        lm = load(name, device, dtype)
+        seconds[dtype] = timer(lm, new_tokens)
+        if best is None or seconds[dtype] < seconds[best.dtype]:
+            best = lm
+        del lm  # at most two copies of the weights at a time
+    return best, DtypePick(best.dtype, new_tokens, seconds)

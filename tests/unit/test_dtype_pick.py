@@ -1,0 +1,67 @@
+"""--dtype auto (logitspec.runtime.dtype_pick): the faster exact dtype by timing, never by the
+CPU's flags, with the reason in words; in the CLI, the bench and the app's loader."""
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from helpers.commands import cli
+from logitspec.runtime import dtype_pick
+from logitspec.runtime.dtype_pick import DtypePick, answer_seconds, pick_dtype
+
+
+def _stub_loader(loaded: list):
+    def load(name, device, dtype):
+        loaded.append(dtype)
+        return SimpleNamespace(name=name, dtype=dtype)
+    return load
+
+
+@pytest.mark.parametrize("fast", ["float32", "bfloat16"])
+def test_the_faster_timed_dtype_is_kept_and_both_times_are_said(fast):
+    loaded = []
+    times = {"float32": 2.0, "bfloat16": 3.0} if fast == "float32" else {"float32": 2.0, "bfloat16": 1.5}
+    lm, pick = pick_dtype("bundled", "cpu", 128, loader=_stub_loader(loaded), timer=lambda lm, n: times[lm.dtype])
+    assert loaded == ["float32", "bfloat16"] and lm.dtype == pick.dtype == fast
+    slow = "bfloat16" if fast == "float32" else "float32"
+    words = pick.words()
+    assert words.startswith(f"dtype auto: {fast}, timed here") and f"{times[fast]:.2f} s" in words
+    assert f"{slow}'s {times[slow]:.2f} s" in words and "128 new tokens" in words
+    assert pick.to_dict()["seconds"] == times
+
+
+def test_on_cuda_only_float32_is_loaded_and_the_reason_given(monkeypatch):
+    loaded = []
+    lm, pick = pick_dtype("bundled", "cuda", 64, loader=_stub_loader(loaded), timer=lambda lm, n: pytest.fail("timed"))
+    assert loaded == ["float32"] and pick.dtype == "float32" and "not row-invariant" in pick.words()
+
+
+def test_an_answer_is_timed_as_prefill_plus_one_token_passes(tiny_llama, one_thread):
+    lm = SimpleNamespace(model=tiny_llama)
+    short, long = answer_seconds(lm, 1), answer_seconds(lm, 200)
+    assert 0 < short < long  # more new tokens, more passes
+
+
+def test_the_apps_loader_takes_the_dtype_from_the_environment(monkeypatch):
+    from logitspec.models import ModelLoadError
+    from logitspec.serve.model_cache import load_for_app
+
+    with pytest.raises(ModelLoadError, match="unknown dtype 'float8'"):
+        load_for_app("bundled", {"LOGITSPEC_DTYPE": "float8"})
+    monkeypatch.setattr(dtype_pick, "pick_dtype", lambda name, device, n: (
+        SimpleNamespace(dtype="bfloat16"), DtypePick("bfloat16", n, {"float32": 2.0, "bfloat16": 1.0})))
+    lm = load_for_app("bundled", {"LOGITSPEC_DTYPE": "auto"})
+    assert lm.dtype == "bfloat16" and lm.dtype_note.startswith("dtype auto: bfloat16, timed here")
+
+
+@pytest.mark.slow
+def test_the_cli_times_both_dtypes_and_says_which_it_picked():
+    r = cli("Name three colours.", "--dtype", "auto", "--max-new-tokens", "8", "--method", "logitspec",
+            "--json")
+    assert r.returncode == 0, r.stderr[-2000:]
+    out = json.loads(r.stdout)
+    secs = out["dtype_pick"]["seconds"]
+    assert set(secs) == {"float32", "bfloat16"} and out["dtype"] == min(secs, key=secs.get)
+    assert f"dtype auto: {out['dtype']}, timed here" in r.stderr and len(out["tokens"]) == 8

@@ -30,7 +30,7 @@ def test_an_upload_of_each_kind_of_file_is_explored(ui, kind, tmp_path):
     assert out[ui.status_md].startswith(f"**Exploring** {path.name}: ") and "\n" not in out[ui.status_md]
     assert out[ui.upload_note] == "" and out[ui.shipped] is None  # the menu does not name the old file
     assert view.lane == "logitspec" and view.trace.steps and not before.shown
-    assert set(view.traces) == ({"vanilla", "logitspec"} if kind == "race" else {"logitspec"})
+    assert set(view.traces) == ({"vanilla", "pld", "logitspec"} if kind == "race" else {"logitspec"})
     assert out[ui.step_label].startswith(f"### Step 0 (steps 0–{len(view.trace.steps) - 1})")
 
 

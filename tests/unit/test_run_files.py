@@ -26,7 +26,8 @@ def test_python_m_visual_draws_a_race_as_its_logitspec_lane_beside_every_lane(tm
     from logitspec.serve.race import load_race
 
     lanes, _ = load_race(RACE)
-    assert set(lanes) == {"vanilla", "logitspec"} and len(lanes["vanilla"].steps) != len(lanes["logitspec"].steps)
+    assert set(lanes) == {"vanilla", "pld", "logitspec"}  # make record races prompt lookup too
+    assert len(lanes["vanilla"].steps) != len(lanes["logitspec"].steps)
     res = visual_cli(str(RACE), "--step", "-1", "--out", str(tmp_path), "--png", "no")
     assert res.returncode == 0, res.stderr
     last = len(lanes["logitspec"].steps) - 1
@@ -55,9 +56,9 @@ def test_python_m_visual_takes_a_race_file_as_a_lane(tmp_path):
     res = visual_cli(str(files["shipped-trace"]), "--lane", f"vanilla={RACE}", "--out", str(tmp_path / "out"),
                      "--png", "no")
     assert res.returncode == 0, res.stderr
-    res = visual_cli(str(files["shipped-trace"]), "--lane", f"pld={RACE}", "--out", str(tmp_path / "out"),
+    res = visual_cli(str(files["shipped-trace"]), "--lane", f"recycling={RACE}", "--out", str(tmp_path / "out"),
                      "--png", "no")
-    assert_refused(res, "has no lane pld")
+    assert_refused(res, "has no lane recycling")
 
 
 @pytest.mark.parametrize("kind", sorted(TRACE_REFUSALS))
@@ -78,7 +79,7 @@ def test_the_trace_and_race_reader_reads_each_kind(tmp_path):
         lanes, machine = load_race(files[kind])
         assert list(lanes) == ["logitspec"] and machine == "" and lanes["logitspec"].steps
     lanes, machine = load_race(files["race"])
-    assert list(lanes) == ["vanilla", "logitspec"] and machine
+    assert list(lanes) == ["vanilla", "pld", "logitspec"] and machine
 
 
 # ---------------------------------------------------------------- the bench's questions file

@@ -81,8 +81,11 @@ def test_a_refused_upload_says_why_beside_the_box(browser, app_url, tmp_path):
     page.locator("#upload input[type=file]").set_input_files(str(RACE))
     page.wait_for_function("() => (document.querySelector('#status')?.innerText || '').includes('Exploring')",
                            timeout=60_000)
-    assert "a race of vanilla, logitspec" in text_of(page, "#status")
+    from logitspec.serve.race import load_race
+
+    lanes = load_race(RACE)[0]
+    assert f"a race of {', '.join(lanes)}" in text_of(page, "#status")
     assert text_of(page, "#upload-note") == ""
     page.get_by_role("tab", name="Step explorer").click()
-    _wait_label(page, "Step 0 (steps 0–71)")
+    _wait_label(page, f"Step 0 (steps 0–{len(lanes['logitspec'].steps) - 1})")
     page.context.close()

@@ -53,7 +53,7 @@ test: $(STAMP) $(BROWSER_STAMP) $(TOOLCHAIN_STAMP)
 test-fast: $(STAMP) $(TOOLCHAIN_STAMP)
 	$(BIN)/python -m pytest -q -m "not slow and not browser"
 
-# Every method side by side in one run (about 45 minutes on two idle cores); the README's headline.
+# Every method side by side in one run (about 40 minutes on two idle cores): the README's headline.
 BENCH_ARGS := --questions data/spec_bench_subset.jsonl --limit-per-category 3 --max-new-tokens 128 \
 	--methods vanilla,pld,logitspec,logitspec-static,recycling,recycling-static,logitspec+recycling \
 	--repeats 1 --pass-cost-dtypes float32,bfloat16

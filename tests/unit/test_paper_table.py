@@ -48,6 +48,7 @@ def test_a_static_lane_adds_its_columns_and_the_markdown_names_model_machine_and
 
 def test_the_headline_bolds_each_rows_fastest_and_counts_where_each_method_wins():
     r = _without_static()
+    r["methods"] = {m: r["methods"][m] for m in ("vanilla", "pld", "logitspec")}
     cats = r["settings"]["categories"]
     r["methods"]["recycling"] = copy.deepcopy(r["methods"]["pld"])
     for c in cats[:2]:  # recycling made the fastest in two categories, and most per pass in one

@@ -32,7 +32,7 @@ def test_a_sampled_bench_is_lossless_and_records_its_sampling(tmp_path):
     out = tmp_path / "report.json"
     r = bench("--questions", QUESTIONS, "--categories", "summarization", "--limit-per-category", "1",
               "--max-new-tokens", "16", "--methods", "vanilla,pld,logitspec", "--temperature", "1.0",
-              "--top-p", "0.9", "--seed", "3", "--out", str(out))
+              "--top-p", "0.9", "--seed", "3", "--pass-cost-dtypes", "", "--out", str(out))
     assert r.returncode == 0, r.stderr[-2000:]
     report = json.loads(out.read_text())
     assert report["lossless"] is True

@@ -73,10 +73,15 @@ def headline(report: dict) -> str:
         speed = {m: e[m].get("speedup_vs_vanilla") or 0.0 for _, m in cols}
         top = max(speed, key=speed.get)
         fastest[cat], most[cat] = top, max(e, key=lambda m: e[m].get("mean_accepted_tokens", 0.0))
-        cells = [(f"**{speed[m]:.2f}×**" if m == top else f"{speed[m]:.2f}×")
-                 + f" ({e[m].get('mean_accepted_tokens', 0.0):.2f})" for _, m in cols]
+        cells = [_speed_cell(e[m], bold=m == top) for _, m in cols]
         lines.append(f"| {f'**{cat}**' if cat == 'overall' else cat} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n\n" + _wins(cols, fastest, most, len(report["settings"]["categories"]))
+
+
+def _speed_cell(entry: dict, bold: bool = False) -> str:
+    """'1.40× (1.67)': speed-up over vanilla, then tokens per pass; the speed-up in bold if asked."""
+    speed = f"{entry.get('speedup_vs_vanilla') or 0.0:.2f}×"
+    return (f"**{speed}**" if bold else speed) + f" ({entry.get('mean_accepted_tokens', 0.0):.2f})"
 
 
 def _wins(cols: list, fastest: dict, most: dict, n: int) -> str:
@@ -95,7 +100,9 @@ def paper_paragraph(report: dict) -> str:
     """The run's overall retrieval, rescue and drafting figures beside the paper's, and what differs."""
     p, s = PAPER, report["settings"]
     ls, pld = _entry(report, "logitspec", "overall") or {}, _entry(report, "pld", "overall") or {}
-    pct = lambda v: "–" if v is None else f"{100 * v:.1f}%"  # noqa: E731
+    def pct(v):
+        return _cell(v, "pct")
+
     here = (f"Here, overall: LogitSpec's retrieval succeeded in {pct(ls.get('retrieval_success_rate'))} of its "
             f"steps against {pct(pld.get('retrieval_success_rate'))} for prompt lookup's single query; g2 alone "
             f"rescued {pct(ls.get('g2_rescue_rate'))}; drafting and bookkeeping took "
@@ -130,8 +137,7 @@ def dtype_markdown(report: dict) -> str:
     lines = ["| method | " + " | ".join(f"{d}: speed-up (tok/pass)" for d in by) + " |",
              "| --- |" + " --- |" * len(by)]
     for m in report["methods"]:
-        cells = [(lambda o: f"{o.get('speedup_vs_vanilla') or 0:.2f}× ({o['mean_accepted_tokens']:.2f})")(
-            r["methods"][m]["overall"]) for r in by.values()]
+        cells = [_speed_cell(r["methods"][m]["overall"]) for r in by.values()]
         lines.append(f"| {m} | " + " | ".join(cells) + " |")
     vanilla = ", ".join(f"{d} {r['methods']['vanilla']['overall']['tokens_per_second']:.1f}" for d, r in by.items())
     same = ", ".join(f"{d} {'yes' if r['lossless'] else 'NO'}" for d, r in by.items())

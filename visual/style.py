@@ -182,13 +182,18 @@ def truncate(text: str, n: int) -> str:
     return text if len(text) <= n else (text[: n - 1] + "…" if n > 1 else "…")
 
 
+# Tick labels are kept inside by automargin; Plotly's default overflow check ("hide past div")
+# measures every label once per label drawn, which was most of a step move's time in the browser.
+TICK_OVERFLOW = "allow"
+
+
 def base_layout(theme: str, title: str, **kw: Any) -> dict[str, Any]:
     """The layout every figure starts from: plain title, big fonts, opaque theme background."""
     c = theme_colors(theme)
     axis = dict(
         gridcolor=c["grid"], zerolinecolor=c["grid"], linecolor=c["muted"], showline=True,
         tickfont=dict(size=FONT_SIZE, color=c["text"]), title=dict(font=dict(size=FONT_SIZE + 1, color=c["text"])),
-        automargin=True,
+        automargin=True, ticklabeloverflow=TICK_OVERFLOW,
     )
     layout: dict[str, Any] = dict(
         template="none",
@@ -223,10 +228,10 @@ def style_axes(fig: go.Figure, theme: str) -> go.Figure:
     c = theme_colors(theme)
     fig.update_xaxes(gridcolor=c["grid"], zerolinecolor=c["grid"], linecolor=c["muted"], showline=True,
                      tickfont=dict(size=FONT_SIZE, color=c["text"]), title_font=dict(size=FONT_SIZE + 1, color=c["text"]),
-                     automargin=True)
+                     automargin=True, ticklabeloverflow=TICK_OVERFLOW)
     fig.update_yaxes(gridcolor=c["grid"], zerolinecolor=c["grid"], linecolor=c["muted"], showline=True,
                      tickfont=dict(size=FONT_SIZE, color=c["text"]), title_font=dict(size=FONT_SIZE + 1, color=c["text"]),
-                     automargin=True)
+                     automargin=True, ticklabeloverflow=TICK_OVERFLOW)
     fig.update_annotations(font=dict(size=FONT_SIZE, color=c["text"]))
     return fig
 

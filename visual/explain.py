@@ -30,7 +30,8 @@ from .style import (
     theme_colors, truncate,
 )
 from .tree import LABEL_PAD_PX
-from .trie import BONUS, ELBOW, drafted_graph, edge_trace, node_traces, positions_with_bonus, step_graph, tidy_positions
+from .trie import (BONUS, ELBOW, drafted_graph, edge_trace, fold_leaves, fold_mark, node_traces, positions_with_bonus,
+                   step_graph, tidy_positions)
 
 MIN_ACCEPTED = 3  # the chooser's bar: tokens one step committed (root included)
 PANEL_HEIGHT = 340  # a panel's height in the app (its width is its container's)
@@ -474,10 +475,11 @@ def pruning_figure(f: StepFacts, look: Look) -> Drawn:
     """Left: every drafted token as a trie; right: only those verified, at the same places."""
     c = look.colors
     d = drafted_graph(f.trace, f.i)
+    drafted, verified = d.number_of_nodes(), sum(d.nodes[n]["verified"] for n in d)
+    folded = fold_leaves(d, counted=lambda n: d.nodes[n]["verified"])
     pos = tidy_positions(d)
-    verified = sum(d.nodes[n]["verified"] for n in d)
     # Short titles: two of them share a phone's width.
-    fig = make_subplots(rows=1, cols=2, subplot_titles=(f"drafted: {d.number_of_nodes()}", f"verified: {verified}"),
+    fig = make_subplots(rows=1, cols=2, subplot_titles=(f"drafted: {drafted}", f"verified: {verified}"),
                         shared_yaxes=True, horizontal_spacing=0.06)
     for col, keep in ((1, lambda n: True), (2, lambda n: d.nodes[n]["verified"])):
         sub = {n: p for n, p in pos.items() if keep(n)}
@@ -493,6 +495,13 @@ def pruning_figure(f: StepFacts, look: Look) -> Drawn:
     layout = _small(look)
     layout["margin"]["t"] += SUBPLOT_TITLE_PX
     fig.update_layout(layout)
+    marks = ((1, f"+{len(folded.nodes)} more one-token guesses"), (2, f"+{folded.counted} more"))
+    for col, text in marks if folded else ():
+        if col == 2 and not folded.counted:
+            continue
+        lines, note = fold_mark(pos, text, c, MIN_FONT)
+        fig.add_traces(lines, rows=1, cols=col)
+        fig.add_annotation(note, row=1, col=col)
     style_axes(fig, look.theme)
     fig.update_yaxes(visible=False, autorange="reversed")
     depth = max((p[0] for p in pos.values()), default=0)
@@ -505,8 +514,13 @@ def verify_figure(f: StepFacts, look: Look) -> Drawn:
     c = look.colors
     g = step_graph(f.trace, f.i)
     g.remove_nodes_from([n for n in list(g) if g.nodes[n]["fate"] == "pruned"])
+    folded = fold_leaves(g, keep=g.graph["accepted_path"])
     pos = positions_with_bonus(g)
     fig = go.Figure()
+    if folded:
+        lines, note = fold_mark(pos, f"+{len(folded.nodes)} more one-token guesses, none kept", c, MIN_FONT)
+        fig.add_traces(lines)
+        fig.add_annotation(note)
     fig.add_trace(edge_trace(g, pos, lambda a, b: not g.edges[a, b]["accepted"], "draft edge", c["edge"], 1))
     fig.add_trace(edge_trace(g, pos, lambda a, b: g.edges[a, b]["accepted"], "accepted", PALETTE["accepted"], 4))
     for tr in node_traces(g, pos, look.theme, labels=False):

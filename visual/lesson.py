@@ -20,7 +20,7 @@ from logitspec.trace import RunTrace, StepRecord, TreeNode
 from .counts import RunCounts, plural, run_counts
 from .data import context_before, step_position, tok, true_next_next
 from .style import FONT_FAMILY, MONO_FAMILY, PALETTE, text_on, theme_colors, truncate, visible
-from .trie import edge_trace, node_traces, step_graph, tidy_positions
+from .trie import edge_trace, fold_leaves, fold_mark, node_traces, step_graph, tidy_positions
 
 TEXT_PX = 26  # lesson words on the page: readable from the back of a room at 1920x1080
 TICK_PX = 20  # every tick label and note on a lesson figure (the brief's floor is 18)
@@ -351,6 +351,7 @@ def check_figure(f: Facts, theme: str) -> go.Figure:
     c = theme_colors(theme)
     g = step_graph(f.trace, f.step)
     g.remove_nodes_from([n for n in list(g) if g.nodes[n]["fate"] == "pruned"])
+    folded = fold_leaves(g, keep=g.graph["accepted_path"])
     pos = tidy_positions(g)
     fig = go.Figure([edge_trace(g, pos, lambda a, b: not g.edges[a, b]["accepted"], "guess", c["edge"], 1.5),
                      edge_trace(g, pos, lambda a, b: g.edges[a, b]["accepted"], "kept", PALETTE["accepted"], 5),
@@ -366,6 +367,10 @@ def check_figure(f: Facts, theme: str) -> go.Figure:
                                   showarrow=False, bgcolor=c["bg"], font=dict(size=TICK_PX + 2),
                                   text=f"1 forward pass: {plural(len(f.verified), 'guess', 'guesses')} checked")]
     fig.update_layout(layout)
+    if folded:  # the fan of single next-next guesses: a few drawn, the rest one mark with their count
+        lines, note = fold_mark(pos, f"+{len(folded.nodes)} more single guesses, none kept", c, TICK_PX)
+        fig.add_traces(lines)
+        fig.add_annotation(note)
     return fig
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 import networkx as nx
 import plotly.graph_objects as go
@@ -142,6 +143,44 @@ def tidy_positions(g: nx.DiGraph, root: int = 0, align: str = "centre") -> dict[
             stack.append((node, True))
             stack.extend((k, False) for k in reversed(kids))
     return pos
+
+
+FOLD_SHOW = 6  # one-token guesses drawn one by one before the rest fold into a single mark
+
+
+@dataclass
+class Folded:
+    """The one-token guesses a figure folds into one mark: how many, and how many passed `counted`."""
+
+    nodes: list[int]
+    counted: int = 0
+
+    def __bool__(self) -> bool:
+        return bool(self.nodes)
+
+
+def fold_leaves(g: nx.DiGraph, keep: Iterable[int] = (), show: int = FOLD_SHOW,
+                counted: Callable[[int], bool] = lambda n: False) -> Folded:
+    """Take out of `g` (in place) the root's (node 0's) childless children past the first `show` (by id),
+    sparing `keep`: a 64-guess fan of next-next tokens otherwise draws as one smudge of dots."""
+    leaves = [n for n in sorted(g.successors(0)) if g.out_degree(n) == 0 and n not in set(keep)]
+    folded = leaves[show:] if len(leaves) > show + 1 else []
+    out = Folded(folded, sum(bool(counted(n)) for n in folded))
+    g.remove_nodes_from(folded)
+    return out
+
+
+def fold_mark(pos: dict, text: str, c: dict, size: int, root: int = 0) -> tuple[list[go.Scatter], dict]:
+    """The folded guesses as one square below the drawn ones, joined to the root by a dotted line,
+    and `text` beside it (a scatter pair and an annotation's settings)."""
+    x, y = 1, max(p[1] for p in pos.values()) + 1.5
+    xr, yr = pos[root]
+    line = go.Scatter(x=[xr, xr + ELBOW, xr + ELBOW, x], y=[yr, yr, y, y], mode="lines", hoverinfo="skip",
+                      line=dict(color=c["muted"], width=1, dash="dot"))
+    mark = go.Scatter(x=[x], y=[y], mode="markers", hoverinfo="skip",
+                      marker=dict(symbol="square", size=size, color=c["bg"], line=dict(color=c["muted"], width=1.5)))
+    note = dict(x=x, y=y, text=text, showarrow=False, xanchor="left", xshift=size, font=dict(size=size, color=c["text"]))
+    return [line, mark], note
 
 
 def node_link_json(trace: RunTrace, step: int) -> str:

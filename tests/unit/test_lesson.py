@@ -12,6 +12,7 @@ from helpers.paths import FIXTURES, ROOT
 from logitspec.serve.race import load_race
 from logitspec.trace import RunTrace
 from visual.counts import run_counts
+from visual.trie import FOLD_SHOW
 from visual.lesson import (
     GLOSSARY, ROW_BOXES, STAGES, TEXT_PX, TICK_PX, glossary_html, glossary_words, lesson, lesson_intro, lesson_step,
     terms_used,
@@ -77,9 +78,16 @@ def test_the_figures_draw_the_same_numbers(run):
     s = run.steps[lesson_step(run)]
     figs = {st.key: st.figure for st in lesson(run)}
     assert list(figs["slow"].data[0].x) == [c.tokens - 1, c.passes]
-    verified = [n for n in s.tree if not n.pruned]  # the root and every checked guess: one marker each
-    assert sum(len([x for x in tr.x if x is not None]) for tr in figs["check"].data if tr.mode == "markers") \
-        == len(verified)
+    verified = [n for n in s.tree if not n.pruned]  # the root and every checked guess: a marker each, or counted
+    folds = [a.text for a in figs["check"].layout.annotations if "more single guesses" in a.text]
+    folded = int(re.match(r"\+(\d+) ", folds[0]).group(1)) if folds else 0
+    drawn = sum(len([x for x in tr.x if x is not None]) for tr in figs["check"].data
+                if tr.mode == "markers" and tr.marker.symbol != "square")
+    assert drawn + folded == len(verified), (drawn, folded)
+    # A wide fan of single guesses is folded past the first few, never drawn dot by dot.
+    parents = {n.parent for n in verified}
+    single = [n for n in verified if n.depth == 1 and n.id not in parents and n.id not in s.accepted_path]
+    assert folded == (len(single) - FOLD_SHOW if len(single) > FOLD_SHOW + 1 else 0), (len(single), folded)
     assert f"1 forward pass: {len(verified) - 1} guess" in figs["check"].layout.annotations[0].text
     roles = list(figs["keep"].layout.xaxis.ticktext)
     dropped = ["✗ dropped"] if s.bonus is not None and "✗ dropped" in roles else []

@@ -1,5 +1,6 @@
 """Keyboard shortcuts for presenting (← / → step, or move between the lesson's stages; space
-plays or pauses), and the count of Previous/Next presses that each move sends.
+plays or pauses the explorer, and moves on a step in Explain or a stage in the lesson, as a
+slide clicker does, shift+space back), and the count of Previous/Next presses that each move sends.
 
 They press the visible tab's own buttons (the Step explorer's, else the Explain tab's), so a
 key does exactly what a click does. Keys typed into a text box, a number box or a slider
@@ -31,7 +32,11 @@ KEYS_JS = """
   };
   document.addEventListener('keydown', (e) => {
     if (e.defaultPrevented || e.altKey || e.ctrlKey || e.metaKey || typing(e.target)) return;
-    if ((e.key === 'ArrowRight' || e.key === 'ArrowLeft') && stage(e.key === 'ArrowRight' ? 1 : -1)) {
+    const onButton = !!(e.target && e.target.closest && e.target.closest('button'));
+    // Space moves on as a slide clicker does (shift+space back), unless it presses a focused button.
+    const spaced = e.key === ' ' && !onButton;
+    if ((e.key === 'ArrowRight' || e.key === 'ArrowLeft' || spaced)
+        && stage(e.key === 'ArrowLeft' || (spaced && e.shiftKey) ? -1 : 1)) {
       e.preventDefault();
       return;
     }
@@ -41,7 +46,7 @@ KEYS_JS = """
     let id = null;
     if (e.key === 'ArrowRight') id = prefix + 'next';
     else if (e.key === 'ArrowLeft') id = prefix + 'prev';
-    else if (e.key === ' ' && explorer && !(e.target && e.target.closest('button'))) id = 'play';
+    else if (spaced) id = explorer ? 'play' : (e.shiftKey ? 'explain-prev' : 'explain-next');
     if (id && press(id)) e.preventDefault();
   });
 }

@@ -495,7 +495,7 @@ def pruning_figure(f: StepFacts, look: Look) -> Drawn:
     layout = _small(look)
     layout["margin"]["t"] += SUBPLOT_TITLE_PX
     fig.update_layout(layout)
-    marks = ((1, f"+{len(folded.nodes)} more one-token guesses"), (2, f"+{folded.counted} more"))
+    marks = ((1, f"+{len(folded.nodes)} more"), (2, f"+{folded.counted} more"))  # two share a phone's width
     for col, text in marks if folded else ():
         if col == 2 and not folded.counted:
             continue
@@ -518,7 +518,7 @@ def verify_figure(f: StepFacts, look: Look) -> Drawn:
     pos = positions_with_bonus(g)
     fig = go.Figure()
     if folded:
-        lines, note = fold_mark(pos, f"+{len(folded.nodes)} more one-token guesses, none kept", c, MIN_FONT)
+        lines, note = fold_mark(pos, f"+{len(folded.nodes)} more, none kept", c, MIN_FONT)
         fig.add_traces(lines)
         fig.add_annotation(note)
     fig.add_trace(edge_trace(g, pos, lambda a, b: not g.edges[a, b]["accepted"], "draft edge", c["edge"], 1))

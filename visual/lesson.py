@@ -368,7 +368,7 @@ def check_figure(f: Facts, theme: str) -> go.Figure:
                                   text=f"1 forward pass: {plural(len(f.verified), 'guess', 'guesses')} checked")]
     fig.update_layout(layout)
     if folded:  # the fan of single next-next guesses: a few drawn, the rest one mark with their count
-        lines, note = fold_mark(pos, f"+{len(folded.nodes)} more single guesses, none kept", c, TICK_PX)
+        lines, note = fold_mark(pos, f"+{len(folded.nodes)} more guesses, none kept", c, TICK_PX)
         fig.add_traces(lines)
         fig.add_annotation(note)
     return fig

@@ -79,7 +79,7 @@ def test_the_figures_draw_the_same_numbers(run):
     figs = {st.key: st.figure for st in lesson(run)}
     assert list(figs["slow"].data[0].x) == [c.tokens - 1, c.passes]
     verified = [n for n in s.tree if not n.pruned]  # the root and every checked guess: a marker each, or counted
-    folds = [a.text for a in figs["check"].layout.annotations if "more single guesses" in a.text]
+    folds = [a.text for a in figs["check"].layout.annotations if "more guesses" in a.text]
     folded = int(re.match(r"\+(\d+) ", folds[0]).group(1)) if folds else 0
     drawn = sum(len([x for x in tr.x if x is not None]) for tr in figs["check"].data
                 if tr.mode == "markers" and tr.marker.symbol != "square")

@@ -36,6 +36,7 @@ from logitspec.trace import RunTrace
 from ui import links, trie_view
 from ui.figures import FIGURES_CSS, FIGURES_JS, figure_slot, tree_slot
 from ui.debugger import OUTCOMES, DebuggerTab
+from ui.drawings import Drawings, trace_key
 from ui.explain import ExplainTab
 from ui.keys import KEYS_JS, MOVES_JS, on_moves, presses
 
@@ -46,7 +47,10 @@ QUESTIONS = ROOT / "data" / "spec_bench_subset.jsonl"
 EXAMPLE_IDS = {"Summarisation": 242, "Code": 122, "Translation": 161, "Maths": 401,
                "Chat": 321, "RAG": 482}
 LIVE_REDRAW_SECONDS = 2.0  # the least time between redraws of the heavy figures during a race
-LIVE_DRAW_RATIO = 4  # and at least this many times the last redraw's own time: drawing takes at most a fifth
+LIVE_DRAW_RATIO = 9  # and at least this many times the last redraw's own time: the lanes wait at most a tenth
+# The counters tick on the page's own timer, off the race's path: each update the race sends makes
+# the server rebuild every one of its outputs' configs (about 50 ms of a core), while the lanes wait.
+LIVE_COUNT_SECONDS = 0.5
 MODEL_POLL_SECONDS = 0.5  # how often a race waiting for its model looks again (and for Stop)
 PLAY_SECONDS = 1.0  # Play: a step a second, time to read a tree before the next
 PLAY_POLL_SECONDS = 0.05  # how often a waiting Play loop looks for a press on Pause
@@ -68,6 +72,7 @@ class View:
     tree_view: str = "lanes"  # the explorer's draft tree: "lanes" or "trie"
     compact_tree: bool = True  # the lanes: only branches with a verified token
     playing: int = 0  # the Play loop that moves this view (0: paused)
+    racing: bool = False  # a race is filling these traces now
     shown: bool = True  # False once another run or trace has taken this view's place
 
     def __post_init__(self) -> None:
@@ -199,13 +204,23 @@ def stop_run(request: gr.Request):
 
 
 def arm_run(request: gr.Request):
-    """Run was clicked: arm this session's stop flag at once, and say if the race must wait its turn."""
+    """Run was clicked: arm this session's stop flag at once, say if the race must wait its turn, and
+    start the counters' timer."""
     if request is not None:
         STOPS.start(request.session_hash)
+    tick = gr.Timer(active=True)  # the live counters, until the race ends
     if STOPS.running():
         return ("**Waiting for your turn:** another visitor's race is running on this machine; yours starts "
-                "when it ends. Meanwhile the page shows the last race.")
-    return "**Starting the race…**"
+                "when it ends. Meanwhile the page shows the last race."), tick
+    return "**Starting the race…**", tick
+
+
+def no_race() -> bool:
+    """No race is running: drawing ahead may take the cores."""
+    return not STOPS.running()
+
+
+DRAWINGS = Drawings(idle=no_race)  # the explorer's and Explain's step figures, kept and drawn ahead
 
 
 def on_leave(request: gr.Request) -> None:
@@ -272,6 +287,7 @@ class Form:
     outcome: object = None
     upload: object = None
     status_timer: object = None
+    count_timer: object = None  # the live race's counters
 
 
 class ExplorerUI:
@@ -291,19 +307,43 @@ class ExplorerUI:
             return {}
         view.step = max(0, min(int(view.step if step is None else step) + by, len(t.steps) - 1))
         i = view.step
+        drawn = self._step_drawing(t, i, view)
+        for j in (i + 1, i - 1):  # the likely next moves, drawn while the visitor reads this one
+            if 0 <= j < len(t.steps) and not view.racing:
+                DRAWINGS.ahead(self._drawing_key(t, j, view), self._drawer(t, j, view))
         return {
             self.slider: gr.Slider(minimum=0, maximum=max(1, len(t.steps) - 1), value=i, step=1),
             self.step_label: f"### Step {i} (steps 0–{len(t.steps) - 1})  ·  {t.method}",
-            self.summary_md: visual.step_summary_md(t, i),
-            **self.tree_fig.fill_tree(trie_view.figure(t, i, view.tree_view, view.compact_tree), t,
-                                      trie_view.key_html(t, view.tree_view)),
+            self.summary_md: drawn["summary"],
+            **self.tree_fig.fill_tree(drawn["tree"], t, drawn["key"]),
             self.tree_view: view.tree_view,
             self.trie_download: trie_view.download(t, i, view.tree_view),
-            **self.cand_fig.fill(visual.candidates_figure(t, i, fit=True)),
-            self.retrieval_view: visual.retrieval_html(t, i),
+            **self.cand_fig.fill(drawn["candidates"]),
+            self.retrieval_view: drawn["retrieval"],
             self.play_btn: play_button(bool(view.playing)),
             self.state: view,
         }
+
+    @staticmethod
+    def _drawing_key(t: RunTrace, i: int, view: View) -> tuple:
+        return ("step", trace_key(t), i, view.tree_view, view.compact_tree)
+
+    def _step_drawing(self, t: RunTrace, i: int, view: View) -> dict:
+        """A step's drawn pieces: kept from before (or drawn ahead), else drawn now; a live race's
+        are drawn once and not kept (its run grows before anyone comes back to them)."""
+        if view.racing:
+            return self._draw_step(t, i, view.tree_view, view.compact_tree)
+        return DRAWINGS.get(self._drawing_key(t, i, view), self._drawer(t, i, view))
+
+    @staticmethod
+    def _drawer(t: RunTrace, i: int, view: View):
+        return functools.partial(ExplorerUI._draw_step, t, i, view.tree_view, view.compact_tree)
+
+    @staticmethod
+    def _draw_step(t: RunTrace, i: int, tree_view: str, compact: bool) -> dict:
+        return {"summary": visual.step_summary_md(t, i), "tree": trie_view.figure(t, i, tree_view, compact),
+                "key": trie_view.key_html(t, tree_view), "candidates": visual.candidates_figure(t, i, fit=True),
+                "retrieval": visual.retrieval_html(t, i)}
 
     def trace_outputs(self, view: View, outcomes: list[str] | None = None) -> dict:
         """Explorer, debugger, observations, text and race chart of the explored trace."""
@@ -414,26 +454,36 @@ class ExplorerUI:
             time.sleep(MODEL_POLL_SECONDS)
 
     def _stream(self, lanes, view: View, stop):
-        """The live race: counters every step, the heavy figures now and then."""
+        """The live race: the heavy figures and the counters now and then (the page's timer ticks
+        the counters in between, `live_counters`)."""
         traces = view.traces
         by_name = {ln.name: ln for ln in lanes}
         next_draw = 0.0
-        for _ in interleave(lanes, should_stop=stop.is_set, deadline=run_deadline()):
-            out = {self.counters: counters_html(traces, True)}
-            explored = by_name.get(view.lane)  # the lane the explorer shows, which a visitor may switch mid-race
-            if time.monotonic() >= next_draw and explored is not None and explored.trace.steps:
-                # Figures are heavy next to a small model's step: redraw them now and then, the
-                # counters every step.
+        view.racing = True
+        try:
+            for _ in interleave(lanes, should_stop=stop.is_set, deadline=run_deadline()):
+                explored = by_name.get(view.lane)  # the lane the explorer shows, which a visitor may switch mid-race
+                if time.monotonic() < next_draw or explored is None or not explored.trace.steps:
+                    continue
+                # Figures are heavy next to a small model's step: redraw them now and then.
                 t0 = time.monotonic()
                 if explored.finish is not None:
                     explored.finish()  # token texts so far, for the live text and tree
-                out.update(self.step_outputs(view, len(explored.trace.steps) - 1))
-                out[self.text_view] = visual.text_spans(explored.trace)
-                out[self.answer] = visual.answer_text(explored.trace)
-                out.update(self.race_figures(traces))
-                cost = time.monotonic() - t0
+                yield {self.counters: counters_html(traces, True),
+                       **self.step_outputs(view, len(explored.trace.steps) - 1),
+                       self.text_view: visual.text_spans(explored.trace),
+                       self.answer: visual.answer_text(explored.trace), **self.race_figures(traces)}
+                cost = time.monotonic() - t0  # the drawing and the server's sending of it, as the lanes waited
                 next_draw = t0 + cost + max(LIVE_REDRAW_SECONDS, LIVE_DRAW_RATIO * cost)
-            yield out
+        finally:
+            view.racing = False
+
+    def live_counters(self, view: View):
+        """The counters of the race that fills this page's view, as it goes (the count timer's tick)."""
+        if view is None or not view.racing:
+            return gr.skip()
+        html = counters_html(view.traces, True)
+        return html if view.racing else gr.skip()  # a race that ended meanwhile shows its final counters
 
     def _final_outputs(self, view: View, outcomes, lm) -> dict:
         """The race's end (finished or stopped): every view of its traces, the verdict, the download."""
@@ -797,7 +847,7 @@ class ExplorerUI:
                     self.obs_budget_fig = figure_slot("obs-budget", "Tokens per pass against tree budget",
                                                       min_width=320)
             with gr.Tab("Explain", id="explain") as self.explain_tab:
-                self.explain = ExplainTab(recorded_logitspec)
+                self.explain = ExplainTab(recorded_logitspec, DRAWINGS)
                 self.explain.build()
             with gr.Tab("Traces", id="traces"):
                 gr.Markdown("Download the trace of your run, open one of the traces recorded on the "
@@ -810,6 +860,7 @@ class ExplorerUI:
                                                  file_types=[".json"], type="filepath", elem_id="upload")
                 self.upload_note = gr.Markdown("", elem_id="upload-note")  # why an upload was refused
         f.status_timer = gr.Timer(2.0, active=False)
+        f.count_timer = gr.Timer(LIVE_COUNT_SECONDS, active=False)
 
     def _outputs(self) -> tuple[list, list]:
         """The explorer's outputs, and everything a whole trace fills."""
@@ -853,10 +904,13 @@ class ExplorerUI:
                    f.temperature, f.top_p, f.seed, f.outcome, f.with_static, f.with_recycling, self.state]
         # Arming is instant and unqueued, so Stop works even while the race waits its turn; the
         # race itself keeps the page as it is while queued (no overlay blanking the panels).
-        f.run_btn.click(arm_run, None, [self.status_md], queue=False).then(
+        racing = f.run_btn.click(arm_run, None, [self.status_md, f.count_timer], queue=False).then(
             self.race, race_in, trace_out + [self.download], api_name="race", concurrency_limit=1,
-            concurrency_id="model", show_progress="hidden").success(
-            self.explain.show, [self.state, self.explain.picked], self.explain.outputs, **view_kw)
+            concurrency_id="model", show_progress="hidden")
+        racing.success(self.explain.show, [self.state, self.explain.picked], self.explain.outputs, **view_kw)
+        racing.then(lambda: gr.Timer(active=False), None, [f.count_timer], queue=False)
+        f.count_timer.tick(self.live_counters, [self.state], [self.counters], concurrency_limit=None,
+                           show_progress="hidden", api_visibility="undocumented")
         # No `cancels`: the race sees the flag within one step and ends in its final state.
         f.stop_btn.click(stop_run, None, [self.status_md], api_name="stop", queue=False)
         demo.unload(on_leave)

@@ -4,6 +4,7 @@ Layout and wiring only: the step is chosen and every panel drawn by visual.expla
 """
 from __future__ import annotations
 
+import functools
 import html
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from visual.counts import run_counts, run_words
 from visual.explain import TITLES, Panel, choose_step, walkthrough
 from visual.style import sub_x
 
+from .drawings import Drawings, trace_key
 from .figures import FigureSlot, figure_slot
 from .keys import on_moves, presses
 from .lesson import LessonView
@@ -76,8 +78,9 @@ class ExplainTab:
     """The tab's components and handlers. `recorded` gives the recorded race's LogitSpec trace
     and its file name, for a visitor with nothing of their own to explain."""
 
-    def __init__(self, recorded: Callable[[], tuple[RunTrace | None, str]]) -> None:
+    def __init__(self, recorded: Callable[[], tuple[RunTrace | None, str]], drawings: Drawings | None = None) -> None:
         self.recorded = recorded
+        self.drawings = drawings or Drawings()
 
     def build(self) -> None:
         """The tab's contents; call inside its gr.Tab."""
@@ -174,11 +177,18 @@ class ExplainTab:
         out = {self.head: (f"**Explaining** {words}. **Step {pick.step}** of 0–{len(trace.steps) - 1}: "
                            f"{sub_x(pick.why)}{note}."),
                self.step: pick.step, self.picked: pick}
-        for panel in walkthrough(trace, pick.step):
+        for panel in self._panels(trace, pick.step):
             slot = self.slots[panel.key]
             out.update(slot.fill(panel.figure))
             out[slot.caption] += panel_words(panel)  # the title, then the sentences, then the figure
         return out
+
+    def _panels(self, trace: RunTrace, step: int) -> list:
+        """The step's six panels, drawn once (the neighbouring steps drawn ahead for the next move)."""
+        for j in (step + 1, step - 1):
+            if 0 <= j < len(trace.steps):
+                self.drawings.ahead(("explain", trace_key(trace), j), functools.partial(walkthrough, trace, j))
+        return self.drawings.get(("explain", trace_key(trace), step), functools.partial(walkthrough, trace, step))
 
     def show_step(self, view, picked: Pick | None, step):
         if step is None:

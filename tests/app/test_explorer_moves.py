@@ -14,6 +14,13 @@ import pytest
 
 import app
 from ui.debugger import OUTCOMES
+from ui.drawings import Drawings
+
+
+@pytest.fixture(autouse=True)
+def fresh_drawings(monkeypatch):
+    """Every test draws its steps itself: none kept from another test, none drawn ahead."""
+    monkeypatch.setattr(app, "DRAWINGS", Drawings(idle=lambda: False))
 
 
 @pytest.fixture(scope="module")

@@ -261,3 +261,21 @@ def test_a_second_tab_waits_on_a_filled_page(browser, app_url):
                 timeout=60_000)
             second.context.close()
         first.context.close()
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_the_counters_tick_between_redraws(browser, app_url):
+    """The counters come on the page's own timer, twice a second, besides the figures' redraws
+    (two seconds apart at least): five seconds of a race show four counts or more."""
+    page = fresh_page(browser, app_url)
+    start_long_race(page)
+    seen = []
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 5:
+        seen.append(sum(lane_tokens(page).values()))
+        page.wait_for_timeout(100)
+    page.locator("#stop").click()
+    page.wait_for_function(final_state_js(), timeout=180_000, polling=100)
+    page.context.close()
+    assert len(set(seen)) >= 4, seen

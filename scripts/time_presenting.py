@@ -1,0 +1,239 @@
+"""Time the app as a presenter uses it, in Debian's chromium on this machine: a step move in the
+Step explorer and in Explain's detail, Play paused by one press, a filter in the retrieval
+debugger, and a race's wall clock against its lanes' own compute.
+
+    python scripts/time_presenting.py [--url URL] [--moves 10] [--max-new-tokens 128] [--out FILE]
+
+Without --url it starts app.py on a free port (as `make demo` would, on the bundled model) and
+stops it at the end. Each move is timed from the key press to the moved figure painted at its
+new step; the presenter's pause between moves is 1 s. The race is the first screen's prompt
+with the prompt-lookup lane, in the page and then through the app's API with no browser
+running; its lanes' compute is what the counters say. Prints the
+figures and writes them as JSON (with the CPU named) to --out.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+SCREEN = {"width": 1920, "height": 1080}
+RUN = "coding-122"
+PAUSE_MS = 1000  # the presenter's pause between moves
+PAINTED_JS = """() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"""
+PLOT_AT_JS = """([sel, n]) => Array.from(document.querySelectorAll(sel)).every(g => g.layout && g.layout.meta
+    && g.layout.meta.step === n) && document.querySelectorAll(sel).length > 0"""
+ROW = re.compile(r"■ ([\w+-]+)\t(\d+)\t\d+\t[\d.]+\t[\d.]+\t([\d.]+) s")
+
+
+def start_app() -> tuple[subprocess.Popen, str]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port),
+           "GRADIO_ANALYTICS_ENABLED": "False"}
+    proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/"
+    for _ in range(360):
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return proc, url
+        except OSError:
+            time.sleep(0.5)
+    proc.kill()
+    raise SystemExit("app.py did not answer within 3 minutes")
+
+
+def open_page(browser, url: str):
+    page = browser.new_context(viewport=SCREEN).new_page()
+    page.goto(url, wait_until="domcontentloaded")
+    page.wait_for_function("() => /Model ready/.test(document.querySelector('#model-status')?.innerText || '')",
+                           timeout=300_000)
+    page.wait_for_selector("#tree-plot .js-plotly-plot", state="attached", timeout=120_000)  # hidden on other tabs
+    return page
+
+
+def time_moves(page, plots: str, moves: int, start: int) -> list[float]:
+    """Seconds from each → to every plot in `plots` painted at the next step."""
+    waits = []
+    for n in range(start + 1, start + 1 + moves):
+        page.wait_for_timeout(PAUSE_MS)
+        t0 = time.perf_counter()
+        page.keyboard.press("ArrowRight")
+        page.wait_for_function(PLOT_AT_JS, arg=[plots, n], timeout=60_000)
+        page.evaluate(PAINTED_JS)
+        waits.append(time.perf_counter() - t0)
+    return waits
+
+
+def explorer_moves(browser, url: str, moves: int) -> list[float]:
+    page = open_page(browser, url + f"?trace={RUN}&step=0")
+    page.wait_for_function(PLOT_AT_JS, arg=["#tree-plot .js-plotly-plot", 0], timeout=60_000)
+    page.locator("#step-label").click()  # the page has the focus, not a box
+    waits = time_moves(page, "#tree-plot .js-plotly-plot, #cand-plot .js-plotly-plot", moves, 0)
+    page.context.close()
+    return waits
+
+
+def explain_moves(browser, url: str, moves: int) -> list[float]:
+    page = open_page(browser, url + f"?trace={RUN}&step=0&tab=explain")
+    page.locator("#explain-levels").get_by_role("tab", name="In detail").click()
+    panels = "#explain-detail .js-plotly-plot"
+    page.wait_for_function(PLOT_AT_JS, arg=[panels, 0], timeout=60_000)
+    page.locator("#explain-head").click()
+    waits = time_moves(page, panels, moves, 0)
+    page.context.close()
+    return waits
+
+
+def play_pause(browser, url: str) -> dict:
+    """Play, then one press of space after two steps: did that one press pause it?"""
+    page = open_page(browser, url + f"?trace={RUN}&step=0")
+    label = "() => (document.querySelector('#step-label')?.innerText || '')"
+    page.locator("#play").click()
+    page.wait_for_function(f"() => ({label})().startsWith('Step 2 (')", timeout=60_000)
+    page.locator("#step-label").click()
+    t0 = time.perf_counter()
+    page.keyboard.press(" ")
+    page.wait_for_function("() => /Play/.test(document.querySelector('#play')?.innerText || '')", timeout=30_000)
+    answered = time.perf_counter() - t0
+    at = page.evaluate(label)
+    page.wait_for_timeout(3000)  # three Play intervals: a step would have come by now
+    kept = page.evaluate(label) == at
+    page.context.close()
+    return {"paused_by_one_press": kept, "seconds_to_play_button": answered, "step_at_pause": at.split(" (")[0]}
+
+
+def debugger_filter(browser, url: str) -> list[float]:
+    """Seconds from a click on an outcome to the table showing the new rows, off then on, twice."""
+    page = open_page(browser, url + f"?trace={RUN}&tab=debugger")
+    page.wait_for_selector("#debug-table table", timeout=60_000)
+    rows = "() => document.querySelectorAll('#debug-table tbody tr.main').length"
+    waits = []
+    for _ in range(2):
+        for _ in range(2):
+            before = page.evaluate(rows)
+            page.wait_for_timeout(PAUSE_MS)
+            t0 = time.perf_counter()
+            page.locator("#outcome").get_by_text("g1 matched").click()
+            page.wait_for_function(f"(n) => ({rows})() !== n", arg=before, timeout=60_000)
+            page.evaluate(PAINTED_JS)
+            waits.append(time.perf_counter() - t0)
+    page.context.close()
+    return waits
+
+
+def race(browser, url: str, max_new: int) -> dict:
+    """The first screen's prompt, with prompt lookup: wall clock from Run to Done, and the lanes'
+    compute as the counters say."""
+    from logitspec.serve.race import load_race
+
+    prompt = load_race(ROOT / "traces" / "races" / "summarization-242.json")[0]["vanilla"].prompt_text
+    page = open_page(browser, url)
+    page.locator("#prompt textarea").fill(prompt)
+    page.get_by_text("Decoder parameters (paper defaults)").click()
+    box = page.locator("#max-new input[type=number]")
+    box.fill(str(max_new))
+    box.press("Enter")
+    box.blur()
+    page.wait_for_function("(n) => document.querySelector('#max-new input[type=range]')?.value === n",
+                           arg=str(max_new), timeout=10_000)
+    page.get_by_label("Also race prompt lookup decoding (PLD)").check()
+    t0 = time.perf_counter()
+    page.locator("#run").click()
+    seen = set()
+    while True:
+        seen.add(page.evaluate("() => document.querySelector('#counters')?.innerText || ''"))
+        if re.match(r"(Done|Stopped)", page.evaluate("() => document.querySelector('#status')?.innerText || ''")):
+            break
+        page.wait_for_timeout(100)
+    wall = time.perf_counter() - t0
+    lanes = {name: (int(tok), float(sec)) for name, tok, sec in ROW.findall(page.inner_text("#counters"))}
+    page.context.close()
+    compute = sum(sec for _, sec in lanes.values())
+    return {"wall_seconds": wall, "lanes": lanes, "lanes_compute_seconds": compute,
+            "wall_over_compute": wall / compute, "counter_states_seen": len(seen)}
+
+
+def api_race(url: str, max_new: int) -> dict:
+    """The same race through the app's API, with no browser on this machine's cores (as a Space
+    visitor's browser runs on their own device)."""
+    from gradio_client import Client
+
+    from logitspec.serve.race import load_race
+    from logitspec.settings import DecodeSettings
+
+    prompt = load_race(ROOT / "traces" / "races" / "summarization-242.json")[0]["vanilla"].prompt_text
+    d = DecodeSettings()
+    args = [prompt, "bundled", True, d.k, d.capacity, list(d.ngram_sizes), d.continuation, max_new, d.tree,
+            d.temperature, d.top_p, d.seed, ["g1 matched", "g2 rescued", "both failed"], False, False]
+    t0 = time.perf_counter()
+    result = Client(url, verbose=False).predict(*args, api_name="/race")
+    wall = time.perf_counter() - t0
+    counters = next(r for r in result if isinstance(r, str) and "tokens / pass" in r)
+    cells = re.findall(r"■</span> ([\w+-]+)</td><td>(\d+)</td><td>\d+</td><td>[\d.]+</td><td>[\d.]+</td>"
+                       r"<td>([\d.]+) s</td>", counters)
+    lanes = {name: (int(tok), float(sec)) for name, tok, sec in cells}
+    compute = sum(sec for _, sec in lanes.values())
+    return {"wall_seconds": wall, "lanes": lanes, "lanes_compute_seconds": compute, "wall_over_compute": wall / compute}
+
+
+def cpu() -> dict:
+    from logitspec.bench.run import instruction_sets
+
+    name = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                 if ln.startswith("model name")), platform.processor())
+    return {"cpu": name, "cores": os.cpu_count(), "instruction_sets": instruction_sets()}
+
+
+def summary(waits: list[float]) -> dict:
+    return {"median": statistics.median(waits), "max": max(waits), "all": [round(w, 3) for w in waits]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--url")
+    ap.add_argument("--moves", type=int, default=10)
+    ap.add_argument("--max-new-tokens", type=int, default=128)
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    proc, url = (None, args.url.rstrip("/") + "/") if args.url else start_app()
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
+            report = {"machine": cpu(), "screen": SCREEN}
+            for name, measure in (("explorer_move_seconds", lambda: summary(explorer_moves(browser, url, args.moves))),
+                                  ("explain_move_seconds", lambda: summary(explain_moves(browser, url, args.moves))),
+                                  ("play", lambda: play_pause(browser, url)),
+                                  ("debugger_filter_seconds", lambda: summary(debugger_filter(browser, url))),
+                                  ("race", lambda: race(browser, url, args.max_new_tokens)),
+                                  ("api_race", lambda: api_race(url, args.max_new_tokens))):
+                report[name] = measure()
+                print(name, json.dumps(report[name]), flush=True)
+            browser.close()
+    finally:
+        if proc is not None:
+            proc.terminate()
+    print(json.dumps(report, indent=1))
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,75 @@
+"""Presenting at a projector's size (1920x1080), in a real browser: a step move answers quickly in
+the Step explorer and in Explain's detail, Play pauses on the first press, the debugger's filter
+answers within a second, and space moves on where a slide clicker would.
+
+The timings use scripts/time_presenting.py's own measures (its run on an idle machine is in
+docs/performance.md, "Presenting"); the bounds here are three times the aim where the aim was met,
+and three times the measured figure where it was not, so that a regression fails on a busy CI
+machine and the shortfall stays written down rather than hidden in a bound.
+"""
+from __future__ import annotations
+
+import importlib.util
+import statistics
+
+import pytest
+
+from helpers.browser import fresh_page, text_of
+from helpers.paths import ROOT
+
+_spec = importlib.util.spec_from_file_location("time_presenting", ROOT / "scripts" / "time_presenting.py")
+T = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(T)
+
+MOVES = 4
+# Medians of ten moves on an idle 2-core EPYC, two runs: the slower run's, times three.
+EXPLORER_MOVE_S = 3 * 0.72  # aim 0.3 s, missed: 0.70 and 0.72 s measured
+EXPLAIN_MOVE_S = 3 * 1.17  # aim 0.3 s, missed: 0.87 and 1.17 s measured
+FILTER_S = 3 * 1.0  # aim 1 s, met: 0.29 and 0.36 s measured
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
+
+def test_a_step_move_in_the_explorer(browser, app_url):
+    waits = T.explorer_moves(browser, app_url, MOVES)
+    assert statistics.median(waits) < EXPLORER_MOVE_S, waits
+
+
+def test_a_step_move_in_explains_detail(browser, app_url):
+    waits = T.explain_moves(browser, app_url, MOVES)
+    assert statistics.median(waits) < EXPLAIN_MOVE_S, waits
+
+
+def test_play_pauses_on_the_first_press(browser, app_url):
+    got = T.play_pause(browser, app_url)
+    assert got["paused_by_one_press"], got
+
+
+def test_the_debuggers_filter_answers_within_its_bound(browser, app_url):
+    waits = T.debugger_filter(browser, app_url)
+    assert max(waits) < FILTER_S, waits
+
+
+def test_space_moves_on_in_explain_as_a_clicker_does(browser, app_url):
+    page = fresh_page(browser, app_url.rstrip("/") + f"/?trace={T.RUN}&tab=explain", T.SCREEN)
+    tops = "() => Array.from(document.querySelectorAll('#explain-lesson .lesson-stage'))" \
+           ".map(el => Math.round(el.getBoundingClientRect().top))"
+    page.wait_for_function("() => !!document.querySelector('#lesson-keep-plot .js-plotly-plot .main-svg')",
+                           timeout=90_000)
+    page.locator("#lesson-intro").click()
+    page.evaluate("() => window.scrollTo(0, 0)")
+    for i in range(2):  # the first stage, then the second, each brought to the top of the screen
+        page.keyboard.press(" ")
+        page.wait_for_function(f"(i) => Math.abs(({tops})()[i]) < 8", arg=i, timeout=5_000)
+    # In detail, space goes to the next step, and shift+space back.
+    page.locator("#explain-levels").get_by_role("tab", name="In detail").click()
+    panels = "#explain-detail .js-plotly-plot"
+    page.wait_for_function(f"() => !!document.querySelector('{panels}')?.layout?.meta", timeout=60_000)
+    n = page.evaluate(f"() => document.querySelector('{panels}').layout.meta.step")
+    page.locator("#explain-head").click()
+    page.keyboard.press(" ")
+    page.wait_for_function(T.PLOT_AT_JS, arg=[panels, n + 1], timeout=60_000)
+    assert f"Step {n + 1}" in text_of(page, "#explain-head")
+    page.keyboard.press("Shift+ ")
+    page.wait_for_function(T.PLOT_AT_JS, arg=[panels, n], timeout=60_000)
+    page.context.close()

@@ -190,10 +190,12 @@ def test_a_phone_breaks_headers_between_words_and_a_swipe_over_the_tree_scrolls(
 
 @pytest.mark.slow
 @pytest.mark.browser
-def test_log_axes_label_one_two_and_five_times_a_power_of_ten(desktop):
-    desktop.get_by_role("tab", name="Step explorer").click()
-    desktop.wait_for_selector("#cand-plot .js-plotly-plot .ytick text")
-    ticks = desktop.evaluate("() => Array.from(document.querySelectorAll('#cand-plot .ytick text')).map(t => t.textContent)")
+@pytest.mark.parametrize("screen", ["desktop", "projector", "phone"])
+def test_log_axes_label_one_two_and_five_times_a_power_of_ten(request, screen):
+    page = request.getfixturevalue(screen)
+    page.get_by_role("tab", name="Step explorer").click()
+    page.wait_for_selector("#cand-plot .js-plotly-plot .ytick text")
+    ticks = page.evaluate("() => Array.from(document.querySelectorAll('#cand-plot .ytick text')).map(t => t.textContent)")
     assert 2 <= len(ticks) <= 8, ticks
     for t in (t.replace("\u200b", "") for t in ticks):  # Plotly puts zero-width spaces around a superscript
         value = float(re.sub(r"^(?:(\d)×)?10([−-]\d+)$", lambda m: f"{m[1] or 1}e{m[2].replace('−', '-')}", t))

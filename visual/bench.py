@@ -12,7 +12,7 @@ from .style import PALETTE, lane_color
 
 HELD_COLOR = PALETTE["root"]  # what the drafts held: reddish purple, apart from the four methods' lane colours
 LAYOUT = dict(font=dict(size=16), paper_bgcolor="white", plot_bgcolor="white", barmode="group",
-              legend=dict(orientation="h", y=1.12, x=0), margin=dict(t=110, l=70, r=20, b=110))
+              legend=dict(orientation="h", y=1.12, x=0), margin=dict(t=110, l=70, r=70, b=110))
 
 
 def _bars(report: dict, key: str, title: str, ytitle: str):
@@ -34,7 +34,9 @@ def _bars(report: dict, key: str, title: str, ytitle: str):
         fig.add_bar(name=m, x=cats, y=vals, marker_color=lane_color(m, m), text=[f"{v:.2f}" for v in vals],
                     textposition="outside", textfont=dict(size=11), error_y=error)
     if key == "speedup_vs_vanilla":
-        fig.add_hline(y=1.0, line_dash="dash", line_color="#555", annotation_text="vanilla")
+        # Its label in the right margin, where no bar's number is.
+        fig.add_hline(y=1.0, line_dash="dash", line_color="#555", annotation_text="vanilla",
+                      annotation_position="right", annotation_xshift=4)
     s = report["settings"]
     runs = f"median of {s['repeats']}" if s["repeats"] > 1 else "one run"
     sub = (f"{s['model']} · {machine(s)} · {s['dtype']} · {s['max_new_tokens']} new tokens · {runs}"

@@ -20,7 +20,7 @@ from ui.figures import run_stamp
 
 T = TypeVar("T")
 
-KEEP = 48  # drawings kept: a whole recorded run's steps in one view, a few megabytes of figures
+KEEP = 48  # drawings kept: a recorded run's steps in one view; an explorer step's is about 1 MB
 AHEAD_DELAY_SECONDS = 0.15  # let the move's own reply be sent first: drawing ahead holds the GIL
 
 

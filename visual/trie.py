@@ -161,9 +161,10 @@ class Folded:
 
 def fold_leaves(g: nx.DiGraph, keep: Iterable[int] = (), show: int = FOLD_SHOW,
                 counted: Callable[[int], bool] = lambda n: False) -> Folded:
-    """Take out of `g` (in place) the root's (node 0's) childless children past the first `show` (by id),
-    sparing `keep`: a 64-guess fan of next-next tokens otherwise draws as one smudge of dots."""
-    leaves = [n for n in sorted(g.successors(0)) if g.out_degree(n) == 0 and n not in set(keep)]
+    """Take out of `g` (in place) the root's (node 0's) childless children past the first `show`
+    (by id), sparing `keep`: a 64-guess fan of next-next tokens otherwise draws as one smudge."""
+    spared = set(keep)
+    leaves = [n for n in sorted(g.successors(0)) if g.out_degree(n) == 0 and n not in spared]
     folded = leaves[show:] if len(leaves) > show + 1 else []
     out = Folded(folded, sum(bool(counted(n)) for n in folded))
     g.remove_nodes_from(folded)

@@ -908,7 +908,7 @@ class ExplorerUI:
             self.race, race_in, trace_out + [self.download], api_name="race", concurrency_limit=1,
             concurrency_id="model", show_progress="hidden")
         racing.success(self.explain.show, [self.state, self.explain.picked], self.explain.outputs, **view_kw)
-        racing.then(lambda: gr.Timer(active=False), None, [f.count_timer], queue=False)
+        racing.then(lambda: gr.Timer(active=False), None, [f.count_timer], queue=False, api_visibility="undocumented")
         f.count_timer.tick(self.live_counters, [self.state], [self.counters], concurrency_limit=None,
                            show_progress="hidden", api_visibility="undocumented")
         # No `cancels`: the race sees the flag within one step and ends in its final state.

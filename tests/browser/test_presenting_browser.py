@@ -21,7 +21,7 @@ _spec = importlib.util.spec_from_file_location("time_presenting", ROOT / "script
 T = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(T)
 
-MOVES = 4
+MOVES = 3
 # Medians of ten moves on an idle 2-core EPYC, two runs: the slower run's, times three.
 EXPLORER_MOVE_S = 3 * 0.72  # aim 0.3 s, missed: 0.70 and 0.72 s measured
 EXPLAIN_MOVE_S = 3 * 1.17  # aim 0.3 s, missed: 0.87 and 1.17 s measured

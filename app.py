@@ -331,9 +331,8 @@ class ExplorerUI:
     def _step_drawing(self, t: RunTrace, i: int, view: View) -> dict:
         """A step's drawn pieces: kept from before (or drawn ahead), else drawn now; a live race's
         are drawn once and not kept (its run grows before anyone comes back to them)."""
-        if view.racing:
-            return self._draw_step(t, i, view.tree_view, view.compact_tree)
-        return DRAWINGS.get(self._drawing_key(t, i, view), self._drawer(t, i, view))
+        draw = self._drawer(t, i, view)
+        return draw() if view.racing else DRAWINGS.get(self._drawing_key(t, i, view), draw)
 
     @staticmethod
     def _drawer(t: RunTrace, i: int, view: View):

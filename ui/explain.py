@@ -184,11 +184,14 @@ class ExplainTab:
         return out
 
     def _panels(self, trace: RunTrace, step: int) -> list:
-        """The step's six panels, drawn once (the neighbouring steps drawn ahead for the next move)."""
+        """The step's six panels, drawn once (the neighbouring steps drawn ahead for the next move,
+        after this one, so they never compete with it)."""
+        key = trace_key(trace)
+        panels = self.drawings.get(("explain", key, step), functools.partial(walkthrough, trace, step))
         for j in (step + 1, step - 1):
             if 0 <= j < len(trace.steps):
-                self.drawings.ahead(("explain", trace_key(trace), j), functools.partial(walkthrough, trace, j))
-        return self.drawings.get(("explain", trace_key(trace), step), functools.partial(walkthrough, trace, step))
+                self.drawings.ahead(("explain", key, j), functools.partial(walkthrough, trace, j))
+        return panels
 
     def show_step(self, view, picked: Pick | None, step):
         if step is None:

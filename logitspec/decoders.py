@@ -18,7 +18,7 @@ from .errors import DecodeError
 from .runtime.kvcache import new_cache
 from .runtime.tuner import ThreadTuner, thread_tuner
 from .retrieval import NgramPool, retrieve
-from .sampling import SamplingRule, choose
+from .sampling import Lead, SamplingRule, choose_with_lead
 from .settings import METHODS, DecodeSettings
 from .speculation import speculate
 from .trace import Candidate, QueryRecord, StepRecord, TreeNode, TreeSizing
@@ -316,7 +316,8 @@ def decode(
     )
     t0 = time.perf_counter()
     logits = prefill(model, run.cache, prompt)
-    root = choose(logits, len(prompt), run.rule)  # the first new token sits at position len(prompt)
+    # The first new token sits at position len(prompt).
+    root, lead = choose_with_lead(logits, len(prompt), run.rule)
     if on_prefill:
         on_prefill(time.perf_counter() - t0)
     pool = NgramPool(s.ngram_sizes, prompt)
@@ -326,9 +327,10 @@ def decode(
         if remaining == 1 or root in run.eos:
             # The root is already known to be right; nothing after it is wanted.
             yield StepRecord(index, method, len(pool), root, [root], None, forward=False,
-                             tree=chain_tree(root, [], "root"), accepted_path=[0])
+                             tree=chain_tree(root, [], "root"), accepted_path=[0],
+                             leads=[lead.ulps], runners_up=[lead.runner_up])
             return
-        step, logits = decode_step(run, pool, root, logits, index, remaining)
+        step, logits, lead = decode_step(run, pool, root, lead, logits, index, remaining)
         yield step
         if step.bonus is None:  # EOS or the token budget reached
             return
@@ -336,12 +338,13 @@ def decode(
         root, index = step.bonus, index + 1
 
 
-def decode_step(run: Decoding, pool: NgramPool, root: int, logits: torch.Tensor, index: int,
-                remaining: int) -> tuple[StepRecord, torch.Tensor]:
+def decode_step(run: Decoding, pool: NgramPool, root: int, root_lead: Lead, logits: torch.Tensor, index: int,
+                remaining: int) -> tuple[StepRecord, torch.Tensor, Lead]:
     """One forward pass: speculate, retrieve, build the tree, verify, accept.
 
-    `logits`: [V], the row `root` was taken from. Returns the step's record and next_logits:
-    [V], the row after the last accepted token, where the next step's speculation reads.
+    `logits`: [V], the row `root` was taken from, with `root_lead` its lead there. Returns the
+    step's record, next_logits: [V], the row after the last accepted token, where the next
+    step's speculation reads, and the bonus token's lead in that row.
     Commits at most `remaining` tokens, up to the first EOS; the pool then holds them, and
     the cache too unless the run ends with this step.
     """
@@ -368,6 +371,8 @@ def decode_step(run: Decoding, pool: NgramPool, root: int, logits: torch.Tensor,
     pool.extend(tokens)
     run.drafter.observe(tokens if done else tokens + [bonus], len(verified), t_book - t_fwd, run.tuner.now)
     t_end = time.perf_counter()
+    # Token i > 0 was taken after path node i - 1; the bonus after the last.
+    leads = [root_lead] + log.leads[: len(tokens) - 1]
     step = StepRecord(
         index=index, method=run.method, context_len=context_len, root=root, tokens=tokens,
         bonus=None if done else bonus, candidates=draft.candidates, queries=draft.queries,
@@ -376,8 +381,9 @@ def decode_step(run: Decoding, pool: NgramPool, root: int, logits: torch.Tensor,
         bookkeeping_seconds=(t_fwd - t_prep) + (t_end - t_book), sizing=draft.sizing,
         root_prob=draft.root_prob, calibration_seconds=draft.calibration_seconds + tuning,
         sampled=log.sampled[: len(tokens)], threads=run.tuner.now if run.model.device.type == "cpu" else None,
+        leads=[ld.ulps for ld in leads], runners_up=[ld.runner_up for ld in leads],
     )
-    return step, next_logits
+    return step, next_logits, log.leads[len(path) - 1]
 
 
 def computed_rows(head: LazyHead, nodes: Sequence[TreeNode]) -> tuple[list[int], torch.Tensor]:

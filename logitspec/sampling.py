@@ -17,6 +17,8 @@ Temperature 0 is greedy decoding: no rule, no noise, the plain argmax.
 """
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -106,10 +108,51 @@ def probabilities(logits: torch.Tensor, rule: SamplingRule | None) -> torch.Tens
     return torch.softmax(z, dim=-1)
 
 
+@dataclass(frozen=True, slots=True)
+class Lead:
+    """How far a chosen token led the next best one, in units in the last place (ulps) of the
+    logits' dtype: where two kernels' last bits can part two decoders (a near-tie), and where
+    they cannot."""
+
+    ulps: float | None  # None when nothing else could be chosen (top-k or top-p left one token)
+    runner_up: int  # the next best token (-1 when none)
+
+
+def ulp(x: float, dtype: torch.dtype) -> float:
+    """The spacing of `dtype`'s numbers at |x| (its smallest normal's below that)."""
+    info = torch.finfo(dtype)
+    _, e = math.frexp(max(abs(x), info.tiny))
+    return info.eps * 2.0 ** (e - 1)
+
+
+def leads_of(scores: torch.Tensor, chosen: Sequence[int], logits: torch.Tensor | None = None,
+             temperature: float = 1.0) -> list[Lead]:
+    """Each choice's lead. scores [m, V]: what the choice maximised, row i's maximum taken as
+    chosen[i] (the logits when greedy, the perturbed processed logits when sampling, then with
+    their `logits` [m, V] and `temperature`). The lead is the top two scores' difference in
+    logit units, over the ulp of the larger of the two tokens' logits."""
+    logits = scores if logits is None else logits
+    vals, idx = torch.topk(scores.float(), 2, dim=-1)
+    pair = logits.gather(-1, idx).float()
+    leads = []
+    for (top, second), (first, other), (la, lb), token in zip(vals.tolist(), idx.tolist(), pair.tolist(), chosen):
+        if second == float("-inf"):
+            leads.append(Lead(None, -1))
+            continue
+        # At an exact tie topk may list the tied tokens in any order: the runner-up is one not chosen.
+        size = ulp(max(abs(la), abs(lb)), logits.dtype)
+        leads.append(Lead((top - second) * temperature / size, other if first == token else first))
+    return leads
+
+
+def perturbed(z: torch.Tensor, position: int, rule: SamplingRule) -> torch.Tensor:
+    """Processed logits z [V] plus the Gumbel noise of `position`: the draw is their argmax."""
+    return z + gumbel(rule.seed, position, z.shape[-1]).to(z.device)
+
+
 def choose_processed(z: torch.Tensor, position: int, rule: SamplingRule) -> int:
     """The token drawn at `position` from already processed logits z [V]."""
-    noise = gumbel(rule.seed, position, z.shape[-1]).to(z.device)
-    return int(torch.argmax(z + noise))
+    return int(torch.argmax(perturbed(z, position, rule)))
 
 
 def choose(logits: torch.Tensor, position: int, rule: SamplingRule | None) -> int:
@@ -118,6 +161,15 @@ def choose(logits: torch.Tensor, position: int, rule: SamplingRule | None) -> in
     if rule is None:
         return int(torch.argmax(logits))
     return choose_processed(process(logits, rule), position, rule)
+
+
+def choose_with_lead(logits: torch.Tensor, position: int, rule: SamplingRule | None) -> tuple[int, Lead]:
+    """`choose`, and the chosen token's lead over the runner-up."""
+    scores = logits if rule is None else perturbed(process(logits, rule), position, rule)
+    token = int(torch.argmax(scores))
+    if rule is None:
+        return token, leads_of(logits[None], [token])[0]
+    return token, leads_of(scores[None], [token], logits[None], rule.temperature)[0]
 
 
 def sample(logits: torch.Tensor, position: int, settings: DecodeSettings) -> int:

@@ -14,8 +14,9 @@ from transformers import Cache, PreTrainedModel
 
 from .families import FULL, SLIDING, attention_layout
 from .runtime.kvcache import COMPACTABLE
-from .sampling import SamplingRule, choose_processed, probabilities, process
+from .sampling import Lead, SamplingRule, leads_of, perturbed, probabilities, process
 from .trace import TreeNode
+from .runtime.fixedshape import fixed_rows, pad_nodes, pad_rows
 from .tree import TreeIndex, layered_tree_inputs
 
 
@@ -32,6 +33,8 @@ def prepare_inputs(model: PreTrainedModel, nodes: Sequence[TreeNode],
     one with both kinds of layer gets a dict {layer type: mask}, which such models use as given.
     """
     device = model.device
+    if (rows := fixed_rows(model)) is not None and len(nodes) < rows:
+        nodes = pad_nodes(list(nodes), rows)  # one shape for every pass (runtime/fixedshape.py)
     if len(nodes) == 1:
         # A lone root needs no mask: the ordinary causal step, the very call vanilla makes.
         return {"input_ids": torch.tensor([[nodes[0].token]], dtype=torch.long, device=device)}
@@ -124,6 +127,7 @@ class LazyHead:
         inner = first_batch(nodes, self.index, rows)
         self.row_of = {node: i for i, node in enumerate(inner)}
         self.model = model
+        self.fixed = fixed_rows(model)  # the head's rows padded to one count, where passes are
         self.logits = self._logits(hidden[inner])
         self.rule, self.context_len = rule, context_len
         # Greedy: the step's one host sync. Sampling draws per visited node instead.
@@ -131,6 +135,7 @@ class LazyHead:
         self.extra: dict[int, torch.Tensor] = {}
         self.chosen: dict[int, int] = {}  # node -> the token the walk took after it
         self.processed: dict[int, torch.Tensor] = {}  # node -> process(logits) [V], sampling only
+        self.scores: dict[int, torch.Tensor] = {}  # node -> the perturbed scores drawn from [V], sampling only
 
     def row(self, node: int) -> torch.Tensor:
         """The logits after `node`, [V]."""
@@ -141,7 +146,9 @@ class LazyHead:
         return self.extra[node]
 
     def _logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        return head_logits(self.model, hidden, self.head)
+        if self.fixed is None:
+            return head_logits(self.model, hidden, self.head)
+        return head_logits(self.model, pad_rows(hidden, self.fixed), self.head)[: hidden.shape[0]]
 
     def argmax(self, node: int) -> int:
         if node in self.row_of and self.rule is None:
@@ -159,8 +166,19 @@ class LazyHead:
                 self.chosen[node] = self.argmax(node)
             else:
                 z = self.processed[node] = process(self.row(node), self.rule)
-                self.chosen[node] = choose_processed(z, self.position(node), self.rule)
+                scores = self.scores[node] = perturbed(z, self.position(node), self.rule)
+                self.chosen[node] = int(torch.argmax(scores))
         return self.chosen[node]
+
+    def leads(self, nodes: Sequence[int]) -> list[Lead]:
+        """The lead of the token the walk took after each of `nodes` over the runner-up."""
+        if not nodes:
+            return []
+        logits = torch.stack([self.row(n) for n in nodes])
+        chosen = [self.chosen[n] for n in nodes]
+        if self.rule is None:
+            return leads_of(logits, chosen)
+        return leads_of(torch.stack([self.scores[n] for n in nodes]), chosen, logits, self.rule.temperature)
 
     def child_probs(self, nodes: Sequence[TreeNode]) -> dict[int, float]:
         """node id -> the probability its parent's distribution gave it, for the children of
@@ -183,6 +201,7 @@ class WalkLog:
     and the target's probability of each drafted child of a visited node."""
 
     sampled: list[int] = field(default_factory=list)
+    leads: list[Lead] = field(default_factory=list)  # each sampled token's lead over the runner-up
     child_prob: dict[int, float] = field(default_factory=dict)
     head: LazyHead | None = None  # the pass's logits, for a drafter that recycles them (decoders.py)
 
@@ -281,6 +300,7 @@ def verify_tree(model: PreTrainedModel, cache: Cache, nodes: Sequence[TreeNode],
     path, bonus = accept_walk(nodes, head.choose, index)
     if log is not None:
         log.sampled = [head.chosen[n] for n in path]
+        log.leads = head.leads(path)
         log.child_prob = head.child_probs(nodes)
         log.head = head
     return path, bonus, head.row(path[-1])

@@ -185,7 +185,9 @@ def _words(lanes: dict[str, RunTrace], res: RaceResult | None, axis: Axis = SECO
     if not results:
         return title, "prefill included as the start; lossless decoders end with the same text"
     best = max(results, key=lambda r: r[1])
-    same = "same output" if res.lossless else "output DIFFERENT from vanilla"
+    same = "same output" if res.lossless else (
+        f"output equal to vanilla's up to {res.near_ties} near-tie{'s' if res.near_ties > 1 else ''}"
+        if res.near_ties == len(res.partings) else "output DIFFERENT from vanilla")
     scope = "" if res.complete else f", over the first {res.compared_tokens} tokens of a stopped race"
     return title, (f"{html.escape(best[0], quote=False)} ran at {best[1]:.2f}× vanilla's speed "
                    f"(tokens per second of compute, {same}{scope})")

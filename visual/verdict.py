@@ -8,6 +8,7 @@ from __future__ import annotations
 import html
 from statistics import mean
 
+from logitspec.parting import near_tie_words
 from logitspec.serve.race import RaceResult, lane_stats, result_of
 from logitspec.trace import RunTrace
 
@@ -124,15 +125,19 @@ def verdict_text(res: RaceResult, stop_reason: str | None = None, lane: str = "l
 
 def _sameness(res: RaceResult, lane: str, cut: bool) -> str:
     """Whether `lane`'s output is vanilla's, and which other lane's is not."""
-    diff = res.first_difference.get(lane)
-    if diff is None:
+    part = res.partings.get(lane)
+    if part is None:
         same = ("those tokens identical to vanilla's, token for token" if cut
                 else "output identical to vanilla, token for token")
+    elif part.near_tie:
+        same = (f"output equal to vanilla's up to a near-tie: the same first {part.index} tokens, "
+                f"then {near_tie_words(part)}")
     else:
-        same = f"output DIFFERENT from vanilla from token {diff} on"
-    for name, at in res.first_difference.items():
+        same = f"output DIFFERENT from vanilla from token {part.index} on"
+    for name, p in res.partings.items():
         if name != lane:
-            same += f"; {lane_words(name, res.traces[name])}'s output DIFFERENT from token {at} on"
+            how = f"equal up to a near-tie at token {p.index}" if p.near_tie else f"DIFFERENT from token {p.index} on"
+            same += f"; {lane_words(name, res.traces[name])}'s output {how}"
     return same
 
 

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import torch
 
+from .blocked_attention import blocked_row_attention
 from .fewrows import invariant_rows, row_attention_kernel
+from .fixedshape import padded_device
 
 NAME = "logitspec_grouped_sdpa"
 _registered = False
@@ -47,7 +49,7 @@ def grouped_tree_sdpa(module, query: torch.Tensor, key: torch.Tensor, value: tor
 
     groups = int(getattr(module, "num_key_value_groups", 1))
     b, heads, n, d = query.shape
-    if row_invariant_applies(query, dropout, kwargs) and (kernel := row_attention_kernel()) is not None:
+    if row_invariant_applies(query, dropout, kwargs) and (kernel := row_attention_for(query)) is not None:
         scale = scaling if scaling is not None else d ** -0.5
         if attention_mask is not None and attention_mask.shape[-1] > key.shape[-2]:
             attention_mask = attention_mask[..., : key.shape[-2]]  # a mask sized past the keys
@@ -64,11 +66,20 @@ def grouped_tree_sdpa(module, query: torch.Tensor, key: torch.Tensor, value: tor
 
 
 def row_invariant_applies(query: torch.Tensor, dropout: float, kwargs: dict) -> bool:
-    """Whether this call goes to the row-invariant kernel: a half-precision CPU pass of a tree's
-    size at most, with nothing the kernel does not implement."""
-    return (query.dtype in (torch.bfloat16, torch.float16) and query.device.type == "cpu"
-            and query.shape[2] <= invariant_rows() and query.shape[-1] % HEAD_MULTIPLE == 0 and not dropout
-            and not any(kwargs.get(k) is not None for k in STOCK_ONLY))
+    """Whether this call goes to a row-invariant attention: a half-precision pass of a tree's
+    size at most, on the CPU or a device whose passes have one shape, with nothing the
+    row-invariant attentions do not implement."""
+    return (query.dtype in (torch.bfloat16, torch.float16) and query.shape[2] <= invariant_rows()
+            and (query.device.type == "cpu" or padded_device(query.device, query.dtype))
+            and not dropout and not any(kwargs.get(k) is not None for k in STOCK_ONLY))
+
+
+def row_attention_for(query: torch.Tensor):
+    """The CPU's kernel (heads a multiple of HEAD_MULTIPLE; None without a compiler), or torch's
+    blocked attention on a device whose passes are padded to one shape."""
+    if padded_device(query.device, query.dtype):
+        return blocked_row_attention
+    return row_attention_kernel() if query.shape[-1] % HEAD_MULTIPLE == 0 else None
 
 
 def _fold_mask(mask: torch.Tensor, heads: int, groups: int, n: int) -> torch.Tensor:

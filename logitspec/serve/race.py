@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from ..parting import Choices, Parting, parting
 from ..settings import DecodeSettings
 from ..trace import RunTrace, StepRecord, TraceFileError, read_json_file, trace_from_data
 
@@ -89,7 +90,17 @@ class RaceResult:
     lossless: bool = True  # every lane's first compared_tokens tokens equal the vanilla lane's
     compared_tokens: int = 0  # the token count every lane reached
     complete: bool = True  # every lane ran to its end (EOS or the token budget)
-    first_difference: dict[str, int] = field(default_factory=dict)  # lane -> first token index unlike vanilla's
+    partings: dict[str, Parting] = field(default_factory=dict)  # lane -> where its output parts from vanilla's
+
+    @property
+    def first_difference(self) -> dict[str, int]:
+        """lane -> the first token index unlike vanilla's."""
+        return {name: p.index for name, p in self.partings.items()}
+
+    @property
+    def near_ties(self) -> int:
+        """Lanes that parted from vanilla only at a near-tie (parting.py)."""
+        return sum(p.near_tie for p in self.partings.values())
 
 
 def speedup(lane: LaneStats, baseline: LaneStats) -> float:
@@ -116,11 +127,6 @@ def seconds_to_reach(trace: RunTrace, n: int) -> float | None:
         t += s.seconds
         got += len(s.tokens)
     return t if got >= n else None
-
-
-def first_difference(a: list[int], b: list[int], n: int) -> int | None:
-    """The first index below `n` where the two token lists differ, or None."""
-    return next((i for i in range(n) if a[i] != b[i]), None)
 
 
 def interleave(
@@ -159,14 +165,12 @@ def result_of(traces: dict[str, RunTrace], baseline: str = "vanilla") -> RaceRes
         return res
     n = min(len(t.tokens) for t in traces.values())
     res.compared_tokens = n
-    base = traces[baseline].tokens
+    base = Choices.of(traces[baseline])
     for name, t in traces.items():
-        diff = first_difference(t.tokens, base, n)
-        if diff is None and res.complete and len(t.tokens) != len(base):
-            diff = n  # both ran to their end, yet one stopped sooner: the outputs differ there
-        if diff is not None:
-            res.first_difference[name] = diff
-    res.lossless = not res.first_difference
+        # Both ran to their end, yet one stopped sooner: the outputs differ there.
+        if (part := parting(Choices.of(t), base, n, both_ended=res.complete)) is not None:
+            res.partings[name] = part
+    res.lossless = not res.partings
     base_s = seconds_to_reach(traces[baseline], n) if n else None
     for name, t in traces.items():
         lane_s = seconds_to_reach(t, n) if n else None

@@ -14,11 +14,14 @@ import pytest
 import torch
 
 from helpers.families import WORKS
+from helpers.faults import all_visible
 from helpers.lossless_prompts import lossless_prompts
 from helpers.tiny_models import greedy_reference, sampling_reference, tiny_prompts
 from logitspec.decoders import DecodeSettings, decode
 from logitspec.models import load_model, prepare_model
 from logitspec.runner import run_trace
+from logitspec.serve.race import result_of
+from logitspec import verify
 from logitspec.runtime import attention, fewrows, linear
 from logitspec.runtime.kvcache import new_cache
 
@@ -126,9 +129,26 @@ def test_with_stock_kernels_for_trees_the_half_precision_tests_fail(monkeypatch)
     lm = bundled_in("bfloat16")
     stock_for_trees(monkeypatch)
     s = DecodeSettings(max_new_tokens=MAX_NEW, tree="static")
-    parted = any(run_trace(lm, p.text, "logitspec", s).tokens != run_trace(lm, p.text, "vanilla", s).tokens
-                 for p in prompts())  # stops at the first prompt that parts
-    assert parted
+    for p in prompts():  # up to the first prompt that parts
+        res = result_of({m: run_trace(lm, p.text, m, s) for m in ("vanilla", "logitspec")})
+        if not res.lossless:
+            break
+    assert not res.lossless
+    # The stock kernels' rounding, not a bug: the two swapped a near-tied top two, and the verdict says so.
+    assert res.near_ties == 1, res.partings
+
+
+@needs_kernel
+@pytest.mark.slow
+def test_a_broken_tree_mask_parts_from_vanilla_not_at_a_near_tie(monkeypatch):
+    """The near-tie verdict does not excuse a bug: a tree whose nodes see their siblings parts
+    from vanilla where no rounding could have."""
+    lm = bundled_in("bfloat16")
+    monkeypatch.setattr(verify, "layered_tree_inputs", all_visible(verify.layered_tree_inputs))
+    s = DecodeSettings(max_new_tokens=32, tree="static")
+    prompt = prompts()[0].text
+    res = result_of({m: run_trace(lm, prompt, m, s) for m in ("vanilla", "logitspec")})
+    assert not res.lossless and res.near_ties == 0, res.partings
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,7 @@ import pytest
 import torch
 
 import logitspec.verify as verify
+from helpers.faults import all_visible
 from helpers.families import WORKS, prepared
 from helpers.lossless_prompts import lossless_prompts
 from helpers.tiny_models import greedy_reference, repetitive_prompt, sampling_reference
@@ -138,14 +139,6 @@ def test_shuffled_successors_stay_lossless_but_accept_fewer_drafts(tiny_llama, m
         assert got == w
         wrong += extra
     assert wrong < right, (wrong, right)
-
-
-def all_visible(layered):
-    """layered_tree_inputs with every tree node seeing every other: the tree mask broken."""
-    def broken(nodes, context_len, dtype, device, windows):
-        ids, pos, masks = layered(nodes, context_len, dtype, device, windows)
-        return ids, pos, {w: torch.zeros_like(m) for w, m in masks.items()}
-    return broken
 
 
 @pytest.mark.usefixtures("one_thread")

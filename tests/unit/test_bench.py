@@ -135,7 +135,7 @@ def test_a_calibration_inside_a_run_is_kept_out_of_its_seconds(monkeypatch):
         yield StepRecord(1, method, len(prompt) + 2, 9, [9], None, forward=False)
 
     class LM:
-        model, eos_ids = None, []
+        model, eos_ids, dtype = None, [], "float32"
 
     monkeypatch.setattr(decoders, "decode", fake_decode)
     row = bench.measure(LM(), [1, 2, 3], "logitspec", DecodeSettings(max_new_tokens=3))
@@ -237,3 +237,12 @@ def test_an_unknown_or_empty_dtype_is_refused_in_one_line(capsys):
         assert main(["--questions", q, "--dtype", given]) == 2
         err = capsys.readouterr().err
         assert message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_the_printed_sameness_says_whether_every_parting_was_a_near_tie():
+    from logitspec.bench.run import sameness_note
+
+    assert sameness_note([]) == ""
+    ties = [{"near_tie": True}, {"near_tie": True}]
+    assert sameness_note(ties) == " (2 runs parted from vanilla, each at a near-tie: equal up to 2 near-ties)"
+    assert sameness_note(ties + [{"near_tie": False}]) == " (3 runs parted from vanilla, 1 of them not at a near-tie)"

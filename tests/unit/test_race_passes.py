@@ -164,3 +164,36 @@ def test_the_compute_time_race_is_unchanged_by_the_passes_view(four):
     line = trace_named(fig, "logitspec")
     assert line.x[-1] == pytest.approx(four["logitspec"].seconds)  # measured seconds, prefill included
     assert fig.layout.xaxis.title.text == "Compute time (s)"
+
+
+def _with_choices(trace: RunTrace, at: int, token: int, lead: float, runner_up: int) -> RunTrace:
+    """`trace` with every token's lead recorded (far from a tie) and token `at` replaced by
+    `token`, chosen by `lead` ulps over `runner_up`."""
+    out = copy.deepcopy(trace)
+    seen = 0
+    for s in out.steps:
+        s.leads, s.runners_up = [500.0] * len(s.tokens), [0] * len(s.tokens)
+        if seen <= at < seen + len(s.tokens):
+            s.tokens[at - seen], s.leads[at - seen], s.runners_up[at - seen] = token, lead, runner_up
+        seen += len(s.tokens)
+    return out
+
+
+def test_a_lane_that_parts_at_a_near_tie_is_said_to_be_equal_up_to_it(four):
+    lanes = {name: t for name, t in four.items() if name in ("vanilla", "logitspec")}
+    at = len(lanes["logitspec"].steps[0].tokens) + 1
+    want = lanes["vanilla"].tokens[at]
+    other = want + 1
+    lanes["vanilla"] = _with_choices(lanes["vanilla"], at, want, 0.0, other)
+    for t in lanes.values():
+        t.dtype = "bfloat16"
+    lanes["logitspec"] = _with_choices(lanes["logitspec"], at, other, 1.0, want)
+    res = result_of(lanes)
+    assert not res.lossless and res.near_ties == 1 and res.first_difference == {"logitspec": at}
+    text = verdict_text(res)
+    assert (f"output equal to vanilla's up to a near-tie: the same first {at} tokens, then a near-tie: the top "
+            "two tokens there were 0 and 1 units in the last place of bfloat16 apart in the two runs") in text
+    assert "DIFFERENT" not in text
+    lanes["logitspec"] = _with_choices(lanes["logitspec"], at, other, 40.0, want)  # more than rounding moves
+    text = verdict_text(result_of(lanes))
+    assert f"output DIFFERENT from vanilla from token {at} on" in text and "near-tie" not in text

@@ -80,7 +80,8 @@ def _near_tie(lane: Choices, base: Choices, at: int) -> tuple[bool, float | None
 
 
 def near_tie_words(p: Parting) -> str:
-    """'a near-tie: its top two tokens were 0 and 1 ulps of bfloat16 apart in the two runs'."""
+    """'a near-tie: the top two tokens there were 0 and 1 units in the last place of bfloat16
+    apart in the two runs, ...' (the baseline's lead first, each rounded to a whole ulp)."""
     ulps = " and ".join(f"{x:.0f}" for x in (p.lead, p.lane_lead) if x is not None)
     return (f"a near-tie: the top two tokens there were {ulps} units in the last place of {p.dtype} "
             "apart in the two runs, which summing in another order can swap")

@@ -35,7 +35,7 @@ def test_the_faster_timed_dtype_is_kept_and_both_times_are_said(fast):
 def test_on_cuda_only_float32_is_loaded_and_the_reason_given(monkeypatch):
     loaded = []
     lm, pick = pick_dtype("bundled", "cuda", 64, loader=_stub_loader(loaded), timer=lambda lm, n: pytest.fail("timed"))
-    assert loaded == ["float32"] and pick.dtype == "float32" and "not row-invariant" in pick.words()
+    assert loaded == ["float32"] and pick.dtype == "float32" and "not been checked on a GPU" in pick.words()
 
 
 def test_an_answer_is_timed_as_prefill_plus_one_token_passes(tiny_llama, one_thread):

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from helpers.app_server import race_args, start_app, stop_app, trace_file
+from helpers.app_server import race_args, trace_file
 from helpers.paths import ROOT
 
 USERS = 8
@@ -31,14 +31,14 @@ PROMPTS = [
 
 
 @pytest.mark.slow
-def test_eight_simultaneous_sessions_complete_without_cross_talk(tmp_path, bundled):
+def test_eight_simultaneous_sessions_complete_without_cross_talk(app_url, bundled):
     from gradio_client import Client
 
     from logitspec.decoders import DecodeSettings
     from logitspec.runner import run_trace
     from logitspec.trace import RunTrace
 
-    proc, url = start_app(tmp_path / "app.log")
+    url = app_url
     results: dict[int, dict] = {}
 
     def user(i: int) -> None:
@@ -57,16 +57,13 @@ def test_eight_simultaneous_sessions_complete_without_cross_talk(tmp_path, bundl
         except Exception as e:  # recorded and asserted on below
             results[i] = {"latency": time.monotonic() - t0, "error": f"{type(e).__name__}: {e}"}
 
-    try:
-        threads = [threading.Thread(target=user, args=(i,)) for i in range(USERS)]
-        t0 = time.monotonic()
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=900)
-        wall = time.monotonic() - t0
-    finally:
-        stop_app(proc)
+    threads = [threading.Thread(target=user, args=(i,)) for i in range(USERS)]
+    t0 = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=900)
+    wall = time.monotonic() - t0
 
     errors = {i: r["error"] for i, r in results.items() if "error" in r}
     lat = sorted(r["latency"] for r in results.values() if "error" not in r)

@@ -16,6 +16,7 @@ import torch
 from helpers.families import WORKS
 from helpers.faults import all_visible
 from helpers.lossless_prompts import lossless_prompts
+from helpers.references import vanilla_run
 from helpers.tiny_models import greedy_reference, sampling_reference, tiny_prompts
 from logitspec.decoders import DecodeSettings, decode
 from logitspec.models import load_model, prepare_model
@@ -104,19 +105,22 @@ def test_a_tree_pass_computes_each_row_as_a_one_token_pass_does(half_bundled, mo
     assert not torch.equal(rows, one)  # the stock kernels' blocking changes the bits
 
 
-# bfloat16 on every prompt; float16 on one (the same kernels, another widening of the weights).
-CASES = [("bfloat16", i) for i in PROMPT_IDS] + [("float16", PROMPT_IDS[0])]
+# bfloat16 on two prompts and every drafter; float16 (the same kernels, another widening of the
+# weights) on one, with the paper's tree, the widest pass (the tiny families run float16 with all).
+CASES = [pytest.param(dtype, pid, variants, id=f"{dtype}-{pid}") for dtype, pid, variants in [
+    ("bfloat16", "math-111", VARIANTS), ("bfloat16", "code-121", VARIANTS),
+    ("float16", "math-111", [("logitspec", "static")])]]
 
 
 @needs_kernel
 @pytest.mark.slow
-@pytest.mark.parametrize("dtype, prompt_id", CASES)
-def test_bundled_half_precision_equals_vanilla(dtype, prompt_id):
+@pytest.mark.parametrize("dtype, prompt_id, variants", CASES)
+def test_bundled_half_precision_equals_vanilla(dtype, prompt_id, variants):
     lm = bundled_in(dtype)
     prompt = next(p for p in prompts() if p.id == prompt_id)
-    want = run_trace(lm, prompt.text, "vanilla", DecodeSettings(max_new_tokens=MAX_NEW)).tokens
+    want = vanilla_run(lm, prompt.text, DecodeSettings(max_new_tokens=MAX_NEW)).tokens
     assert len(want) == MAX_NEW
-    for method, tree in VARIANTS:
+    for method, tree in variants:
         got = run_trace(lm, prompt.text, method, DecodeSettings(max_new_tokens=MAX_NEW, tree=tree)).tokens
         assert got == want, (dtype, method, tree)
 
@@ -127,10 +131,10 @@ def test_with_stock_kernels_for_trees_the_half_precision_tests_fail(monkeypatch)
     """Not vacuous: with multi-row passes on the stock kernels, a tree decoder parts from
     vanilla in bfloat16 on these prompts (as it did before the row-invariant kernels)."""
     lm = bundled_in("bfloat16")
-    stock_for_trees(monkeypatch)
+    stock_for_trees(monkeypatch)  # one-row passes, all of vanilla's, keep their kernels
     s = DecodeSettings(max_new_tokens=MAX_NEW, tree="static")
     for p in prompts():  # up to the first prompt that parts
-        res = result_of({m: run_trace(lm, p.text, m, s) for m in ("vanilla", "logitspec")})
+        res = result_of({"vanilla": vanilla_run(lm, p.text, s), "logitspec": run_trace(lm, p.text, "logitspec", s)})
         if not res.lossless:
             break
     assert not res.lossless

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from helpers.lossless_prompts import LosslessPrompt, lossless_prompts
+from helpers.references import BUNDLED_MAX_NEW, vanilla_run
 from helpers.tiny_models import greedy_reference, repetitive_prompt
 from logitspec.decoders import DecodeSettings, decode
 from logitspec.runner import run_trace
@@ -21,7 +22,7 @@ pytestmark = pytest.mark.lossless
 
 TREES = ["static", "cost"]
 
-MAX_NEW = 48  # enough for several tree steps per prompt, small enough for 2 CPU cores
+MAX_NEW = BUNDLED_MAX_NEW
 PROMPTS = lossless_prompts()
 PROMPT_BY_ID = {p.id: p for p in PROMPTS}
 
@@ -39,10 +40,13 @@ _runs: dict[tuple[str, str, str], RunTrace] = {}
 
 
 def bundled_run(lm, prompt: LosslessPrompt, method: str, tree: str = "static") -> RunTrace:
-    """One run per (prompt, method, tree) for the whole module: vanilla is shared by all."""
+    """One run per (prompt, method, tree) for the whole module; vanilla's is the session's."""
+    settings = DecodeSettings(max_new_tokens=MAX_NEW, tree=tree)
+    if method == "vanilla":
+        return vanilla_run(lm, prompt.text, settings)
     key = (prompt.id, method, tree)
     if key not in _runs:
-        _runs[key] = run_trace(lm, prompt.text, method, DecodeSettings(max_new_tokens=MAX_NEW, tree=tree))
+        _runs[key] = run_trace(lm, prompt.text, method, settings)
     return _runs[key]
 
 

@@ -19,6 +19,7 @@ import logitspec.verify as verify
 from helpers.faults import all_visible
 from helpers.families import WORKS, prepared
 from helpers.lossless_prompts import lossless_prompts
+from helpers.references import BUNDLED_MAX_NEW, vanilla_run
 from helpers.tiny_models import greedy_reference, repetitive_prompt, sampling_reference
 from logitspec.decoders import DecodeSettings, decode
 from logitspec.recycling import ORIGIN, SuccessorMatrix
@@ -160,8 +161,8 @@ BUNDLED_PROMPTS = [p for p in lossless_prompts() if p.id in
 @pytest.mark.slow
 @pytest.mark.parametrize("prompt", BUNDLED_PROMPTS, ids=lambda p: p.id)
 def test_bundled_recycling_equals_vanilla(bundled, prompt):
-    s = DecodeSettings(max_new_tokens=48)
-    want = run_trace(bundled, prompt.text, "vanilla", s).tokens
+    s = DecodeSettings(max_new_tokens=BUNDLED_MAX_NEW)
+    want = vanilla_run(bundled, prompt.text, s).tokens
     for tree in TREES:
         got = run_trace(bundled, prompt.text, "recycling", replace(s, tree=tree))
         assert got.tokens == want, tree
@@ -169,10 +170,10 @@ def test_bundled_recycling_equals_vanilla(bundled, prompt):
 
 @pytest.mark.slow
 def test_bundled_recycling_sampled_equals_vanilla_sampled(bundled):
-    s = DecodeSettings(max_new_tokens=48, temperature=0.7, seed=5)
+    s = DecodeSettings(max_new_tokens=BUNDLED_MAX_NEW, temperature=0.7, seed=5)
     for pid in ("code-121", "summarization-241"):
         text = next(p.text for p in BUNDLED_PROMPTS if p.id == pid)
-        want = run_trace(bundled, text, "vanilla", s).tokens
+        want = vanilla_run(bundled, text, s).tokens
         for tree in TREES:
             assert run_trace(bundled, text, "recycling", replace(s, tree=tree)).tokens == want, (pid, tree)
         assert run_trace(bundled, text, HYBRID, s).tokens == want, (pid, HYBRID)
@@ -181,5 +182,5 @@ def test_bundled_recycling_sampled_equals_vanilla_sampled(bundled):
 @pytest.mark.slow
 @pytest.mark.parametrize("prompt", BUNDLED_PROMPTS[:4], ids=lambda p: p.id)
 def test_bundled_hybrid_equals_vanilla(bundled, prompt):
-    s = DecodeSettings(max_new_tokens=48)
-    assert run_trace(bundled, prompt.text, HYBRID, s).tokens == run_trace(bundled, prompt.text, "vanilla", s).tokens
+    s = DecodeSettings(max_new_tokens=BUNDLED_MAX_NEW)
+    assert run_trace(bundled, prompt.text, HYBRID, s).tokens == vanilla_run(bundled, prompt.text, s).tokens

@@ -15,6 +15,7 @@ import pytest
 import logitspec.sampling as sampling
 from helpers.families import prepared
 from helpers.lossless_prompts import lossless_prompts
+from helpers.references import BUNDLED_MAX_NEW
 from helpers.tiny_models import greedy_reference, sampling_reference, tiny_prompts
 from logitspec.decoders import DecodeSettings, decode
 from logitspec.runner import run_trace
@@ -116,7 +117,7 @@ def test_bundled_model_equals_plain_sampling(bundled):
     for pid, (temperature, top_p, top_k, seed) in [("copy-list", (0.7, 1.0, 0, 1)),
                                                    ("summarization-241", (1.0, 0.9, 0, 2)),
                                                    ("code-121", (1.5, 1.0, 50, 3))]:
-        s = DecodeSettings(max_new_tokens=48, temperature=temperature, top_p=top_p, top_k=top_k, seed=seed)
+        s = DecodeSettings(max_new_tokens=BUNDLED_MAX_NEW, temperature=temperature, top_p=top_p, top_k=top_k, seed=seed)
         want = run_trace(bundled, prompts[pid], "vanilla", s).tokens
         for method, tree in VARIANTS[1:]:
             got = run_trace(bundled, prompts[pid], method, replace(s, tree=tree))

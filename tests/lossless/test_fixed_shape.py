@@ -101,9 +101,26 @@ def test_without_the_padding_and_the_blocked_attention_a_tree_decoder_parts(padd
     assert parted
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")
+ON_CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")
+
+
+@ON_CUDA
+@pytest.mark.parametrize("name", [f.name for f in WORKS])
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
-def test_on_cuda_every_decoder_equals_vanilla_in_half_precision(dtype):
+def test_on_cuda_tiny_families_equal_vanilla_in_half_precision(name, dtype):
+    """The mode as shipped (no patching): every tiny family on the GPU, greedy and sampled."""
+    model = tiny(name, dtype).to("cuda")
+    for i, prompt in enumerate(tiny_prompts(2)):
+        want = tokens(model, prompt, "vanilla", DecodeSettings(max_new_tokens=MAX_NEW))
+        for method, tree in VARIANTS:
+            assert tokens(model, prompt, method, DecodeSettings(max_new_tokens=MAX_NEW, tree=tree)) == want, (method, tree)
+        sampled = DecodeSettings(max_new_tokens=MAX_NEW, temperature=1.0, seed=7 + i)
+        assert tokens(model, prompt, "logitspec", sampled) == tokens(model, prompt, "vanilla", sampled)
+
+
+@ON_CUDA
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_on_cuda_bundled_every_decoder_equals_vanilla_in_half_precision(dtype):
     """The mode where it is meant to run: the bundled model on a GPU, 64 tokens, three prompts."""
     from helpers.lossless_prompts import lossless_prompts
     from logitspec.models import load_model

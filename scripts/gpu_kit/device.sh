@@ -1,0 +1,66 @@
+#!/bin/sh
+# The GPU kit's device script: one call's share of the checks, every result under $OUT.
+#
+#   sh scripts/gpu_kit/device.sh 1      # carry artifacts/gpu_kit/call1: GPU, tiny families, c(n) of a 1B Llama
+#   sh scripts/gpu_kit/device.sh 2      # carry artifacts/gpu_kit/call2, at once: the bundled model's checks and the bench
+#   KIT_DEVICE=cpu sh scripts/gpu_kit/device.sh dry   # both calls' steps on this CPU, small (make test)
+#
+# Build the kit first: python scripts/gpu_kit/kit.py build. Call 1 leaves the packages and
+# part 1 of the model in $STASH; a warm device keeps them for 30 s, so call 2 must follow
+# at once. Each step has its own time limit and a failed step does not stop the others: the
+# log says which passed. docs/gpu.md has the plan and the figures.
+set -u
+cd "$(dirname "$0")/../.."
+CALL=${1:?call 1, 2 or dry}
+DEV=${KIT_DEVICE:-cuda}
+PY=${PY:-python3}
+OUT=${OUT:-artifacts/gpu_kit/out}
+STASH=${STASH:-/tmp/logitspec_kit}
+KIT=${KIT:-artifacts/gpu_kit}
+mkdir -p "$OUT"
+LOG="$OUT/log.txt"
+FAILED=0
+export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
+export PYTHONPATH="$STASH/site${PYTHONPATH:+:$PYTHONPATH}"
+
+# step NAME SECONDS COMMAND...: run, log, time, and keep going.
+step() {
+    name=$1 limit=$2; shift 2
+    echo "=== $name (limit ${limit}s): $*" | tee -a "$LOG"
+    t0=$(date +%s)
+    timeout "$limit" "$@" >>"$LOG" 2>&1
+    rc=$?
+    echo "=== $name: rc $rc in $(( $(date +%s) - t0 ))s" | tee -a "$LOG"
+    [ $rc -eq 0 ] || FAILED=$((FAILED + 1))
+    return $rc
+}
+
+call1() {
+    step stash 60 $PY scripts/gpu_kit/kit.py stash "$KIT/call1" "$STASH" || return
+    [ "$DEV" = cpu ] || step nvidia-smi 30 nvidia-smi
+    step versions 60 $PY -c "import sys, torch, transformers; print('python', sys.version.split()[0], '| torch', torch.__version__, '| transformers', transformers.__version__, transformers.__file__); print('device:', torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'cpu')"
+    step tiny-families-cuda "$1" $PY -m pytest -q -p no:cacheprovider tests/lossless/test_fixed_shape.py -k "cuda and tiny"
+    step curves-llama-1b "$2" $PY scripts/gpu_kit/curves.py --model "$3" --device "$DEV" --max-n "$4" --out "$OUT/curves-$3.json"
+}
+
+call2() {
+    step join 60 $PY scripts/gpu_kit/kit.py join "$KIT/call2" "$STASH" || return
+    step bundled-cuda "$1" $PY -m pytest -q -p no:cacheprovider tests/lossless/test_fixed_shape.py -k "cuda and bundled"
+    step zerogpu-lanes 60 $PY -m pytest -q -p no:cacheprovider tests/app/test_zerogpu.py -k lanes_from_one_gpu_call
+    step curves-bundled 60 $PY scripts/gpu_kit/curves.py --model bundled --device "$DEV" --max-n "$4" --out "$OUT/curves-bundled.json"
+    for dtype in bfloat16 float32; do
+        step "bench-$dtype" "$2" $PY -m logitspec.bench --questions data/spec_bench_subset.jsonl \
+            --categories "$5" --limit-per-category 1 \
+            --max-new-tokens "$3" --methods vanilla,pld,logitspec,logitspec-static,recycling,logitspec+recycling \
+            --repeats 1 --device "$DEV" --dtype "$dtype" --pass-cost-dtypes "" --out "$OUT/bench-$dtype.json"
+    done
+}
+
+case "$CALL" in
+    1) call1 100 120 llama-1b 256 ;;
+    2) call2 120 100 128 256 coding,math_reasoning,summarization,rag,extraction,writing ;;
+    dry) call1 120 120 tiny 16; call2 200 200 8 16 coding ;;
+    *) echo "device.sh: the call is 1, 2 or dry, not '$CALL'" >&2; exit 2 ;;
+esac
+echo "=== call $CALL done: $FAILED step(s) failed" | tee -a "$LOG"
+[ $FAILED -eq 0 ]

@@ -92,7 +92,7 @@ def _wins(cols: list, fastest: dict, most: dict, n: int) -> str:
         tally = {m: sum(best[c] == m for c in best if c != "overall") for _, m in cols}
         return "; ".join(f"{name[m]} in {k}" for m, k in sorted(tally.items(), key=lambda x: -x[1]) if k)
 
-    return (f"Fastest on this CPU, of {n} categories: {count(fastest)} (overall: {name[fastest['overall']]}). "
+    return (f"Fastest here, of {n} categories: {count(fastest)} (overall: {name[fastest['overall']]}). "
             f"Most tokens per pass: {count(most)} (overall: {name[most['overall']]}).")
 
 
@@ -112,8 +112,18 @@ def paper_paragraph(report: dict) -> str:
             f"{p['cnndm_speedup']:.2f}× and {p['cnndm_tokens_per_pass']:.2f} tokens per pass on CNN/DM "
             f"summaries; retrieval success {100 * p['retrieval_success']:.2f}%; drafting "
             f"{100 * p['overhead']:.2f}% of the time. Here: {s['model']} ({s['dtype']}) on "
-            f"{s.get('hardware') or s['device']}, where a pass of many tree tokens costs several "
-            "one-token passes, so the speeds differ while tokens per pass compare.")
+            f"{s.get('hardware') or s['device']}{_pass_words(report)}, so the speeds differ while tokens per "
+            "pass compare.")
+
+
+def _pass_words(report: dict) -> str:
+    """', where a 64-token pass costs 3.5 one-token passes', from the run's own measured curve."""
+    curves = [c for c in report.get("cost_curves") or [] if c.get("sizes") and c["sizes"][-1] >= 64]
+    if not curves:
+        return ""
+    sizes, secs = curves[0]["sizes"], curves[0]["seconds"]
+    ratio = secs[sizes.index(64)] / secs[0] if 64 in sizes else secs[-1] / secs[0]
+    return f", where a 64-token pass costs {ratio:.1f} one-token passes (measured in this run)"
 
 
 def paper_markdown(report: dict) -> str:

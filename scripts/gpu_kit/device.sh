@@ -20,8 +20,9 @@ KIT=${KIT:-artifacts/gpu_kit}
 mkdir -p "$OUT"
 LOG="$OUT/log.txt"
 FAILED=0
+CURVE_DTYPES=float32,bfloat16
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
-export PYTHONPATH="$STASH/site${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH="$PWD:$STASH/site${PYTHONPATH:+:$PYTHONPATH}"  # the project, then the kit's packages
 
 # step NAME SECONDS COMMAND...: run, log, time, and keep going.
 step() {
@@ -40,26 +41,29 @@ call1() {
     [ "$DEV" = cpu ] || step nvidia-smi 30 nvidia-smi
     step versions 60 $PY -c "import sys, torch, transformers; print('python', sys.version.split()[0], '| torch', torch.__version__, '| transformers', transformers.__version__, transformers.__file__); print('device:', torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'cpu')"
     step tiny-families-cuda "$1" $PY -m pytest -q -p no:cacheprovider tests/lossless/test_fixed_shape.py -k "cuda and tiny"
-    step curves-llama-1b "$2" $PY scripts/gpu_kit/curves.py --model "$3" --device "$DEV" --max-n "$4" --out "$OUT/curves-$3.json"
+    step curves-llama-1b "$2" $PY scripts/gpu_kit/curves.py --model "$3" --device "$DEV" --max-n "$4" --dtypes "$CURVE_DTYPES" --out "$OUT/curves-$3.json"
 }
 
+# call2 TESTS_S BENCH_S TOKENS MAX_N "DTYPE:CATEGORIES:METHODS ..." [zerogpu]
 call2() {
     step join 60 $PY scripts/gpu_kit/kit.py join "$KIT/call2" "$STASH" || return
     step bundled-cuda "$1" $PY -m pytest -q -p no:cacheprovider tests/lossless/test_fixed_shape.py -k "cuda and bundled"
-    step zerogpu-lanes 60 $PY -m pytest -q -p no:cacheprovider tests/app/test_zerogpu.py -k lanes_from_one_gpu_call
-    step curves-bundled 60 $PY scripts/gpu_kit/curves.py --model bundled --device "$DEV" --max-n "$4" --out "$OUT/curves-bundled.json"
-    for dtype in bfloat16 float32; do
+    [ "${6:-}" = zerogpu ] && step zerogpu-lanes 60 $PY -m pytest -q -p no:cacheprovider tests/app/test_zerogpu.py -k lanes_from_one_gpu_call
+    step curves-bundled 60 $PY scripts/gpu_kit/curves.py --model bundled --device "$DEV" --max-n "$4" --dtypes "$CURVE_DTYPES" --out "$OUT/curves-bundled.json"
+    for run in $5; do
+        dtype=${run%%:*} rest=${run#*:}
         step "bench-$dtype" "$2" $PY -m logitspec.bench --questions data/spec_bench_subset.jsonl \
-            --categories "$5" --limit-per-category 1 \
-            --max-new-tokens "$3" --methods vanilla,pld,logitspec,logitspec-static,recycling,logitspec+recycling \
+            --categories "${rest%%:*}" --limit-per-category 1 --max-new-tokens "$3" --methods "${rest#*:}" \
             --repeats 1 --device "$DEV" --dtype "$dtype" --pass-cost-dtypes "" --out "$OUT/bench-$dtype.json"
     done
 }
 
+ALL=vanilla,pld,logitspec,logitspec-static,recycling,logitspec+recycling
+SIX=coding,math_reasoning,summarization,rag,extraction,writing
 case "$CALL" in
-    1) call1 100 120 llama-1b 256 ;;
-    2) call2 120 100 128 256 coding,math_reasoning,summarization,rag,extraction,writing ;;
-    dry) call1 120 120 tiny 16; call2 200 200 8 16 coding ;;
+    1) call1 240 90 llama-1b 256 ;;
+    2) call2 180 150 128 256 "float32:$SIX:$ALL bfloat16:coding,summarization:vanilla,pld,logitspec,logitspec-static" zerogpu ;;
+    dry) CURVE_DTYPES=float32; call1 120 60 tiny 16; call2 120 120 8 16 "float32:coding:vanilla,logitspec" ;;
     *) echo "device.sh: the call is 1, 2 or dry, not '$CALL'" >&2; exit 2 ;;
 esac
 echo "=== call $CALL done: $FAILED step(s) failed" | tee -a "$LOG"

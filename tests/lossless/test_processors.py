@@ -152,3 +152,37 @@ def test_sampling_through_generate_equals_vanilla_under_the_same_processors(mode
     s = DecodeSettings(max_new_tokens=MAX_NEW, temperature=0.9, top_k=30, top_p=0.95, seed=7, processors=options)
     assert out.sequences[0, len(prompt):].tolist() == [t for st in decode(model, prompt, "vanilla", s) for t in st.tokens]
     assert out.trace.settings["processors"] == options
+
+
+# Popular models' own generation configs (their generation_config.json), the special token ids
+# moved into the tiny vocabulary; `settings` is what the project's vanilla run takes for each.
+REAL_CONFIGS = {
+    "Qwen2.5-Instruct": ("qwen2-window8", dict(bos_token_id=120, do_sample=True, eos_token_id=[121, 120],
+                                               pad_token_id=120, repetition_penalty=1.05, temperature=0.7,
+                                               top_p=0.8, top_k=20),
+                         dict(temperature=0.7, top_p=0.8, top_k=20, processors={"repetition_penalty": 1.05})),
+    "Gemma 3": ("gemma3-window16", dict(bos_token_id=2, cache_implementation="hybrid", do_sample=True,
+                                        eos_token_id=[1, 106], pad_token_id=0, top_k=64, top_p=0.95),
+                dict(temperature=1.0, top_p=0.95, top_k=64)),
+    # top_k unset: generate's default of 50 applies.
+    "Llama 3.2": ("llama", dict(bos_token_id=100, do_sample=True, eos_token_id=[101, 102, 103], temperature=0.6,
+                                top_p=0.9),
+                  dict(temperature=0.6, top_p=0.9, top_k=50)),
+}
+
+
+@pytest.mark.parametrize("config", list(REAL_CONFIGS))
+def test_a_popular_models_own_generation_config_runs_with_no_options(config):
+    from transformers import GenerationConfig
+
+    family, values, settings = REAL_CONFIGS[config]
+    model = next(f for f in WORKS if f.name == family).build()
+    model.generation_config = GenerationConfig(**values)
+    for i, prompt in enumerate(tiny_prompts(2)):
+        ids = torch.tensor([prompt])
+        s = DecodeSettings(max_new_tokens=MAX_NEW, seed=i, **settings)
+        want = [t for st in decode(model, prompt, "vanilla", s, values["eos_token_id"]) for t in st.tokens]
+        for method in ("logitspec", "pld"):
+            out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=MAX_NEW, seed=i,
+                                 custom_generate=logitspec_generate, method=method)
+            assert out[0, len(prompt):].tolist() == want, (method, i)

@@ -186,3 +186,18 @@ def test_a_popular_models_own_generation_config_runs_with_no_options(config):
             out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=MAX_NEW, seed=i,
                                  custom_generate=logitspec_generate, method=method)
             assert out[0, len(prompt):].tolist() == want, (method, i)
+
+
+@pytest.mark.slow
+def test_the_bundled_model_equals_greedy_generate_with_processors(bundled):
+    from helpers.lossless_prompts import first_turn
+
+    model = bundled.model
+    ids = torch.tensor([bundled.encode_chat(first_turn(81))])  # a Spec-Bench writing prompt
+    options = dict(repetition_penalty=1.3, no_repeat_ngram_size=3, min_new_tokens=MAX_NEW,
+                   suppress_tokens=[bundled.tokenizer.convert_tokens_to_ids(",")], eos_token_id=bundled.eos_ids)
+    want = generated(model, ids, **options)
+    assert not torch.equal(want, generated(model, ids, eos_token_id=bundled.eos_ids))
+    for method, tree in (("logitspec", "cost"), ("pld", "cost"), ("logitspec", "static")):
+        got = generated(model, ids, custom_generate=logitspec_generate, method=method, tree=tree, **options)
+        assert torch.equal(got, want), (method, tree)

@@ -19,7 +19,10 @@ from dataclasses import dataclass
 
 import torch
 from transformers import GenerationConfig, LogitsProcessor, PreTrainedModel
-from transformers.generation.logits_process import (EpsilonLogitsWarper, EtaLogitsWarper, MinPLogitsWarper,
+from transformers.generation.logits_process import (EpsilonLogitsWarper, EtaLogitsWarper,
+                                                    ForcedEOSTokenLogitsProcessor, MinLengthLogitsProcessor,
+                                                    MinNewTokensLengthLogitsProcessor, MinPLogitsWarper,
+                                                    SuppressTokensAtBeginLogitsProcessor,
                                                     SynthIDTextWatermarkLogitsProcessor, TemperatureLogitsWarper,
                                                     TopHLogitsWarper, TopKLogitsWarper, TopPLogitsWarper,
                                                     TypicalLogitsWarper,
@@ -65,13 +68,15 @@ class Processing:
         whole sequence so far), before any noise. The argmax is greedy's choice."""
         # A float32 copy, as generate hands its processors: some of them write in place.
         z = logits.to(torch.float32, copy=True)[None]
-        ids = None if self.plain else torch.tensor([list(prefix)], dtype=torch.long, device=logits.device)
-        for p in self.before:
+        before = [p for p in self.before if acts_at(p, len(prefix))]
+        after = [p for p in self.after if acts_at(p, len(prefix))] if self.rule is not None else []
+        ids = torch.tensor([list(prefix)], dtype=torch.long, device=logits.device) if before or after else None
+        for p in before:
             z = p(ids, z)
         if self.rule is None:
             return z[0]
         z = process(z[0], self.rule)[None]
-        for p in self.after:
+        for p in after:
             z = p(ids, z)
         return z[0]
 
@@ -83,6 +88,21 @@ class Processing:
         scores = z if self.rule is None else perturbed(z, position, self.rule)
         token = int(torch.argmax(scores))
         return token, leads_of(scores[None], [token], logits[None], self.temperature)[0]
+
+
+def acts_at(p: LogitsProcessor, length: int) -> bool:
+    """Whether `p` can change the scores of the position after `length` tokens. The processors
+    that read only the position act at a few (elsewhere they return the scores unchanged, so
+    skipping them there is exact and costs nothing); every other one may act anywhere."""
+    if isinstance(p, MinLengthLogitsProcessor):
+        return length < p.min_length
+    if isinstance(p, MinNewTokensLengthLogitsProcessor):
+        return length - p.prompt_length_to_skip < p.min_new_tokens
+    if isinstance(p, ForcedEOSTokenLogitsProcessor):
+        return length == p.max_length - 1
+    if isinstance(p, SuppressTokensAtBeginLogitsProcessor):
+        return length == p.begin_index
+    return True
 
 
 def refusal(processors: Iterable[LogitsProcessor]) -> str | None:
@@ -117,7 +137,8 @@ def generate_processors(model: PreTrainedModel, s: DecodeSettings, prompt_len: i
                                   max_length=prompt_len + s.max_new_tokens, eos_token_id=list(eos_ids) or None)
     except (TypeError, ValueError) as e:
         raise InputError(f"processor options {s.processors}: {str(e).splitlines()[0]}") from e
-    model._prepare_special_tokens(config, False, device=model.device)  # sets the eos tensor min lengths read
+    # Sets the eos tensor the min-length processors read; the decoders pad nothing, so a full mask.
+    model._prepare_special_tokens(config, True, device=model.device)
     return list(model._get_logits_processor(config, input_ids_seq_length=prompt_len, device=model.device,
                                             model_kwargs={}))
 

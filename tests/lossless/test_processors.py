@@ -40,6 +40,9 @@ def greedy_options(plain: list[int], prompt_len: int) -> dict[str, dict]:
         "sequence_bias": dict(sequence_bias={(plain[2],): -6.0, (plain[6], plain[7]): -20.0}),
         "forced_eos_token_id": dict(forced_eos_token_id=plain[3]),
         "exponential_decay_length_penalty": dict(exponential_decay_length_penalty=(4, 1.6), eos_token_id=plain[9]),
+        # A constraint that reads the prefix's last token: never the same token twice in a row.
+        "prefix_allowed_tokens_fn": dict(prefix_allowed_tokens_fn=lambda batch, ids: [
+            t for t in range(128) if t != int(ids[-1])]),
         "combined": dict(repetition_penalty=1.2, no_repeat_ngram_size=3, min_new_tokens=16, eos_token_id=plain[2],
                          suppress_tokens=[plain[1]]),
         "combined-bias": dict(bad_words_ids=[[plain[3]]], sequence_bias={(plain[4],): -4.0},

@@ -204,3 +204,11 @@ def test_the_bundled_model_equals_greedy_generate_with_processors(bundled):
     for method, tree in (("logitspec", "cost"), ("pld", "cost"), ("logitspec", "static")):
         got = generated(model, ids, custom_generate=logitspec_generate, method=method, tree=tree, **options)
         assert torch.equal(got, want), (method, tree)
+
+
+def test_an_unknown_processor_option_is_refused_in_one_line():
+    from logitspec.api import settings_of
+    from logitspec.limits import InputError
+
+    with pytest.raises(InputError, match="unknown processor option 'colour'"):
+        settings_of("logitspec", {"processors": {"colour": 1}})

@@ -1,16 +1,16 @@
 """LogitSpec through transformers' `generate(custom_generate="<this folder or a Hub repo>",
 trust_remote_code=True)`. Needs the `logitspec` package installed (requirements.txt here).
 
-transformers hands this function every argument of its generate call; it maps the streamer,
-stop strings and tokenizer onto what logitspec.custom_generate takes, then lets generate
-prepare the config, processors and criteria and call LogitSpec's decoding loop.
+transformers hands this function every argument of its generate call; it maps stop strings
+and the tokenizer onto a stopping criterion, then lets generate prepare the config, logits
+processors, criteria and streamer and call LogitSpec's decoding loop, which ends the streamer.
 """
 from transformers import GenerationMixin, StoppingCriteriaList
 from transformers.generation.stopping_criteria import StopStringCriteria
 
 
-def generate(model, *args, streamer=None, tokenizer=None, stop_strings=None, assistant_model=None,
-             stopping_criteria=None, **kwargs):
+def generate(model, *args, tokenizer=None, stop_strings=None, assistant_model=None, stopping_criteria=None,
+             **kwargs):
     from logitspec.custom_generate import generate as logitspec_generate
     from logitspec.limits import InputError
 
@@ -24,5 +24,5 @@ def generate(model, *args, streamer=None, tokenizer=None, stop_strings=None, ass
             raise InputError("stop_strings need the tokenizer: pass tokenizer=... to generate")
         criteria.append(StopStringCriteria(tokenizer, [stops] if isinstance(stops, str) else list(stops)))
     # The class's own generate, not an override a Hub repo may have bound to this model.
-    return GenerationMixin.generate(model, *args, custom_generate=logitspec_generate, text_streamer=streamer,
+    return GenerationMixin.generate(model, *args, custom_generate=logitspec_generate,
                                     stopping_criteria=StoppingCriteriaList(criteria), **kwargs)

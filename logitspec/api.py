@@ -93,7 +93,8 @@ def stream(model, tokenizer, prompt: str, method: str = "logitspec", *, chat: bo
     generator's return value (StopIteration.value, or `yield from`) is the finished RunTrace.
 
     Settings are DecodeSettings' fields (max_new_tokens, k, capacity, tree, temperature,
-    top_p, top_k, seed, ...); a bad one raises InputError with one line, before any pass.
+    top_p, top_k, seed, processors={"repetition_penalty": 1.1, ...}, ...); a bad one raises
+    InputError with one line, before any pass.
     `chat`: wrap the prompt in the tokenizer's chat template where it has one.
     """
     from .runner import Run

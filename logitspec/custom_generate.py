@@ -7,29 +7,32 @@
 transformers prepares the generation config, logits processors and stopping criteria and
 hands them here; this replaces its decoding loop. It honours max_new_tokens / max_length,
 the eos tokens, stop strings and any other stopping criterion (checked after every token, so
-the output stops where greedy generate's would), greedy or sampled decoding (temperature,
-top_k, top_p; the sampled tokens follow the project's seeded rule, `seed=`), and with
-`return_dict_in_generate=True` returns the run's RunTrace as `.trace`.
-transformers 5.24 hands a callable neither the streamer nor the tokenizer: pass the streamer
-as `text_streamer=`, and stop strings as a criterion,
-`stopping_criteria=StoppingCriteriaList([StopStringCriteria(tokenizer, ["\n\n"])])`. The folder
-form (`custom_generate/` at the repository's root) takes `streamer=`, `stop_strings=` and
-`tokenizer=` as generate does.
+the output stops where greedy generate's would), every logits processor generate builds
+(repetition_penalty, no_repeat_ngram_size, min_new_tokens, bad_words_ids, ...: each tree
+node's logits go through them with the node's own prefix, see processors.py), greedy or
+sampled decoding (the sampled tokens follow the project's seeded rule, `seed=`), a `streamer`
+(ended when the call ends), and with `return_dict_in_generate=True` returns the run's
+RunTrace as `.trace`. transformers 5.24 hands a callable neither the tokenizer nor the
+streamer: pass stop strings as a criterion,
+`stopping_criteria=StoppingCriteriaList([StopStringCriteria(tokenizer, ["\\n\\n"])])`; the
+streamer is read from the generate call itself (`generate_streamer`). The folder form
+(`custom_generate/` at the repository's root) takes `stop_strings=` and `tokenizer=` as
+generate does.
 """
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 
 import torch
-from transformers.generation.logits_process import TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
+from transformers import GenerationMixin
 from transformers.generation.utils import GenerateDecoderOnlyOutput
 
 from .api import installed, loaded, settings_of
 from .limits import InputError
+from .processors import options_of
+from .processors import refusal as processor_refusal
 from .trace import RunTrace
-
-# The processors the decoders reproduce themselves (logitspec/sampling.py); any other would be skipped.
-OWN_PROCESSORS = (TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper)
 
 
 @dataclass
@@ -50,15 +53,12 @@ def refusal(input_ids: torch.Tensor, config, processors, model_kwargs: dict) -> 
     mask = model_kwargs.get("attention_mask")
     if mask is not None and not bool(mask.all()):
         return "attention_mask with padding: pass the prompt's tokens without padding"
-    other = [type(p).__name__ for p in processors or () if not isinstance(p, OWN_PROCESSORS)]
-    if other:
-        return f"{other[0]}: the tree decoders apply temperature, top_k and top_p only"
-    return None
+    return processor_refusal(processors or ())
 
 
 def settings_from(config, prompt_len: int, method: str, tree: str | None, seed: int | None, extra: dict):
     """DecodeSettings from the prepared generation config and the caller's own options."""
-    values = dict(extra, max_new_tokens=int(config.max_length) - prompt_len)
+    values = dict(extra, max_new_tokens=int(config.max_length) - prompt_len, processors=options_of(config))
     if tree is not None:
         values["tree"] = tree
     if seed is not None:
@@ -69,34 +69,58 @@ def settings_from(config, prompt_len: int, method: str, tree: str | None, seed: 
     return settings_of(method, values)
 
 
+def generate_streamer():
+    """The `streamer` of the generate call that runs this decoding loop, or None.
+
+    transformers 5.24 puts the prompt into it, then calls a callable custom_generate without
+    it and never ends it; read from generate's own frame, it gets the tokens and its end here.
+    """
+    code = inspect.unwrap(GenerationMixin.generate).__code__
+    frame = inspect.currentframe()
+    try:
+        while frame is not None and frame.f_code is not code:
+            frame = frame.f_back
+        return None if frame is None else frame.f_locals.get("streamer")
+    finally:
+        del frame  # a frame held in a local keeps every frame above it alive
+
+
 def generate(model, input_ids: torch.LongTensor, logits_processor=None, stopping_criteria=None,
              generation_config=None, synced_gpus: bool = False, method: str = "logitspec",
              tree: str | None = None, seed: int | None = None, logitspec_settings: dict | None = None,
-             text_streamer=None, **model_kwargs):
-    """transformers' decoding loop replaced by `method` ("logitspec", "pld" or "vanilla").
+             streamer=None, **model_kwargs):
+    """transformers' decoding loop replaced by `method` ("logitspec", "pld", "vanilla",
+    "recycling" or "logitspec+recycling").
 
     Returns the sequences [1, prompt + new] (LongTensor), or a LogitSpecOutput with the
     trace when the config asks for a dict. Raises InputError with one line for an option it
-    cannot serve.
+    cannot serve. The streamer (generate's, which already holds the prompt) is ended however
+    the call ends, so that no consumer waits for ever.
     """
+    streamer = streamer if streamer is not None else generate_streamer()
+    try:
+        return decode_call(model, input_ids, logits_processor, stopping_criteria, generation_config, method,
+                           tree, seed, logitspec_settings or {}, streamer, model_kwargs)
+    finally:
+        if streamer is not None:
+            streamer.end()
+
+
+def decode_call(model, input_ids, processors, criteria, config, method, tree, seed, extra, streamer, model_kwargs):
+    """`generate`'s work: checks, settings, the run, its output."""
     from .runner import Run
 
-    config = generation_config or model.generation_config
-    why = refusal(input_ids, config, logits_processor, model_kwargs)
+    config = config or model.generation_config
+    why = refusal(input_ids, config, processors, model_kwargs)
     if why:
         raise InputError(why)
     prompt = [int(t) for t in input_ids[0]]
-    s = settings_from(config, len(prompt), method, tree, seed, logitspec_settings or {})
+    s = settings_from(config, len(prompt), method, tree, seed, extra)
     eos = config.eos_token_id  # the prepared config's, which generate may have taken from its arguments
-    lm = loaded(model, None)
-    if text_streamer is not None:
-        text_streamer.put(input_ids.cpu())
     with installed(model):
-        run = Run(lm, "", method, s, prompt_ids=prompt)
+        run = Run(loaded(model, None), "", method, s, prompt_ids=prompt, processors=list(processors or ()))
         run.trace.eos_token_ids = [eos] if isinstance(eos, int) else [int(e) for e in (eos or [])]
-        out = decode_until_stopped(run, list(prompt), stopping_criteria, text_streamer, model.device)
-    if text_streamer is not None:
-        text_streamer.end()
+        out = decode_until_stopped(run, list(prompt), criteria, streamer, model.device)
     sequences = torch.tensor([out], dtype=torch.long, device=input_ids.device)
     if config.return_dict_in_generate:
         return LogitSpecOutput(sequences=sequences, trace=run.trace)

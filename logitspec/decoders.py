@@ -12,13 +12,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import torch
-from transformers import Cache, PreTrainedModel
+from transformers import Cache, LogitsProcessor, PreTrainedModel
 
 from .errors import DecodeError
 from .runtime.kvcache import new_cache
 from .runtime.tuner import ThreadTuner, thread_tuner
 from .retrieval import NgramPool, retrieve
-from .sampling import Lead, SamplingRule, choose_with_lead
+from .processors import Processing, processing_for
+from .sampling import Lead
 from .settings import METHODS, DecodeSettings
 from .speculation import speculate
 from .trace import Candidate, QueryRecord, StepRecord, TreeNode, TreeSizing
@@ -221,8 +222,8 @@ def make_drafter(method: str, s: DecodeSettings, model: PreTrainedModel | None =
 
 
 def verify_fitting(model: PreTrainedModel, cache: Cache, verified: list[TreeNode], context_len: int,
-                   head_rows: int = 1, rule: SamplingRule | None = None,
-                   log: WalkLog | None = None) -> tuple[list[int], int, torch.Tensor, float]:
+                   head_rows: int = 1, processing: Processing | None = None, log: WalkLog | None = None,
+                   context: Sequence[int] = ()) -> tuple[list[int], int, torch.Tensor, float]:
     """Verify the tree; if the accelerator runs out of memory, verify a smaller tree.
 
     Any prefix of the verified nodes is itself a tree (parents come first), so the tree is
@@ -234,8 +235,8 @@ def verify_fitting(model: PreTrainedModel, cache: Cache, verified: list[TreeNode
         inputs = prepare_inputs(model, verified[:n], context_len)
         t_fwd = time.perf_counter()
         try:
-            path, bonus, next_logits = verify_tree(model, cache, verified[:n], inputs, head_rows, rule,
-                                                   context_len, log)
+            path, bonus, next_logits = verify_tree(model, cache, verified[:n], inputs, head_rows, processing,
+                                                   context_len, log, context)
             break
         except torch.OutOfMemoryError as e:
             # Layers that ran before the failure already appended to the cache.
@@ -281,7 +282,7 @@ class Decoding:
     head_rows: int  # rows of the output head's first batch (see verify.LazyHead)
     eos: set[int]
     cache: Cache
-    rule: SamplingRule | None  # None: greedy
+    processing: Processing  # the logits processors and the sampling rule (greedy: none)
     tuner: ThreadTuner  # the thread count of each pass (runtime.tuner)
 
 
@@ -292,12 +293,15 @@ def decode(
     settings: DecodeSettings | None = None,
     eos_ids: Sequence[int] = (),
     on_prefill: Callable[[float], None] | None = None,
+    processors: Sequence[LogitsProcessor] | None = None,
 ) -> Iterator[StepRecord]:
     """Decoding with the given drafter, one StepRecord per forward pass.
 
     The concatenated `tokens` of the records equal plain greedy decoding's output (or, at a
     temperature above 0, plain sampling's with the same seed: see sampling.py), cut at the
-    first EOS (included) or at `max_new_tokens`.
+    first EOS (included) or at `max_new_tokens`. Each position's logits go through the logits
+    processors first, with that position's prefix: `processors` (generate's prepared list),
+    else those `settings.processors` names (processors.py).
     """
     s = settings or DecodeSettings()
     if not prompt:
@@ -310,14 +314,14 @@ def decode(
         eos={int(e) for e in eos_ids},
         # Room for the prompt, the answer and one full tree: the cache never reallocates.
         cache=new_cache(model.config, len(prompt) + s.max_new_tokens + max(s.capacity, drafter.tree_room) + 1),
-        rule=SamplingRule.of(s),
+        processing=processing_for(model, s, len(prompt), eos_ids, processors),
         # Host threads only time a CPU's passes: on an accelerator the count stays as set.
         tuner=thread_tuner() if model.device.type == "cpu" else ThreadTuner(torch.get_num_threads(), fixed=True),
     )
     t0 = time.perf_counter()
     logits = prefill(model, run.cache, prompt)
     # The first new token sits at position len(prompt).
-    root, lead = choose_with_lead(logits, len(prompt), run.rule)
+    root, lead = run.processing.choose_with_lead(prompt, logits, len(prompt))
     if on_prefill:
         on_prefill(time.perf_counter() - t0)
     pool = NgramPool(s.ngram_sizes, prompt)
@@ -357,7 +361,7 @@ def decode_step(run: Decoding, pool: NgramPool, root: int, root_lead: Lead, logi
     t_prep = time.perf_counter()
     log = WalkLog()
     path, bonus, next_logits, t_fwd = verify_fitting(run.model, run.cache, verified, context_len, run.head_rows,
-                                                     run.rule, log)  # verify, accept
+                                                     run.processing, log, pool.tokens)  # verify, accept
     t_book = time.perf_counter()
     run.tuner.heard(t_book - t_fwd)
     if run.drafter.wants_logits and log.head is not None:

@@ -10,7 +10,7 @@ import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
-from .settings import METHODS, DecodeSettings
+from .settings import METHODS, PROCESSOR_OPTIONS, DecodeSettings
 
 
 class InputError(ValueError):
@@ -108,7 +108,18 @@ def check_settings(s: DecodeSettings, method: str = "logitspec", limits: Limits 
     if s.tree not in ("static", "cost"):
         raise InputError(f"tree must be 'static' or 'cost', got {s.tree!r}")
     check_sampling(s)
+    check_processors(s)
     return s
+
+
+def check_processors(s: DecodeSettings) -> None:
+    """The logits-processor options: a dict of PROCESSOR_OPTIONS names (values are checked
+    where the processors are built, as generate checks them)."""
+    if not isinstance(s.processors, dict):
+        raise InputError(f"processors must be a dict of generate options, got {s.processors!r}")
+    unknown = sorted(set(s.processors) - set(PROCESSOR_OPTIONS))
+    if unknown:
+        raise InputError(f"unknown processor option {unknown[0]!r}; the options are {', '.join(PROCESSOR_OPTIONS)}")
 
 
 def checked_settings(values: Mapping[str, object], method: str = "logitspec", limits: Limits | None = None) -> DecodeSettings:

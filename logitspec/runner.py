@@ -14,8 +14,9 @@ class Run:
 
     def __init__(self, lm: LoadedModel, prompt_text: str, method: str = "logitspec",
                  settings: DecodeSettings | None = None, prompt_ids: list[int] | None = None,
-                 chat: bool = True) -> None:
+                 chat: bool = True, processors=None) -> None:
         self.lm = lm
+        self.processors = processors  # generate's prepared logits processors, when it hands them
         self.settings = settings or DecodeSettings()
         ids = prompt_ids if prompt_ids is not None else lm.encode_chat(prompt_text, chat=chat)
         self.trace = RunTrace(
@@ -28,7 +29,8 @@ class Run:
 
     def __iter__(self) -> Iterator[StepRecord]:
         t = self.trace
-        for step in decode(self.lm.model, t.prompt_tokens, t.method, self.settings, t.eos_token_ids, self._on_prefill):
+        for step in decode(self.lm.model, t.prompt_tokens, t.method, self.settings, t.eos_token_ids, self._on_prefill,
+                           self.processors):
             t.steps.append(step)
             yield step
         self.finish()

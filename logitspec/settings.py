@@ -4,6 +4,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 METHODS = ("vanilla", "pld", "logitspec", "recycling", "logitspec+recycling")
+# generate's logits-processor options (GenerationConfig names) the decoders apply per position
+# (logitspec/processors.py); temperature, top_k and top_p are fields of their own below.
+PROCESSOR_OPTIONS = (
+    "repetition_penalty", "no_repeat_ngram_size", "min_length", "min_new_tokens", "bad_words_ids",
+    "suppress_tokens", "begin_suppress_tokens", "sequence_bias", "forced_eos_token_id",
+    "exponential_decay_length_penalty", "min_p", "typical_p", "epsilon_cutoff", "eta_cutoff",
+)
 
 
 @dataclass(frozen=True)
@@ -48,6 +55,9 @@ class DecodeSettings:
     top_p: float = 1.0  # 1.0 keeps the whole vocabulary
     top_k: int = 0  # 0 keeps the whole vocabulary
     seed: int = 0  # the same seed gives the same tokens in every decoder
+    # PROCESSOR_OPTIONS by name, e.g. {"repetition_penalty": 1.1}: applied to each position with
+    # its own prefix, as generate applies them; empty applies none.
+    processors: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -14,7 +14,8 @@ from transformers import Cache, PreTrainedModel
 
 from .families import FULL, SLIDING, attention_layout
 from .runtime.kvcache import COMPACTABLE
-from .sampling import Lead, SamplingRule, leads_of, perturbed, probabilities, process
+from .processors import Processing
+from .sampling import Lead, leads_of, perturbed, probabilities
 from .trace import TreeNode
 from .runtime.fixedshape import fixed_rows, pad_nodes, pad_rows
 from .tree import TreeIndex, layered_tree_inputs
@@ -110,17 +111,20 @@ class LazyHead:
     on a small model the head reads its weights once for a dozen rows at little more than
     the cost of one, while a leaf the walk reaches later costs a second full read of them.
 
-    With a sampling `rule`, `choose` draws the token after a node at its child's absolute
-    position (context_len + depth + 1), with that position's noise (see sampling.py). The
-    noise and the top-p set are computed only for the nodes the walk visits: one draw per
-    position, as plain sampling makes.
+    With a `processing` that samples or holds logits processors, `choose` processes a node's
+    row with the node's own prefix (`context`, then the path from the root to the node) and,
+    when sampling, draws the token at its child's absolute position (context_len + depth + 1)
+    with that position's noise (see sampling.py, processors.py). Only the nodes the walk visits
+    are processed: one choice per position, as plain decoding makes.
 
     `hidden`: the final hidden states of the verified nodes, [T, d]; logits rows are [V].
-    `index`: the nodes' TreeIndex, if already built.
+    `index`: the nodes' TreeIndex, if already built. `context`: the tokens before the root,
+    needed only when processors read prefixes.
     """
 
     def __init__(self, model: PreTrainedModel, hidden: torch.Tensor, nodes: Sequence[TreeNode], rows: int = 1,
-                 rule: SamplingRule | None = None, context_len: int = 0, index: TreeIndex | None = None) -> None:
+                 processing: Processing | None = None, context_len: int = 0, index: TreeIndex | None = None,
+                 context: Sequence[int] = ()) -> None:
         self.head = model.get_output_embeddings()
         self.hidden = hidden
         self.index = index if index is not None else TreeIndex.of(nodes)
@@ -129,13 +133,16 @@ class LazyHead:
         self.model = model
         self.fixed = fixed_rows(model)  # the head's rows padded to one count, where passes are
         self.logits = self._logits(hidden[inner])
-        self.rule, self.context_len = rule, context_len
-        # Greedy: the step's one host sync. Sampling draws per visited node instead.
-        self.preds = self.logits.argmax(dim=-1).tolist() if rule is None else []
+        self.processing = processing or Processing()
+        self.rule, self.context_len, self.context = self.processing.rule, context_len, context
+        self.nodes = nodes
+        # Plain greedy: the step's one host sync. Otherwise each visited node is processed on its own.
+        self.fast = self.rule is None and self.processing.plain
+        self.preds = self.logits.argmax(dim=-1).tolist() if self.fast else []
         self.extra: dict[int, torch.Tensor] = {}
         self.chosen: dict[int, int] = {}  # node -> the token the walk took after it
-        self.processed: dict[int, torch.Tensor] = {}  # node -> process(logits) [V], sampling only
-        self.scores: dict[int, torch.Tensor] = {}  # node -> the perturbed scores drawn from [V], sampling only
+        self.processed: dict[int, torch.Tensor] = {}  # node -> its processed row [V], unless fast
+        self.scores: dict[int, torch.Tensor] = {}  # node -> the scores its token maximised [V], unless fast
 
     def row(self, node: int) -> torch.Tensor:
         """The logits after `node`, [V]."""
@@ -151,7 +158,7 @@ class LazyHead:
         return head_logits(self.model, pad_rows(hidden, self.fixed), self.head)[: hidden.shape[0]]
 
     def argmax(self, node: int) -> int:
-        if node in self.row_of and self.rule is None:
+        if node in self.row_of and self.fast:
             return self.preds[self.row_of[node]]
         return int(self.row(node).argmax())
 
@@ -159,14 +166,23 @@ class LazyHead:
         """The absolute position of the token drawn after `node`: its child's."""
         return self.context_len + self.index.depth[node] + 1
 
+    def prefix(self, node: int) -> list[int]:
+        """The tokens before the one drawn after `node`: the context, then the root's path to `node`."""
+        path = []
+        while node >= 0:
+            path.append(self.nodes[node].token)
+            node = self.index.parent[node]
+        return [*self.context, *reversed(path)]
+
     def choose(self, node: int) -> int:
-        """The token after `node`: the argmax (greedy) or the draw at its child's position."""
+        """The token after `node`: the argmax (greedy) or the draw at its child's position,
+        over its row processed with its own prefix."""
         if node not in self.chosen:
-            if self.rule is None:
+            if self.fast:
                 self.chosen[node] = self.argmax(node)
             else:
-                z = self.processed[node] = process(self.row(node), self.rule)
-                scores = self.scores[node] = perturbed(z, self.position(node), self.rule)
+                z = self.processed[node] = self.processing.scores(self.prefix(node), self.row(node))
+                scores = self.scores[node] = z if self.rule is None else perturbed(z, self.position(node), self.rule)
                 self.chosen[node] = int(torch.argmax(scores))
         return self.chosen[node]
 
@@ -176,9 +192,9 @@ class LazyHead:
             return []
         logits = torch.stack([self.row(n) for n in nodes])
         chosen = [self.chosen[n] for n in nodes]
-        if self.rule is None:
+        if self.fast:
             return leads_of(logits, chosen)
-        return leads_of(torch.stack([self.scores[n] for n in nodes]), chosen, logits, self.rule.temperature)
+        return leads_of(torch.stack([self.scores[n] for n in nodes]), chosen, logits, self.processing.temperature)
 
     def child_probs(self, nodes: Sequence[TreeNode]) -> dict[int, float]:
         """node id -> the probability its parent's distribution gave it, for the children of
@@ -284,19 +300,20 @@ def head_batch_rows(model: PreTrainedModel) -> int:
 
 @torch.inference_mode()
 def verify_tree(model: PreTrainedModel, cache: Cache, nodes: Sequence[TreeNode], inputs: dict,
-                head_rows: int = 1, rule: SamplingRule | None = None, context_len: int = 0,
-                log: WalkLog | None = None) -> tuple[list[int], int, torch.Tensor]:
+                head_rows: int = 1, processing: Processing | None = None, context_len: int = 0,
+                log: WalkLog | None = None, context: Sequence[int] = ()) -> tuple[list[int], int, torch.Tensor]:
     """Verify the tree in one forward pass and walk it.
 
     Returns the accepted path, the bonus token and next_logits: [V], the logits after the
     last accepted node (where the next step's speculation reads its candidates).
     `head_rows`: the rows the head's first batch is padded to with leaves (`first_batch`).
-    `rule` samples instead of taking the argmax; `context_len` places the nodes' positions
-    then. `log`, if given, is filled with what the walk saw.
+    `processing` applies logits processors and samples instead of taking the argmax;
+    `context_len` places the nodes' positions then and `context` (its tokens) begins each
+    node's prefix. `log`, if given, is filled with what the walk saw.
     """
     hidden = model.base_model(**inputs, cache=cache, use_cache=True).last_hidden_state[0]  # [T, d]
     index = TreeIndex.of(nodes)
-    head = LazyHead(model, hidden, nodes, head_rows, rule, context_len, index)
+    head = LazyHead(model, hidden, nodes, head_rows, processing, context_len, index, context)
     path, bonus = accept_walk(nodes, head.choose, index)
     if log is not None:
         log.sampled = [head.chosen[n] for n in path]

@@ -98,7 +98,7 @@ def test_eos_stop_criteria_streamer_and_the_trace(capsys):
 
     stream_tok = Words()
     streamer = TextStreamer(stream_tok, skip_prompt=True)
-    out = greedy_generate(model, ids, custom_generate=logitspec_generate, text_streamer=streamer)
+    out = greedy_generate(model, ids, custom_generate=logitspec_generate, streamer=streamer)
     printed = capsys.readouterr().out.split()
     assert printed == [f"w{t}" for t in out[0, ids.shape[1]:].tolist()]
 
@@ -112,7 +112,7 @@ def test_eos_stop_criteria_streamer_and_the_trace(capsys):
 
 @pytest.mark.parametrize("options, words", [
     (dict(num_beams=2), "num_beams=2"),
-    (dict(repetition_penalty=1.2), "RepetitionPenaltyLogitsProcessor"),
+    (dict(guidance_scale=1.5), "UnbatchedClassifierFreeGuidanceLogitsProcessor"),
     (dict(method="medusa"), "unknown method 'medusa'"),
     (dict(logitspec_settings={"capacity": 0}), "capacity"),
     (dict(logitspec_settings={"colour": 1}), "unknown setting 'colour'"),

@@ -11,6 +11,15 @@ from helpers.tiny_models import tiny_gpt2 as _build_tiny_gpt2
 from helpers.tiny_models import tiny_llama as _build_tiny_llama
 
 TEST_THREADS = 2  # the CI machine has 2 cores shared with other work
+# Marks every test of a folder carries, whatever its module says: `make test-fast` leaves them out.
+FOLDER_MARKS = {"browser": ("browser", "slow"), "notebooks": ("slow",), "package": ("slow",)}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        folder = Path(str(item.fspath)).parent.name
+        for mark in FOLDER_MARKS.get(folder, ()):
+            item.add_marker(mark)
 
 
 @pytest.fixture(scope="session")

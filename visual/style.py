@@ -10,8 +10,11 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from logitspec.lanes import LANES, colour
+
 # Okabe-Ito: black 000000, orange E69F00, sky blue 56B4E9, bluish green 009E73,
 # yellow F0E442, blue 0072B2, vermillion D55E00, reddish purple CC79A7.
+
 PALETTE: dict[str, str] = {
     "root": "#CC79A7",  # x_{i+1}, the token every step commits first
     "g1": "#E69F00",  # g1: plain lookup continuing x_{i+1}
@@ -27,13 +30,7 @@ PALETTE: dict[str, str] = {
     "accepted": "#009E73",
     "rejected": "#D55E00",
     "pruned": "#999999",
-    "vanilla": "#8C8C8C",
-    "pld-lane": "#E69F00",
-    "logitspec": "#0072B2",
-    "logitspec-static": "#56B4E9",
-    "recycling": "#AA4499",
-    "recycling-static": "#E2B6DA",  # its static template: a pale twin, as LogitSpec's static tree is
-    "logitspec+recycling": "#332288",  # the hybrid: Paul Tol's indigo, apart from both parents
+    **{ln.name: ln.colour for ln in LANES},  # the lanes' own colours (logitspec/lanes.py)
     # retrieval outcomes
     "g1 matched": "#E69F00",
     "g2 rescued": "#0072B2",
@@ -99,12 +96,7 @@ def theme_colors(theme: str) -> dict[str, str]:
 
 def lane_color(name: str, method: str | None = None) -> str:
     """Colour of a race lane: by its name, else by its decoder."""
-    if name == "pld" or method == "pld":
-        return PALETTE["pld-lane"]
-    for key in (name, method):
-        if key in ("vanilla", "logitspec", "logitspec-static", "recycling", "recycling-static", "logitspec+recycling"):
-            return PALETTE[key]
-    return PALETTE["root"]
+    return colour(name, method) or PALETTE["root"]
 
 
 def rank_bucket(rank: int | None) -> str:

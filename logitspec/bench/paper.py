@@ -3,6 +3,7 @@ retrieval success, tokens per pass, g2's rescues, drafting overhead and speed, b
 figures the paper reports for its own model and hardware."""
 from __future__ import annotations
 
+
 # The paper's figures (Vicuna-7B on a GPU, Spec-Bench; its own measurements, not re-run here).
 PAPER = {
     "model": "Vicuna-7B on a GPU",
@@ -51,21 +52,17 @@ def _cell(value, kind: str) -> str:
     return f"{100 * value:.1f}%" if kind == "pct" else f"{value:.2f}×" if kind == "x" else f"{value:.2f}"
 
 
-# The headline's columns: every method but vanilla, in the order a reader compares them.
-HEADLINE = (
-    ("prompt lookup", "pld"),
-    ("LogitSpec (cost tree)", "logitspec"),
-    ("LogitSpec, the paper's static tree", "logitspec-static"),
-    ("Token Recycling (cost tree)", "recycling"),
-    ("Token Recycling, static 80-node tree", "recycling-static"),
-    ("LogitSpec + recycling", "logitspec+recycling"),
-)
+def headline_columns() -> list[tuple[str, str]]:
+    """The headline's columns, (label, lane): every lane but vanilla, in the lane table's order."""
+    from .. import lanes
+
+    return [(ln.label, ln.name) for ln in lanes.LANES if ln.name != "vanilla"]
 
 
 def headline(report: dict) -> str:
     """Speed-up over vanilla (tokens per pass) per category and method, the fastest in bold,
     then a line saying where each method wins."""
-    cols = [(name, m) for name, m in HEADLINE if m in report["methods"]]
+    cols = [(name, m) for name, m in headline_columns() if m in report["methods"]]
     lines = ["| category | " + " | ".join(name for name, _ in cols) + " |", "| --- |" + " --- |" * len(cols)]
     fastest, most = {}, {}
     for cat in report["settings"]["categories"] + ["overall"]:

@@ -18,21 +18,13 @@ from pathlib import Path
 
 from ..budget import pooled, replay_budgets
 from ..drafts import drafted_bound
+from ..lanes import lane, names, run_spec
 from ..parting import Choices, parting
 from ..runtime.fewrows import kernel_status
 from ..settings import DecodeSettings
 from ..trace import G2_RESCUED, RunTrace
 from .questions import QuestionFileError, load_questions
 
-METHOD_SPECS = {
-    "vanilla": ("vanilla", None),
-    "pld": ("pld", None),
-    "logitspec": ("logitspec", "cost"),  # the default: cost-aware tree
-    "logitspec-static": ("logitspec", "static"),  # the paper's fixed rule
-    "recycling": ("recycling", "cost"),  # Token Recycling, its tree sized by c(n)
-    "recycling-static": ("recycling", "static"),  # Token Recycling's static 80-node template
-    "logitspec+recycling": ("logitspec+recycling", "cost"),  # the root's recycled successors as more candidates
-}
 
 
 class BenchInputError(ValueError):
@@ -77,7 +69,7 @@ def measure(lm, prompt_ids: list[int], method: str, settings: DecodeSettings) ->
     """One timed run; wall time covers prefill and decoding as a user would wait for them."""
     from ..decoders import decode
 
-    name, tree = METHOD_SPECS[method]
+    name, tree = run_spec(method, settings.tree)
     s = replace(settings, tree=tree) if tree else settings
     t0 = time.perf_counter()
     steps = list(decode(lm.model, prompt_ids, name, s, lm.eos_ids))
@@ -211,7 +203,7 @@ def versus(per_q: dict, medians: dict, m: str, other: str, ids: list, repeats: i
 
 def _curves(lm, methods: list[str]) -> list[dict]:
     """The cost curves in use now (as decoding has corrected them), for the report."""
-    if not any(METHOD_SPECS[m][1] == "cost" for m in methods):
+    if not any(run_spec(m)[1] == "cost" for m in methods):
         return []
     from ..costcurve import measured_curves
 
@@ -246,7 +238,7 @@ def prepare(args: argparse.Namespace, lm, prompts: dict, settings: DecodeSetting
     of the timed runs: every context length the runs will reach is measured beforehand."""
     from ..costcurve import warm_up
 
-    if any(METHOD_SPECS[m][1] == "cost" for m in args.methods):
+    if any(run_spec(m)[1] == "cost" for m in args.methods):
         warm_up(lm.model, max(len(p) for p in prompts.values()) + args.max_new_tokens, settings.capacity)
     warm = next(iter(prompts.values()))
     for m in args.methods:
@@ -369,7 +361,7 @@ def make_report(args: argparse.Namespace, lm, questions: list[dict], settings: D
         },
         "methods": method_figures(per_q, args.methods, questions, args.repeats),
     }
-    if any(METHOD_SPECS[m][1] == "cost" for m in args.methods):
+    if any(run_spec(m)[1] == "cost" for m in args.methods):
         report["cost_curves"] = _curves(lm, args.methods)
     if {"pld", "logitspec"} <= set(args.methods):
         from .paper import paper_table
@@ -513,9 +505,9 @@ def main(argv: list[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     try:
-        unknown = [m for m in args.methods if m not in METHOD_SPECS]
+        unknown = [m for m in args.methods if lane(m) is None]
         if unknown:
-            raise BenchInputError(f"unknown method(s) {', '.join(unknown)}; choose from {', '.join(METHOD_SPECS)}")
+            raise BenchInputError(f"unknown method(s) {', '.join(unknown)}; choose from {', '.join(names())}")
         if "vanilla" not in args.methods:
             args.methods = ["vanilla"] + args.methods  # the reference every method is checked against
         if args.background_load < 0:

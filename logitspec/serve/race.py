@@ -12,6 +12,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from .. import lanes
+from ..lanes import race_order
 from ..parting import Choices, Parting, parting
 from ..settings import DecodeSettings
 from ..trace import RunTrace, StepRecord, TraceFileError, read_json_file, trace_from_data
@@ -19,10 +21,6 @@ from ..trace import RunTrace, StepRecord, TraceFileError, read_json_file, trace_
 if TYPE_CHECKING:  # the engine imports torch; replaying saved traces must not need it
     from ..models import LoadedModel
 
-LANE_ORDER = ("vanilla", "pld", "logitspec", "logitspec-static", "recycling")
-# A lane that is not a method by name: its decoder and tree sizing. Token Recycling's lane
-# ("recycling") is its method by name, sized as the race's own tree setting says.
-LANE_RUNS = {"logitspec-static": ("logitspec", "static")}
 
 
 class RaceStopped(Exception):
@@ -181,17 +179,17 @@ def result_of(traces: dict[str, RunTrace], baseline: str = "vanilla") -> RaceRes
 def lane_order(methods: Iterable[str]) -> list[str]:
     """The requested methods in race order (vanilla first), without duplicates."""
     wanted = set(methods)
-    return [m for m in LANE_ORDER if m in wanted]
+    return [m for m in race_order() if m in wanted]
 
 
 def lane_run(lane: str, settings: DecodeSettings) -> tuple[str, DecodeSettings]:
     """The method and settings a lane decodes with: the paper's lane is LogitSpec's static tree at
     DecodeSettings' own capacity (the paper's 64), whatever the race's other lanes use; any other
     lane (Token Recycling's included) is its method at the race's settings."""
-    method, tree = LANE_RUNS.get(lane, (lane, None))
-    if tree is None:
-        return method, settings
-    return method, replace(settings, tree=tree, capacity=DecodeSettings().capacity)
+    spec = lanes.lane(lane)
+    if spec is None or spec.tree is None:
+        return (spec.method if spec else lane), settings
+    return spec.method, replace(settings, tree=spec.tree, capacity=DecodeSettings().capacity)
 
 
 def model_lanes(lm: LoadedModel, prompt_text: str, methods: Iterable[str],
@@ -239,7 +237,7 @@ def load_race(path, max_bytes: int | None = None, vocab_size: int | None = None)
         raise TraceFileError(f"this race recording's format {form} is unknown; this version reads {RACE_FORMAT}")
     named = data.get("lanes")
     if not isinstance(named, dict) or not lane_order(named):
-        raise TraceFileError(f"this race recording holds none of the lanes {', '.join(LANE_ORDER)}")
+        raise TraceFileError(f"this race recording holds none of the lanes {', '.join(race_order())}")
     lanes = {}
     for name in lane_order(named):
         try:

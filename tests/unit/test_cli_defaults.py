@@ -21,5 +21,5 @@ def test_cli_defaults_equal_decode_settings():
 
 
 def test_every_settings_field_is_either_an_option_or_internal():
-    internal = {"pld_tokens", "rule", "recycle_k", "recycle_depth", "recycle_across_runs"}  # not offered on the command line
+    internal = {"pld_tokens", "rule", "recycle_k", "recycle_depth", "recycle_across_runs", "processors"}  # not offered on the command line
     assert {f.name for f in fields(DecodeSettings)} == set(OPTION_OF) | internal

@@ -10,7 +10,8 @@ import pytest
 
 from helpers.figures import trace_named
 from helpers.paths import FIXTURES, ROOT
-from logitspec.serve.race import LANE_ORDER, lane_run, load_race, result_of
+from logitspec.lanes import race_order
+from logitspec.serve.race import lane_run, load_race, result_of
 from logitspec.settings import DecodeSettings
 from logitspec.trace import RunTrace
 from visual.counts import run_counts, run_words
@@ -46,7 +47,7 @@ def _cut(trace: RunTrace, steps: int) -> RunTrace:
 
 
 def test_the_recording_holds_every_lane_with_the_paper_tree_as_the_static_lane(four):
-    assert list(four) == [m for m in LANE_ORDER if m != "recycling"]  # recorded before Token Recycling's lane
+    assert list(four) == [m for m in race_order() if m != "recycling"]  # recorded before Token Recycling's lane
     st = four["logitspec-static"]
     assert st.method == "logitspec" and st.settings["tree"] == "static"
     assert st.settings["capacity"] == DecodeSettings().capacity == 64

@@ -7,7 +7,8 @@ import json
 import pytest
 import torch
 
-from logitspec.bench.run import METHOD_SPECS, summarise
+from logitspec.bench.run import summarise
+from logitspec.lanes import run_spec
 from logitspec.costcurve import CostCurve
 from logitspec.decoders import DecodeSettings, RecyclingDrafter, computed_rows, make_drafter
 from logitspec.recycling import (
@@ -127,9 +128,9 @@ def test_the_verification_hands_over_only_the_rows_its_head_computed(tiny_llama)
 
 def test_the_method_is_offered_everywhere_a_method_is_named(tiny_llama):
     assert {"recycling", "logitspec+recycling"} <= set(METHODS)
-    assert METHOD_SPECS["logitspec+recycling"] == ("logitspec+recycling", "cost")
-    assert METHOD_SPECS["recycling"] == ("recycling", "cost")
-    assert METHOD_SPECS["recycling-static"] == ("recycling", "static")
+    assert run_spec("logitspec+recycling") == ("logitspec+recycling", "cost")
+    assert run_spec("recycling") == ("recycling", "cost")
+    assert run_spec("recycling-static") == ("recycling", "static")
     d = make_drafter("recycling", DecodeSettings(tree="static"), tiny_llama)
     assert isinstance(d, RecyclingDrafter) and d.tree_room == TEMPLATE_NODES + 1
     assert d.matrix is matrix_for(tiny_llama, 8)  # the hot start: one matrix per model

@@ -1,0 +1,41 @@
+"""The lane table (logitspec/lanes.py): a lane added in one place is found by the bench, the
+race, the figures and the paper's table."""
+from __future__ import annotations
+
+import pytest
+
+from logitspec import lanes
+from logitspec.bench.paper import headline_columns
+from logitspec.serve.race import lane_order, lane_run
+from logitspec.settings import DecodeSettings
+from visual.style import lane_color
+
+
+@pytest.fixture
+def one_more(monkeypatch):
+    new = lanes.LaneSpec("pld-static", "logitspec", "static", True, "a new lane", "#123456", True)
+    monkeypatch.setattr(lanes, "LANES", lanes.LANES + (new,))
+    return new
+
+
+def test_a_lane_added_to_the_table_is_found_everywhere(one_more):
+    assert lanes.lane("pld-static") is one_more and "pld-static" in lanes.names()
+    assert lane_order(["pld-static", "vanilla"]) == ["vanilla", "pld-static"]  # the race offers it, in order
+    method, settings = lane_run("pld-static", DecodeSettings(tree="cost", capacity=8))
+    assert method == "logitspec" and settings.tree == "static" and settings.capacity == DecodeSettings().capacity
+    assert lanes.run_spec("pld-static", "cost") == ("logitspec", "static")  # the bench's decoder and tree
+    assert lane_color("pld-static") == "#123456"
+    assert ("a new lane", "pld-static") in headline_columns()
+
+
+def test_the_table_names_each_lane_once_with_its_own_colour():
+    names = lanes.names()
+    assert len(names) == len(set(names)) and names[0] == "vanilla"
+    assert len({ln.colour for ln in lanes.LANES}) == len(lanes.LANES)
+    assert lanes.race_order()[0] == "vanilla"
+
+
+def test_a_lane_without_a_fixed_tree_takes_the_runs_own():
+    assert lanes.run_spec("logitspec", "static") == ("logitspec", "static")
+    assert lanes.run_spec("logitspec") == ("logitspec", DecodeSettings().tree)
+    assert lanes.run_spec("pld", "static") == ("pld", None) and lanes.run_spec("vanilla") == ("vanilla", None)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import statistics
 import threading
 import time
-import weakref
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
+from .profile import profile_of
 from .runtime.tuner import thread_tuner
 from .trace import TreeNode
 
@@ -379,8 +379,7 @@ class LiveCost:
         self.settled = max(size, SMALL_TREE) if size <= SMALL_TREE else size
 
 
-_LIVE: "weakref.WeakKeyDictionary[torch.nn.Module, dict[int, LiveCost]]" = weakref.WeakKeyDictionary()
-_LOCK = threading.RLock()
+_LOCK = threading.RLock()  # a LiveCost is read by the model thread and the app's threads
 
 
 CONTEXT_BUCKETS = ((1536, 512), (10**9, 3072))  # (contexts below this, measured at)
@@ -404,7 +403,7 @@ def install_curve(model: PreTrainedModel, bucket: int, base: CostCurve) -> LiveC
     """Make `base` the measured shape of this model's bucket; what decoding has learnt
     (the load level and the real ratios) is kept."""
     with _LOCK:
-        lives = _LIVE.setdefault(model, {})
+        lives = profile_of(model).curves
         live = lives.get(bucket)
         if live is None:
             live = lives[bucket] = LiveCost(base, base(1))
@@ -415,7 +414,7 @@ def install_curve(model: PreTrainedModel, bucket: int, base: CostCurve) -> LiveC
 
 def live_cost(model: PreTrainedModel, bucket: int) -> LiveCost | None:
     with _LOCK:
-        return _LIVE.get(model, {}).get(bucket)
+        return profile_of(model).curves.get(bucket)
 
 
 def live_for(model: PreTrainedModel, context_len: int, max_n: int,
@@ -423,7 +422,7 @@ def live_for(model: PreTrainedModel, context_len: int, max_n: int,
     """This bucket's LiveCost, measuring its shape here only when none was installed."""
     bucket = _bucket(context_len)
     with _LOCK:
-        live = _LIVE.get(model, {}).get(bucket)
+        live = profile_of(model).curves.get(bucket)
         if live is None or live.base.sizes[-1] < max_n:
             t = time.perf_counter()
             fresh = measure_cost_curve(model, context_len=measure_context(model, bucket, max_n),
@@ -449,7 +448,7 @@ def observe_forward(model: PreTrainedModel, context_len: int, n: int, seconds: f
                     at: float | None = None, threads: int | None = None) -> None:
     """Set one decoding step's measured forward time (n tokens on `threads` threads) against the curve."""
     with _LOCK:
-        live = _LIVE.get(model, {}).get(_bucket(context_len))
+        live = profile_of(model).curves.get(_bucket(context_len))
         if live is not None:
             live.observe(n, seconds, time.monotonic() if at is None else at, threads)
 
@@ -470,4 +469,4 @@ def warm_up(model: PreTrainedModel, max_context: int, capacity: int = 64) -> flo
 def measured_curves(model: PreTrainedModel) -> list[CostCurve]:
     """Every curve in use for this model, by context length (as decoding has corrected it)."""
     with _LOCK:
-        return sorted((live.curve() for live in _LIVE.get(model, {}).values()), key=lambda c: c.context_len)
+        return sorted((live.curve() for live in profile_of(model).curves.values()), key=lambda c: c.context_len)

@@ -13,13 +13,13 @@ from __future__ import annotations
 import functools
 import heapq
 import threading
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import torch
 
+from .profile import profile_of
 from .costcurve import CostCurve, LiveCost, live_for, observe_forward
 from .trace import Candidate, QueryRecord, TreeNode, TreeSizing
 from .tree import TreeIndex
@@ -95,7 +95,6 @@ class AcceptanceStats:
         c[0], c[1] = hit, seen
 
 
-_STATS: "weakref.WeakKeyDictionary[torch.nn.Module, dict[float, AcceptanceStats]]" = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 TEMPERATURE_STEP = 0.25  # temperatures this close share their acceptance statistics
 
@@ -111,7 +110,7 @@ def stats_for(model: PreTrainedModel, temperature: float = 0.0) -> AcceptanceSta
     """Per-model statistics shared by the runs of this process, one set per temperature
     bucket: drafts are accepted less often as the temperature rises, so trees must shrink."""
     with _LOCK:
-        return _STATS.setdefault(model, {}).setdefault(temperature_bucket(temperature), AcceptanceStats())
+        return profile_of(model).acceptance.setdefault(temperature_bucket(temperature), AcceptanceStats())
 
 
 # ---------------------------------------------------------------- the tree

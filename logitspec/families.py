@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import inspect
 import threading
-import weakref
 from dataclasses import dataclass
 
+from .profile import profile_of
 from .errors import ModelLoadError
 
 FULL, SLIDING = "full_attention", "sliding_attention"
@@ -64,17 +64,16 @@ def layout_of(config) -> AttentionLayout:
     return AttentionLayout(tuple(kinds), windows.pop() if windows else None)
 
 
-_LAYOUTS: "weakref.WeakKeyDictionary[object, AttentionLayout]" = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 
 
 def attention_layout(model) -> AttentionLayout:
     """`layout_of` the model's config, worked out once per model (every tree step asks)."""
     with _LOCK:
-        layout = _LAYOUTS.get(model)
-        if layout is None:
-            layout = _LAYOUTS[model] = layout_of(model.config)
-        return layout
+        prof = profile_of(model)
+        if prof.layout is None:
+            prof.layout = layout_of(model.config)
+        return prof.layout
 
 
 def _uses_alibi(config) -> bool:

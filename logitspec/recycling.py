@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import heapq
 import threading
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import torch
 
+from .profile import profile_of
 from .costtree import AcceptanceStats, CostAwareDrafter, _Trie, rank_bucket, temperature_bucket
 from .costcurve import observe_forward
 from .trace import Candidate, TreeNode, TreeSizing
@@ -76,7 +76,6 @@ class SuccessorMatrix:
             self.rows[int(tok)] = tuple(row)
 
 
-_MATRICES: "weakref.WeakKeyDictionary[torch.nn.Module, SuccessorMatrix]" = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 
 
@@ -84,10 +83,10 @@ def matrix_for(model: PreTrainedModel, k: int) -> SuccessorMatrix:
     """The model's matrix, shared by the runs of this process (the paper's hot start: a
     question's drafts start from what earlier ones left); a new one if k changed."""
     with _LOCK:
-        m = _MATRICES.get(model)
-        if m is None or m.k != k:
-            m = _MATRICES[model] = SuccessorMatrix(k)
-        return m
+        prof = profile_of(model)
+        if prof.successors is None or prof.successors.k != k:
+            prof.successors = SuccessorMatrix(k)
+        return prof.successors
 
 
 def static_tree(root: int, matrix: SuccessorMatrix,
@@ -135,14 +134,11 @@ class RankStats:
         c[1] += 1.0
 
 
-_RANKS: "weakref.WeakKeyDictionary[torch.nn.Module, dict[float, RankStats]]" = weakref.WeakKeyDictionary()
-
-
 def rank_stats_for(model: PreTrainedModel, temperature: float = 0.0) -> RankStats:
     """The model's rank chances, shared by the runs of this process as its matrix is, one set
     per temperature bucket: a draw agrees with a row's top ranks less often as it rises."""
     with _LOCK:
-        return _RANKS.setdefault(model, {}).setdefault(temperature_bucket(temperature), RankStats())
+        return profile_of(model).ranks.setdefault(temperature_bucket(temperature), RankStats())
 
 
 class RecycledCostTree(CostAwareDrafter):

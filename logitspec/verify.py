@@ -5,13 +5,13 @@ from __future__ import annotations
 import statistics
 import threading
 import time
-import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import torch
 from transformers import Cache, PreTrainedModel
 
+from .profile import profile_of
 from .families import FULL, SLIDING, attention_layout
 from .runtime.kvcache import COMPACTABLE
 from .processors import Processing
@@ -245,7 +245,6 @@ def _chance(node: TreeNode) -> float:
     return 1.0 if node.accept_prob is None else node.accept_prob
 
 
-_HEAD_ROWS: "weakref.WeakKeyDictionary[torch.nn.Module, int]" = weakref.WeakKeyDictionary()
 _HEAD_LOCK = threading.Lock()
 
 
@@ -293,9 +292,10 @@ def seconds_of(device: torch.device, fn: Callable[[], object]) -> float:
 def head_batch_rows(model: PreTrainedModel) -> int:
     """`measure_head_batch_rows` for this model, measured once and cached."""
     with _HEAD_LOCK:
-        if model not in _HEAD_ROWS:
-            _HEAD_ROWS[model] = measure_head_batch_rows(model)
-        return _HEAD_ROWS[model]
+        prof = profile_of(model)
+        if prof.head_rows is None:
+            prof.head_rows = measure_head_batch_rows(model)
+        return prof.head_rows
 
 
 @torch.inference_mode()

@@ -69,7 +69,7 @@ def model_curves(passes: int, kernels: dict[str, Callable]) -> None:
     from logitspec.runtime.fewrows import kernel_fits
     from logitspec.models import load_model
     from logitspec.runtime.linear import FewRowLinear
-    from logitspec.verify import _HEAD_ROWS
+    from logitspec.profile import profile_of
 
     model = load_model().model
     layers = [m for m in model.modules() if isinstance(m, FewRowLinear)]
@@ -79,7 +79,7 @@ def model_curves(passes: int, kernels: dict[str, Callable]) -> None:
         for label in runs:
             for m in layers:
                 m.few_rows = kernels[label] if label in kernels and kernel_fits(m) else None
-            _HEAD_ROWS.pop(model, None)  # the head batch differs with the kernel
+            profile_of(model).head_rows = None  # the head batch differs with the kernel
             curve = measure_cost_curve(model, 512, 32)
             runs[label].append(curve.seconds)
             sizes = curve.sizes

@@ -263,11 +263,12 @@ def test_padding_the_head_batch_changes_nothing_but_where_leaves_are_computed(ti
 
 
 def test_head_batch_rows_is_measured_within_its_bounds(tiny_llama):
-    from logitspec.verify import _HEAD_ROWS, head_batch_rows, measure_head_batch_rows
+    from logitspec.profile import profile_of
+    from logitspec.verify import head_batch_rows, measure_head_batch_rows
 
     assert 1 <= measure_head_batch_rows(tiny_llama, max_rows=4, rounds=2) <= 4
     rows = head_batch_rows(tiny_llama)
-    assert _HEAD_ROWS[tiny_llama] == rows  # measured once, then read from the cache
+    assert profile_of(tiny_llama).head_rows == rows  # measured once, then read from the profile
 
 
 class NoLogitsToKeep(torch.nn.Module):

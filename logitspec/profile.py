@@ -1,0 +1,34 @@
+"""What decoding learns about one loaded model, in one object: its cost curves, acceptance
+statistics, Token Recycling's successor matrix and rank chances, the output head's batch rows
+and its attention layout. The profile lives on the model object, so it is made with the model
+and goes with it; nothing about a model is kept in a module. `fresh_profile` starts one anew:
+two decodes that each start from a fresh profile build the same trees."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+ATTRIBUTE = "logitspec_profile"
+
+
+@dataclass
+class ModelProfile:
+    """One model's learned state. Each field is owned by the module named beside it."""
+
+    curves: dict[int, Any] = field(default_factory=dict)  # context bucket -> LiveCost (costcurve)
+    acceptance: dict[float, Any] = field(default_factory=dict)  # temperature bucket -> AcceptanceStats (costtree)
+    ranks: dict[float, Any] = field(default_factory=dict)  # temperature bucket -> RankStats (recycling)
+    successors: Any = None  # SuccessorMatrix (recycling)
+    head_rows: int | None = None  # rows the output head maps at the cost of one (verify)
+    layout: Any = None  # AttentionLayout (families)
+
+
+def profile_of(model) -> ModelProfile:
+    """The model's profile, made at its first use (dict.setdefault: one wins if two threads ask)."""
+    return vars(model).setdefault(ATTRIBUTE, ModelProfile())
+
+
+def fresh_profile(model) -> ModelProfile:
+    """Forget what decoding learnt about `model`; the next decode measures and learns anew."""
+    vars(model)[ATTRIBUTE] = ModelProfile()
+    return vars(model)[ATTRIBUTE]

@@ -1,0 +1,58 @@
+"""Each model's learned state lives in one object on the model (logitspec/profile.py), none in
+a module: two decodes from fresh profiles build the same trees."""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+import weakref
+from pathlib import Path
+
+import pytest
+
+import logitspec
+import visual
+from helpers.tiny_models import tiny_prompts
+from logitspec.decoders import DecodeSettings, decode
+from logitspec.profile import fresh_profile, profile_of
+
+ROOT = Path(__file__).resolve().parents[2]
+# Process-wide by nature, each with its reason: a C++ extension loads into the process once
+# (the built kernels and why a build failed); ZeroGPU's GPU call runs in a forked process that
+# finds the app's loaded models only in a module (a model cannot be pickled across).
+PROCESS_WIDE = {("logitspec.runtime.fewrows", "_ops"), ("logitspec.runtime.fewrows", "_errors"),
+                ("logitspec.serve.zerogpu", "_LOADED")}
+MUTATES = r"\b{name}(\[[^\]]*\]\s*=[^=]|\.(setdefault|update|pop|append|clear|add|extend|remove)\()"
+
+
+def trees(model, prompt, settings) -> list[list[int]]:
+    return [[n.token for n in s.tree] for s in decode(model, prompt, "recycling", settings) if s.tree]
+
+
+def test_two_decodes_from_fresh_profiles_build_the_same_trees(tiny_llama, one_thread):
+    settings = DecodeSettings(max_new_tokens=32, tree="static")
+    prompt = tiny_prompts(1)[0]
+    fresh_profile(tiny_llama)
+    first = trees(tiny_llama, prompt, settings)
+    assert profile_of(tiny_llama).successors is not None  # the run learnt its successor matrix there
+    hot = trees(tiny_llama, prompt, settings)  # the same profile: drafts start from what the first run left
+    fresh_profile(tiny_llama)
+    assert trees(tiny_llama, prompt, settings) == first != hot
+
+
+def _modules():
+    for pkg in (logitspec, visual):
+        for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):
+            if not m.name.endswith("__main__"):
+                yield importlib.import_module(m.name)
+
+
+@pytest.mark.parametrize("module", list(_modules()), ids=lambda m: m.__name__)
+def test_no_module_keeps_state_that_changes_at_run_time(module):
+    source = Path(module.__file__).read_text()
+    for name, value in vars(module).items():
+        if isinstance(value, (weakref.WeakKeyDictionary, weakref.WeakValueDictionary)):
+            pytest.fail(f"{module.__name__}.{name}: per-model state belongs in the model's profile")
+        if (isinstance(value, (dict, list, set)) and (module.__name__, name) not in PROCESS_WIDE
+                and re.search(MUTATES.format(name=re.escape(name)), source)):
+            pytest.fail(f"{module.__name__}.{name} is changed at run time")

@@ -1,6 +1,7 @@
 """Shared fixtures: the bundled model (loaded once per session) and tiny random models."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ from helpers.paths import FIXTURES
 from helpers.tiny_models import tiny_gpt2 as _build_tiny_gpt2
 from helpers.tiny_models import tiny_llama as _build_tiny_llama
 
+MEASURE = "LOGITSPEC_MEASURE_CURVES"
 TEST_THREADS = 2  # the CI machine has 2 cores shared with other work
 # Marks every test of a folder carries, whatever its module says: `make test-fast` leaves them out.
 FOLDER_MARKS = {"browser": ("browser", "slow"), "notebooks": ("slow",), "package": ("slow",)}
@@ -20,6 +22,20 @@ def pytest_collection_modifyitems(config, items):
         folder = Path(str(item.fspath)).parent.name
         for mark in FOLDER_MARKS.get(folder, ()):
             item.add_marker(mark)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_curve_timing():
+    """No c(n) measuring anywhere in the run, in this process and every process it starts:
+    cost trees start from the default shape and correct it from their own passes, so no test
+    waits on a timing it does not check (tests/unit/test_calibration.py turns it back on)."""
+    before = os.environ.get(MEASURE)
+    os.environ[MEASURE] = "0"
+    yield
+    if before is None:
+        os.environ.pop(MEASURE, None)
+    else:
+        os.environ[MEASURE] = before
 
 
 @pytest.fixture(scope="session")

@@ -176,6 +176,7 @@ def warm_cost_curves(lm, capacity: int | None = None, background: bool | None = 
     nothing in the background (a server that shares its cores with other timed work).
     """
     from ..calibration import BackgroundCalibration, start_curves
+    from ..costcurve import measuring_allowed
     from ..decoders import cost_capacity
     from ..verify import head_batch_rows
 
@@ -184,7 +185,7 @@ def warm_cost_curves(lm, capacity: int | None = None, background: bool | None = 
         capacity = cost_capacity(DecodeSettings(capacity=Limits.from_env().capacity), lm.model)
     starts = start_curves(lm.model, max_context=1024, capacity=capacity)
     if background is None:
-        background = os.environ.get("LOGITSPEC_MEASURE_CURVES", "1") != "0"
+        background = measuring_allowed()
     if not background or all(s.stored for s in starts):
         return None
     job = BackgroundCalibration(lm.model, starts)

@@ -1,17 +1,53 @@
-"""The browser the browser tests share: Debian's chromium through Playwright, one per module."""
+"""The browser the browser tests share: one Debian chromium through Playwright for the whole
+folder, started by the first test that asks and closed after the folder's last test (so no
+Playwright loop outlives the folder into tests that run their own event loops)."""
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
 from helpers.browser import ARGS, chromium_path
 
+HERE = Path(__file__).resolve().parent
 
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
 
-    executable = chromium_path()
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=executable, args=ARGS)
-        yield b
-        b.close()
+class SharedBrowser:
+    """Playwright and its chromium, launched on first use."""
+
+    def __init__(self) -> None:
+        self._pw = self._browser = None
+
+    def get(self):
+        if self._browser is None:
+            from playwright.sync_api import sync_playwright
+
+            executable = chromium_path()
+            self._pw = sync_playwright().start()
+            self._browser = self._pw.chromium.launch(executable_path=executable, args=ARGS)
+        return self._browser
+
+    def close(self) -> None:
+        if self._browser is not None:
+            self._browser.close()
+            self._pw.stop()
+        self._pw = self._browser = None
+
+
+KEY = pytest.StashKey[SharedBrowser]()
+
+
+@pytest.fixture(scope="session")
+def browser(request):
+    shared = request.config.stash.setdefault(KEY, SharedBrowser())
+    yield shared.get()
+    shared.close()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    result = yield  # the test's own fixtures (its pages and contexts) close first
+    shared = item.config.stash.get(KEY, None)
+    if shared is not None and (nextitem is None or HERE not in Path(str(nextitem.fspath)).resolve().parents):
+        shared.close()
+    return result

@@ -12,7 +12,7 @@ import shutil
 
 import pytest
 
-from helpers.browser import ARGS, SHOTS, chromium_path, set_max_new, shot, tree_data
+from helpers.browser import SHOTS, set_max_new, shot, tree_data
 from helpers.paths import ROOT
 
 DOCS = ROOT / "docs" / "img"
@@ -20,16 +20,12 @@ MAX_NEW = 40
 
 
 @pytest.fixture(scope="module")
-def page(app_url):
-    from playwright.sync_api import sync_playwright
-
-    executable = chromium_path()
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=executable, args=ARGS)
-        pg = browser.new_page(viewport={"width": 1440, "height": 1000})
-        pg.goto(app_url, wait_until="domcontentloaded")
-        yield pg
-        browser.close()
+def page(browser, app_url):
+    ctx = browser.new_context(viewport={"width": 1440, "height": 1000}, accept_downloads=True)
+    pg = ctx.new_page()
+    pg.goto(app_url, wait_until="domcontentloaded")
+    yield pg
+    ctx.close()
 
 
 @pytest.mark.slow

@@ -18,11 +18,11 @@ import re
 
 import pytest
 
-from helpers.browser import SHOTS, chromium_path
+from helpers.browser import SHOTS
 from logitspec.runner import run_trace
 from logitspec.settings import DecodeSettings
 from visual import tree_figure
-from visual.render import BROWSER_ARGS, write_figure_html
+from visual.render import write_figure_html
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -97,9 +97,8 @@ def _labels_with(fig, pattern) -> list[str]:
     return out
 
 
-def test_chinese_draft_tree_draws_characters_not_boxes(chinese_trace, tmp_path):
+def test_chinese_draft_tree_draws_characters_not_boxes(browser, chinese_trace, tmp_path):
     from PIL import Image, ImageChops
-    from playwright.sync_api import sync_playwright
 
     tr = chinese_trace
     # The step whose tree shows the most Chinese labels.
@@ -116,24 +115,22 @@ def test_chinese_draft_tree_draws_characters_not_boxes(chinese_trace, tmp_path):
     html = write_figure_html(fig, tmp_path / "tree.html")
     SHOTS.mkdir(parents=True, exist_ok=True)
     errors = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium_path(), args=BROWSER_ARGS)
-        page = browser.new_page(viewport={"width": fig.layout.width, "height": fig.layout.height})
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(html.as_uri())
-        page.wait_for_selector("#figure .scatterlayer .trace .textpoint text")  # the labels, not only the frame
-        page.evaluate("document.fonts.ready.then(() => true)")
-        labels = [lab for lab in page.evaluate(LABELS_JS) if HAN.search(lab["text"])]
-        page.screenshot(path=str(SHOTS / "zh-tree.png"))
-        before = Image.open(io.BytesIO(page.screenshot())).convert("RGB")
-        page.evaluate(TO_TOFU_JS, [[lab["id"] for lab in labels], TOFU])
-        page.evaluate("new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")  # repainted
-        after = Image.open(io.BytesIO(page.screenshot())).convert("RGB")
-        han = sorted({ch for lab in labels for ch in HAN.findall(lab["text"])})
-        font = labels[0]["font"] if labels else "sans-serif"
-        # U+FE0F asks for the emoji presentation: some (🌪, ☀) default to a plain text glyph.
-        glyphs = page.evaluate(CANVAS_JS, [han + [ch + "\ufe0f" for ch in emoji], font, TOFU])
-        browser.close()
+    page = browser.new_page(viewport={"width": fig.layout.width, "height": fig.layout.height})
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(html.as_uri())
+    page.wait_for_selector("#figure .scatterlayer .trace .textpoint text")  # the labels, not only the frame
+    page.evaluate("document.fonts.ready.then(() => true)")
+    labels = [lab for lab in page.evaluate(LABELS_JS) if HAN.search(lab["text"])]
+    page.screenshot(path=str(SHOTS / "zh-tree.png"))
+    before = Image.open(io.BytesIO(page.screenshot())).convert("RGB")
+    page.evaluate(TO_TOFU_JS, [[lab["id"] for lab in labels], TOFU])
+    page.evaluate("new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")  # repainted
+    after = Image.open(io.BytesIO(page.screenshot())).convert("RGB")
+    han = sorted({ch for lab in labels for ch in HAN.findall(lab["text"])})
+    font = labels[0]["font"] if labels else "sans-serif"
+    # U+FE0F asks for the emoji presentation: some (🌪, ☀) default to a plain text glyph.
+    glyphs = page.evaluate(CANVAS_JS, [han + [ch + "\ufe0f" for ch in emoji], font, TOFU])
+    page.close()
     assert not errors
     assert len(labels) >= 2, labels
 

@@ -5,10 +5,9 @@ import itertools
 
 import pytest
 
-from helpers.browser import chromium_path
 from helpers.figures import load
 from visual import tree_figure
-from visual.render import BROWSER_ARGS, write_figure_html
+from visual.render import write_figure_html
 
 pytestmark = pytest.mark.browser
 
@@ -29,25 +28,20 @@ LABELS_JS = """() => {
 }"""
 
 
-def test_64_node_tree_labels_never_overlap_in_chromium(tmp_path):
-    from playwright.sync_api import sync_playwright
-
-    executable = chromium_path()
+def test_64_node_tree_labels_never_overlap_in_chromium(browser, tmp_path):
     tr = load("summarization-241")
     step = 31
     assert len(tr.steps[step].tree) >= 64
     fig = tree_figure(tr, step)
     html = write_figure_html(fig, tmp_path / "tree.html")
     errors = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=executable, args=BROWSER_ARGS)
-        page = browser.new_page(viewport={"width": fig.layout.width, "height": fig.layout.height})
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(html.as_uri())
-        page.wait_for_selector("#figure .main-svg")
-        found = page.evaluate(LABELS_JS)
-        page.screenshot(path=str(tmp_path / "tree-64.png"))
-        browser.close()
+    page = browser.new_page(viewport={"width": fig.layout.width, "height": fig.layout.height})
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(html.as_uri())
+    page.wait_for_selector("#figure .main-svg")
+    found = page.evaluate(LABELS_JS)
+    page.screenshot(path=str(tmp_path / "tree-64.png"))
+    page.close()
     assert not errors
     labels, boxes = found["labels"], found["boxes"]
     assert len(labels) >= 64

@@ -12,7 +12,13 @@ from logitspec import calibration, costcurve
 from logitspec.costcurve import CostCurve
 from helpers.tiny_models import tiny_llama
 
-pytestmark = pytest.mark.usefixtures("one_thread")
+pytestmark = pytest.mark.usefixtures("one_thread", "curve_timing")
+
+
+@pytest.fixture
+def curve_timing(monkeypatch):
+    """These tests are about measuring c(n): the run's switch that turns it off is undone here."""
+    monkeypatch.setenv("LOGITSPEC_MEASURE_CURVES", "1")
 
 
 @pytest.fixture
@@ -185,3 +191,13 @@ def test_no_background_measuring_when_the_environment_says_so(cache_dir, measure
     model = tiny_llama(seed=7)
     assert warm_cost_curves(SimpleNamespace(model=model), capacity=8) is None and not measured
     assert costcurve.live_cost(model, 512).base.measurements == 0  # the default shape serves
+
+
+def test_decoding_never_times_c_n_when_the_environment_says_so(measured, monkeypatch):
+    monkeypatch.setenv("LOGITSPEC_MEASURE_CURVES", "0")
+    model = tiny_llama(seed=8)
+    curve = costcurve.cost_curve_for(model, 40, 16)
+    assert not measured and curve.measurements == 0 and curve.sizes[-1] >= 16  # the default shape
+    monkeypatch.setenv("LOGITSPEC_MEASURE_CURVES", "1")
+    costcurve.cost_curve_for(tiny_llama(seed=9), 40, 16)
+    assert measured  # and with it on, the first need measures

@@ -39,12 +39,24 @@ def no_curve_timing():
 
 
 @pytest.fixture(scope="session")
-def bundled():
-    """The bundled SmolLM2-135M-Instruct, float32, loaded once for the session."""
+def bundled_in():
+    """The bundled SmolLM2-135M-Instruct on the CPU in a dtype, each dtype loaded once a run."""
     from logitspec.models import load_model
 
-    torch.set_num_threads(TEST_THREADS)
-    return load_model()  # float32 by default
+    loaded = {}
+
+    def get(dtype: str = "float32"):
+        if dtype not in loaded:
+            torch.set_num_threads(TEST_THREADS)
+            loaded[dtype] = load_model("bundled", "cpu", dtype)
+        return loaded[dtype]
+    return get
+
+
+@pytest.fixture(scope="session")
+def bundled(bundled_in):
+    """The bundled SmolLM2-135M-Instruct, float32, loaded once for the session."""
+    return bundled_in("float32")
 
 
 @pytest.fixture(scope="session")

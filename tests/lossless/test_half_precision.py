@@ -8,8 +8,6 @@ passes back to the stock kernels and shows these tests catch it.
 """
 from __future__ import annotations
 
-from functools import cache
-
 import pytest
 import torch
 
@@ -19,7 +17,7 @@ from helpers.lossless_prompts import lossless_prompts
 from helpers.references import vanilla_run
 from helpers.tiny_models import greedy_reference, sampling_reference, tiny_prompts
 from logitspec.decoders import DecodeSettings, decode
-from logitspec.models import load_model, prepare_model
+from logitspec.models import prepare_model
 from logitspec.runner import run_trace
 from logitspec.serve.race import result_of
 from logitspec import verify
@@ -39,14 +37,8 @@ needs_kernel = pytest.mark.skipif(fewrows.row_attention_kernel() is None,
                                   reason=f"no row-invariant kernel here: {fewrows.kernel_status()}")
 
 
-@cache
-def bundled_in(dtype: str):
-    torch.set_num_threads(2)
-    return load_model("bundled", "cpu", dtype)
-
-
 @pytest.fixture(scope="module", params=HALF)
-def half_bundled(request):
+def half_bundled(request, bundled_in):
     return bundled_in(request.param)
 
 
@@ -115,7 +107,7 @@ CASES = [pytest.param(dtype, pid, variants, id=f"{dtype}-{pid}") for dtype, pid,
 @needs_kernel
 @pytest.mark.slow
 @pytest.mark.parametrize("dtype, prompt_id, variants", CASES)
-def test_bundled_half_precision_equals_vanilla(dtype, prompt_id, variants):
+def test_bundled_half_precision_equals_vanilla(bundled_in, dtype, prompt_id, variants):
     lm = bundled_in(dtype)
     prompt = next(p for p in prompts() if p.id == prompt_id)
     want = vanilla_run(lm, prompt.text, DecodeSettings(max_new_tokens=MAX_NEW)).tokens
@@ -127,7 +119,7 @@ def test_bundled_half_precision_equals_vanilla(dtype, prompt_id, variants):
 
 @needs_kernel
 @pytest.mark.slow
-def test_with_stock_kernels_for_trees_the_half_precision_tests_fail(monkeypatch):
+def test_with_stock_kernels_for_trees_the_half_precision_tests_fail(bundled_in, monkeypatch):
     """Not vacuous: with multi-row passes on the stock kernels, a tree decoder parts from
     vanilla in bfloat16 on these prompts (as it did before the row-invariant kernels)."""
     lm = bundled_in("bfloat16")
@@ -144,7 +136,7 @@ def test_with_stock_kernels_for_trees_the_half_precision_tests_fail(monkeypatch)
 
 @needs_kernel
 @pytest.mark.slow
-def test_a_broken_tree_mask_parts_from_vanilla_not_at_a_near_tie(monkeypatch):
+def test_a_broken_tree_mask_parts_from_vanilla_not_at_a_near_tie(bundled_in, monkeypatch):
     """The near-tie verdict does not excuse a bug: a tree whose nodes see their siblings parts
     from vanilla where no rounding could have."""
     lm = bundled_in("bfloat16")

@@ -21,18 +21,6 @@ def test_max_new_tokens_zero():
     assert_refused(cli("Hello", "--max-new-tokens", "0", "--json"), "error:", "max new tokens", "got 0")
 
 
-@pytest.mark.slow
-def test_unknown_model_path():
-    assert_refused(cli("Hello", "--model", "/no/such/model/folder"), "error:", "/no/such/model/folder",
-                   "does not exist")
-
-
-@pytest.mark.slow
-def test_unknown_model_id():
-    assert_refused(cli("Hello", "--model", "no-such-org/no-such-model-4242"), "error:",
-                   "could not load model", "no-such-org/no-such-model-4242")
-
-
 # More bad input through the same entry point, in this process (a process start costs seconds).
 
 def main_refuses(capsys, *argv: str) -> str:
@@ -61,25 +49,35 @@ def main_refuses(capsys, *argv: str) -> str:
     (["Hello", "--ngram", "a,b"], ["--ngram", "n-gram sizes must look like"]),
     (["Hello", "--method", "beam"], ["invalid choice", "beam"]),
     (["Hello", "--model", "./missing-model-dir"], ["error:", "./missing-model-dir", "does not exist"]),
+    (["Hello", "--model", "/no/such/model/folder"], ["error:", "/no/such/model/folder", "does not exist"]),
+    (["Hello", "--model", "no-such-org/no-such-model-4242"], ["error:", "could not load model",
+                                                             "no-such-org/no-such-model-4242"]),
     (["Hello", "--dtype", "float8"], ["invalid choice", "float8"]),
 ])
-def test_bad_input_in_process(capsys, argv, must_contain):
+def test_bad_input_in_process(capsys, monkeypatch, argv, must_contain):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # the unknown hub id is refused without the network
     last = main_refuses(capsys, *argv)
     for part in must_contain:
         assert part in last, f"{part!r} not in {last!r}"
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("method", ["logitspec", "pld"])
-def test_json_output(bundled, method, tmp_path):
+def test_json_output(bundled, method, tmp_path, capsys, monkeypatch):
+    """The JSON contract through main(), on the session's model (the process below loads its own)."""
+    import logitspec.models
+
+    monkeypatch.setenv("LOGITSPEC_THREADS", "2")
+    monkeypatch.setattr(logitspec.models, "load_model", lambda *a, **k: bundled)
     prompt, n = "List three colours of the rainbow.", 24
     trace_file = tmp_path / "trace.json"
-    proc = cli(prompt, "--method", method, "--max-new-tokens", str(n), "--json", "--save-trace", str(trace_file))
-    assert proc.returncode == 0, proc.stderr
-    out = json.loads(proc.stdout)
+    code = main(["generate", prompt, "--method", method, "--max-new-tokens", str(n), "--json",
+                 "--save-trace", str(trace_file)])
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    out = json.loads(printed.out)
     for key in ("tokens", "text", "steps", "mean_accepted_tokens", "seconds"):
         assert key in out
-    # The same greedy tokens as vanilla decoding in this process.
+    # The same greedy tokens as vanilla decoding.
     expected = run_trace(bundled, prompt, "vanilla", DecodeSettings(max_new_tokens=n)).tokens
     assert out["tokens"] == expected
     assert out["text"] == bundled.decode(expected)
@@ -98,6 +96,7 @@ def test_json_output(bundled, method, tmp_path):
 
 @pytest.mark.slow
 def test_plain_output_is_the_text(bundled):
+    """The smoke test of the entry point as a process: it loads the model itself."""
     prompt, n = "Say hello.", 12
     proc = cli(prompt, "--max-new-tokens", str(n))
     assert proc.returncode == 0, proc.stderr

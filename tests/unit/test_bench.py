@@ -7,9 +7,17 @@ import pytest
 
 from helpers.commands import bench
 from helpers.paths import ROOT
+from logitspec.bench.run import main
 
 
-@pytest.mark.slow
+def refused(capsys, *argv: str) -> str:
+    """The bench's main in this process: exit status 2, nothing on stdout, no traceback; its stderr."""
+    code = main(list(argv))
+    out = capsys.readouterr()
+    assert code == 2 and out.out == "" and "Traceback" not in out.err
+    return out.err
+
+
 @pytest.mark.parametrize("content, message", [
     (None, "not found"),
     ('{"question_id": 1, "category": "qa"\n', "not valid JSON"),
@@ -17,24 +25,25 @@ from helpers.paths import ROOT
     ('{"question_id": 1, "category": "qa", "turns": []}\n', "non-empty list"),
     ("\n\n", "is empty: a questions file holds one JSON question a line"),
 ])
-def test_bad_questions_file_is_refused_clearly(tmp_path, content, message):
+def test_bad_questions_file_is_refused_clearly(capsys, tmp_path, content, message):
     path = tmp_path / "q.jsonl"
     if content is not None:
         path.write_text(content)
-    r = bench("--questions", str(path))
-    assert r.returncode == 2
-    assert message in r.stderr
-    assert "Traceback" not in r.stderr + r.stdout
+    assert message in refused(capsys, "--questions", str(path))
+
+
+def test_unknown_method_and_bad_counts_are_refused(capsys):
+    q = str(ROOT / "data" / "spec_bench_subset.jsonl")
+    assert "unknown method(s) medusa" in refused(capsys, "--questions", q, "--methods", "vanilla,medusa")
+    assert "max new tokens" in refused(capsys, "--questions", q, "--max-new-tokens", "0")
 
 
 @pytest.mark.slow
-def test_unknown_method_and_bad_counts_are_refused(tmp_path):
-    q = ROOT / "data" / "spec_bench_subset.jsonl"
-    r = bench("--questions", str(q), "--methods", "vanilla,medusa")
-    assert r.returncode == 2 and "unknown method(s) medusa" in r.stderr
-    r = bench("--questions", str(q), "--max-new-tokens", "0")
-    assert r.returncode == 2 and "max new tokens" in r.stderr
-    assert "Traceback" not in r.stderr
+def test_a_bad_questions_file_is_refused_by_the_process(tmp_path):
+    """The refusal as a user meets it: a process, exit status 2, one line, no traceback."""
+    r = bench("--questions", str(tmp_path / "missing.jsonl"))
+    assert r.returncode == 2 and "not found" in r.stderr
+    assert "Traceback" not in r.stderr + r.stdout
 
 
 @pytest.mark.slow
@@ -156,10 +165,9 @@ def test_background_load_spins_processes_and_stops_them():
     assert BusyLoad(0).start().procs == []
 
 
-@pytest.mark.slow
-def test_background_load_must_not_be_negative():
-    r = bench("--questions", str(ROOT / "data" / "spec_bench_subset.jsonl"), "--background-load", "-1")
-    assert r.returncode == 2 and "--background-load" in r.stderr
+def test_background_load_must_not_be_negative(capsys):
+    assert "--background-load" in refused(capsys, "--questions", str(ROOT / "data" / "spec_bench_subset.jsonl"),
+                                          "--background-load", "-1")
 
 
 @pytest.mark.slow

@@ -35,3 +35,20 @@ def bench(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
 def visual_cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "visual", *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=300)
+
+
+def in_process(main, capsys, *argv: str) -> subprocess.CompletedProcess:
+    """An entry point's main(argv) run in this process, read as a process's result (exit
+    status, stdout, stderr): the same checks, without a second start of torch and the model."""
+    try:
+        code = main(list(argv))
+    except SystemExit as e:  # argparse's and the refusals' exits
+        code = e.code if isinstance(e.code, int) else int(e.code is not None)
+    out = capsys.readouterr()
+    return subprocess.CompletedProcess(list(argv), code, out.out, out.err)
+
+
+def visual_main(capsys, *args: str) -> subprocess.CompletedProcess:
+    from visual.__main__ import main
+
+    return in_process(main, capsys, *args)

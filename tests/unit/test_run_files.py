@@ -1,19 +1,19 @@
 """Every reader of saved files takes every kind of file the project writes (a single run's trace,
 a recorded race) and refuses anything else in one line, never a traceback: `python -m visual`
-as a real process, the one reader of traces and races, and the bench's questions reader."""
+as a real process (a race) and through its main() in this process, the one reader of traces and races, and the bench's questions reader."""
 from __future__ import annotations
 
 import pytest
 
-from helpers.commands import assert_refused, bench, visual_cli
+from helpers.commands import assert_refused, bench, visual_cli, visual_main
 from helpers.figures import FIGURES
 from helpers.run_files import RACE, TRACE_REFUSALS, broken_file, good_files
 
 
 @pytest.mark.parametrize("kind", ["saved-trace", "shipped-trace", "race"])
-def test_python_m_visual_draws_each_kind_of_file(kind, tmp_path):
+def test_python_m_visual_draws_each_kind_of_file(kind, tmp_path, capsys):
     out = tmp_path / "out"
-    res = visual_cli(str(good_files(tmp_path)[kind]), "--step", "1", "--out", str(out), "--png", "no")
+    res = visual_main(capsys, str(good_files(tmp_path)[kind]), "--step", "1", "--out", str(out), "--png", "no")
     assert res.returncode == 0, res.stderr
     assert "Traceback" not in res.stderr
     for name in FIGURES:
@@ -37,27 +37,27 @@ def test_python_m_visual_draws_a_race_as_its_logitspec_lane_beside_every_lane(tm
 
 
 @pytest.mark.parametrize("kind", sorted(TRACE_REFUSALS))
-def test_python_m_visual_refuses_a_broken_file_in_one_line(kind, tmp_path):
+def test_python_m_visual_refuses_a_broken_file_in_one_line(kind, tmp_path, capsys):
     path = broken_file(tmp_path, kind)
-    res = visual_cli(str(path), "--step", "1", "--out", str(tmp_path / "out"), "--png", "no")
+    res = visual_main(capsys, str(path), "--step", "1", "--out", str(tmp_path / "out"), "--png", "no")
     assert_refused(res, str(path), TRACE_REFUSALS[kind])
     assert len(res.stderr.strip().splitlines()) == 1, res.stderr
 
 
 @pytest.mark.parametrize("kind", ["shipped-trace", "race"])
-def test_python_m_visual_refuses_a_step_past_the_run_in_one_line(kind, tmp_path):
-    res = visual_cli(str(good_files(tmp_path)[kind]), "--step", "999", "--out", str(tmp_path / "out"), "--png", "no")
+def test_python_m_visual_refuses_a_step_past_the_run_in_one_line(kind, tmp_path, capsys):
+    res = visual_main(capsys, str(good_files(tmp_path)[kind]), "--step", "999", "--out", str(tmp_path / "out"), "--png", "no")
     assert_refused(res, "--step 999 is out of range")
     assert len(res.stderr.strip().splitlines()) == 1, res.stderr
 
 
-def test_python_m_visual_takes_a_race_file_as_a_lane(tmp_path):
+def test_python_m_visual_takes_a_race_file_as_a_lane(tmp_path, capsys):
     files = good_files(tmp_path)
-    res = visual_cli(str(files["shipped-trace"]), "--lane", f"vanilla={RACE}", "--out", str(tmp_path / "out"),
-                     "--png", "no")
+    res = visual_main(capsys, str(files["shipped-trace"]), "--lane", f"vanilla={RACE}", "--out",
+                      str(tmp_path / "out"), "--png", "no")
     assert res.returncode == 0, res.stderr
-    res = visual_cli(str(files["shipped-trace"]), "--lane", f"recycling={RACE}", "--out", str(tmp_path / "out"),
-                     "--png", "no")
+    res = visual_main(capsys, str(files["shipped-trace"]), "--lane", f"recycling={RACE}", "--out",
+                      str(tmp_path / "out"), "--png", "no")
     assert_refused(res, "has no lane recycling")
 
 

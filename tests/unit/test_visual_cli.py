@@ -1,7 +1,7 @@
 """`python -m visual TRACE.json --step N --out DIR` renders every picture of a trace."""
 from __future__ import annotations
 
-from helpers.commands import visual_cli
+from helpers.commands import visual_cli, visual_main
 from helpers.figures import FIGURES, PAGES, load
 from helpers.paths import FIXTURES
 
@@ -26,7 +26,7 @@ def test_cli_renders_every_figure_to_offline_html(tmp_path):
     assert not list(tmp_path.glob("*.png"))
 
 
-def test_cli_rejects_a_step_out_of_range(tmp_path):
-    res = visual_cli(str(FIXTURES / "coding-121.json"), "--step", "999", "--out", str(tmp_path), "--png", "no")
+def test_cli_rejects_a_step_out_of_range(tmp_path, capsys):
+    res = visual_main(capsys, str(FIXTURES / "coding-121.json"), "--step", "999", "--out", str(tmp_path), "--png", "no")
     assert res.returncode != 0
     assert "out of range" in res.stderr

@@ -48,7 +48,7 @@ demo: $(STAMP) $(TOOLCHAIN_STAMP)
 	$(BIN)/python app.py
 
 test: $(STAMP) $(BROWSER_STAMP) $(TOOLCHAIN_STAMP)
-	$(BIN)/python -m pytest -q --durations=25
+	$(BIN)/python -m pytest -q --durations=25 --junitxml=artifacts/tests/junit.xml
 
 test-fast: $(STAMP) $(TOOLCHAIN_STAMP)
 	$(BIN)/python -m pytest -q -m "not slow and not browser"

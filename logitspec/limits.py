@@ -28,6 +28,7 @@ class Limits:
     prompt_chars: int = 100_000
     trace_bytes: int = 20 * 2**20  # 20 MiB, as upload boxes count
     run_seconds: float = 300.0
+    one_shape_rows: int = 0  # half precision's one row count on the CPU; 0: timed among runtime.oneshape's candidates
 
     @classmethod
     def from_env(cls) -> "Limits":

@@ -15,6 +15,7 @@ from .errors import ModelLoadError
 from .families import check_config, check_model, fill_unused_window
 from .runtime.linear import use_few_row_linear
 from .runtime.heap import freeze_heap
+from .runtime.oneshape import HALF, HalfMode, choose_half_mode
 from .verify import head_matches_forward
 
 BUNDLED_NAME = "SmolLM2-135M-Instruct"
@@ -37,6 +38,7 @@ class LoadedModel:
     packed_layers: int = 0  # nn.Linear layers made FewRowLinear (logitspec.runtime.linear)
     weights_from: str = "source"  # "gguf" (converted now), "cache" (converted earlier) or "source"
     dtype_note: str = ""  # how the dtype was chosen, where it was timed (runtime.dtype_pick)
+    half_mode: HalfMode | None = None  # how half precision stays exact on the CPU (runtime.oneshape)
 
     @property
     def eos_ids(self) -> list[int]:
@@ -228,7 +230,15 @@ def load_model(name: str | None = None, device: str | None = None, dtype: str = 
     model, tok, origin = _load_weights(src, gguf, label, dtype)
     model.to(dev)
     packed = prepare_model(model, label)
+    half = None
+    if dev == "cpu" and DTYPES[dtype] in HALF:  # the few-row kernel or one shape, whichever is faster here
+        from .limits import Limits
+
+        rows = Limits.from_env().one_shape_rows
+        if rows < 0:
+            raise ModelLoadError(f"LOGITSPEC_ONE_SHAPE_ROWS={rows}: give 0 (timed at load) or a row count")
+        half = choose_half_mode(model, rows)
     lm = LoadedModel(name=display, model=model, tokenizer=tok, device=dev, dtype=dtype, packed_layers=packed,
-                     weights_from=origin)
+                     weights_from=origin, half_mode=half)
     freeze_heap()  # what loading left behind stays out of the collector's full passes
     return lm

@@ -304,6 +304,7 @@ def run_dtypes(args: argparse.Namespace) -> dict:
     report = reports[dtypes[0]]
     if len(dtypes) > 1:
         by_dtype = {d: {"lossless": r["lossless"], "few_row_kernel": r["settings"]["few_row_kernel"],
+                        "half_mode": r["settings"].get("half_mode"),
                         "methods": r["methods"]} for d, r in reports.items()}
         if "pass_cost" in reports[dtypes[-1]]:
             report["pass_cost"] = reports[dtypes[-1]]["pass_cost"]
@@ -356,6 +357,7 @@ def make_report(args: argparse.Namespace, lm, questions: list[dict], settings: D
             "hardware": hardware(lm.device), "torch": torch_version(), "cpu_model": cpu_model(),
             "instruction_sets": instruction_sets(), "isa_caps": isa_caps(), "kernel_variant": kernel_variant()[0],
             "background_load": args.background_load, "weights_from": lm.weights_from,
+            "half_mode": lm.half_mode.to_dict() if getattr(lm, "half_mode", None) else None,
             # Every method samples with these; the same seed makes their outputs comparable.
             "temperature": settings.temperature, "top_p": settings.top_p, "seed": settings.seed,
         },
@@ -422,6 +424,8 @@ def print_table(report: dict) -> None:
     if "cpu_model" in st:
         print(f"CPU: {st['cpu_model']} ({', '.join(st['instruction_sets']) or 'no AVX2'}); "
               f"few-row kernel: {st['few_row_kernel']}")
+    if st.get("half_mode"):
+        print(st["half_mode"]["note"])
     if "isa_caps" in st:
         print("instruction-set caps: " + ", ".join(f"{k}={v}" for k, v in st["isa_caps"].items()))
     if report.get("by_dtype"):

@@ -1,7 +1,8 @@
 """`--dtype auto`: the weights' dtype picked by timing a vanilla answer in each exact dtype on
 this machine, never assumed from the CPU's flags, and the reason given in words.
 
-On a CPU without bf16 instructions the kernels widen bfloat16 weights to float32, so the bytes
+bfloat16 on the CPU runs in its faster exact mode, itself timed at load (runtime/oneshape.py),
+and the pick says which. On a CPU without bf16 instructions the kernels widen bfloat16 weights to float32, so the bytes
 halve while the work does not and a prefill runs on torch's own bf16 products; whether that
 is faster depends on the machine, which is why it is measured rather than read off /proc.
 """
@@ -27,14 +28,13 @@ class DtypePick:
     dtype: str
     new_tokens: int
     seconds: dict[str, float] = field(default_factory=dict)  # dtype -> estimated answer seconds
-    note: str = ""  # why there was no choice to make, where there was none
+    note: str = ""  # which exact half-precision mode the half candidate ran in (runtime.oneshape)
 
     def words(self) -> str:
-        if self.note:
-            return f"dtype auto: {self.dtype} ({self.note})"
         others = ", ".join(f"{d}'s {s:.2f} s" for d, s in self.seconds.items() if d != self.dtype)
         return (f"dtype auto: {self.dtype}, timed here: a {PROMPT_TOKENS}-token prompt and {self.new_tokens} "
-                f"new tokens of vanilla decoding estimated at {self.seconds[self.dtype]:.2f} s, against {others}")
+                f"new tokens of vanilla decoding estimated at {self.seconds[self.dtype]:.2f} s, against {others}"
+                + (f"; {self.note}" if self.note else ""))
 
     def to_dict(self) -> dict:
         return {"dtype": self.dtype, "new_tokens": self.new_tokens, "prompt_tokens": PROMPT_TOKENS,
@@ -72,11 +72,13 @@ def pick_dtype(name: str, device: str | None, new_tokens: int,
     load = loader or load_model
     dev = str(pick_device(device))
     candidates = CUDA_CANDIDATES if dev.startswith("cuda") else CPU_CANDIDATES
-    best, seconds = None, {}
+    best, seconds, note = None, {}, ""
     for dtype in candidates:
         lm = load(name, device, dtype)
         seconds[dtype] = timer(lm, new_tokens)
+        if getattr(lm, "half_mode", None) is not None:  # bfloat16 on the CPU: the few-row kernel or one shape
+            note = lm.half_mode.note
         if best is None or seconds[dtype] < seconds[best.dtype]:
             best = lm
         del lm  # at most two copies of the weights at a time
-    return best, DtypePick(best.dtype, new_tokens, seconds)
+    return best, DtypePick(best.dtype, new_tokens, seconds, note)

@@ -9,8 +9,10 @@ A tree step multiplies each weight matrix by a handful of rows (the tree's token
 - 1 to 3 rows without the kernel keep the stock kernel, as fast there as packing.
 In bfloat16 and float16 every pass up to `invariant_rows` rows (any tree) goes to the few-row
 kernel, 16 rows per pass over the weights: its float32 sums have one order whatever the rows,
-where the stock kernels' blocking changes with them and near-tied argmaxes flip. Longer passes
-(a long prompt's prefill, the same in every decoder) keep the stock kernel.
+where the stock kernels' blocking changes with them and near-tied argmaxes flip. Where one
+shape is faster and checked row-invariant (runtime/oneshape.py), those passes go to a product
+at one fixed row count instead (`one_shape`). Longer passes (a long prompt's prefill, the same
+in every decoder) keep the stock kernel.
 
 The packed copy costs as much memory as the weights again. The layers are swapped for the
 whole model, so all decoders of a race share them. Measurements: docs/performance.md.
@@ -65,6 +67,7 @@ class FewRowLinear(torch.nn.Linear):
     packed_weight: torch.Tensor | None
     packed_from: tuple[int, int]  # the weights' storage and version when they were packed
     few_rows: object = None  # the few-row kernel, where it is built and fits this layer
+    one_shape: object = None  # half precision's product at one row count, where chosen (runtime/oneshape.py)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         rows = x.numel() // max(1, x.shape[-1])
@@ -72,6 +75,8 @@ class FewRowLinear(torch.nn.Linear):
                 or (torch.is_grad_enabled() and (x.requires_grad or self.weight.requires_grad))):
             return F.linear(x, self.weight, self.bias)
         if x.dtype in HALF:
+            if rows <= invariant_rows() and self.one_shape is not None:
+                return self.one_shape(x, self.weight, self.bias)
             if rows <= invariant_rows() and self.few_rows is not None and self.weight.is_contiguous():
                 return self.few_rows(x, self.weight, self.bias)
             return F.linear(x, self.weight, self.bias)
@@ -118,10 +123,16 @@ def use_few_row_linear(model, pack: bool = True) -> int:
         for module in layers:
             if not pack and not (few is not None and kernel_fits(module)):
                 continue  # neither applies to this layer: it keeps the stock kernel
-            module.packed_weight = (torch.ops.mkl._mkl_reorder_linear_weight(module.weight.detach(), PACKED_FOR)
-                                    if pack else None)
-            module.packed_from = (module.weight.data_ptr(), module.weight._version)
-            module.few_rows = few if few is not None and kernel_fits(module) else None
-            module.__class__ = FewRowLinear
+            packed = torch.ops.mkl._mkl_reorder_linear_weight(module.weight.detach(), PACKED_FOR) if pack else None
+            as_few_row_linear(module, packed, few if few is not None and kernel_fits(module) else None)
             count += 1
     return count
+
+
+def as_few_row_linear(module: torch.nn.Linear, packed: torch.Tensor | None, few) -> FewRowLinear:
+    """Make `module` a FewRowLinear in place, with its packed copy and kernel (either may be None)."""
+    module.packed_weight = packed
+    module.packed_from = (module.weight.data_ptr(), module.weight._version)
+    module.few_rows = few
+    module.__class__ = FewRowLinear
+    return module

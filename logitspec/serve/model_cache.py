@@ -42,7 +42,9 @@ def load_for_app(name: str, env: dict[str, str] | None = None):
 
     dtype = ((os.environ if env is None else env).get("LOGITSPEC_DTYPE") or "float32").strip()
     if dtype != "auto":
-        return load_model(name, None, dtype)  # an unknown dtype is refused there, in one line
+        lm = load_model(name, None, dtype)  # an unknown dtype is refused there, in one line
+        lm.dtype_note = lm.half_mode.note if lm.half_mode else ""
+        return lm
     from ..runtime.dtype_pick import pick_dtype
 
     lm, pick = pick_dtype(name, None, DecodeSettings().max_new_tokens)

@@ -15,6 +15,7 @@ from helpers.families import WORKS
 from helpers.faults import all_visible
 from helpers.lossless_prompts import lossless_prompts
 from helpers.references import vanilla_run
+from helpers.tree_rows import tree_rows_and_single_rows
 from helpers.tiny_models import greedy_reference, sampling_reference, tiny_prompts
 from logitspec.decoders import DecodeSettings, decode
 from logitspec.models import prepare_model
@@ -22,7 +23,6 @@ from logitspec.runner import run_trace
 from logitspec.serve.race import result_of
 from logitspec import verify
 from logitspec.runtime import attention, fewrows, linear
-from logitspec.runtime.kvcache import new_cache
 
 pytestmark = pytest.mark.lossless
 
@@ -51,37 +51,6 @@ def stock_for_trees(monkeypatch) -> None:
     """The mutation: passes of more than one row leave the row-invariant kernels."""
     monkeypatch.setattr(linear, "invariant_rows", lambda: 1)
     monkeypatch.setattr(attention, "invariant_rows", lambda: 1)
-
-
-@torch.inference_mode()
-def tree_rows_and_single_rows(model, prompt: list[int], root: int, branches: list[list[int]]):
-    """Final hidden states [T, d] of a tree (root, then each branch under it) verified in one
-    masked pass, and the same nodes' states from one-token passes along each branch."""
-    from logitspec.decoders import prefill
-    from logitspec.tree import DraftTree
-    from logitspec.verify import prepare_inputs
-
-    def cache():
-        c = new_cache(model.config, len(prompt) + 1 + max(map(len, branches)))
-        prefill(model, c, prompt)
-        return c
-
-    tree = DraftTree(root)
-    for branch in branches:
-        tree.add_branch(0, branch, keep=len(branch), capacity=64, origin="g1", query=0)
-    nodes = tree.finalize()
-    rows = model.base_model(**prepare_inputs(model, nodes, len(prompt)), cache=cache(),
-                            use_cache=True).last_hidden_state[0]
-    one: dict[int, torch.Tensor] = {}
-    for leaf in (n for n in nodes if all(m.parent != n.id for m in nodes)):
-        c = cache()
-        walk = [leaf.id]
-        while nodes[walk[-1]].parent >= 0:
-            walk.append(nodes[walk[-1]].parent)
-        for i in reversed(walk):
-            h = model.base_model(input_ids=torch.tensor([[nodes[i].token]]), cache=c, use_cache=True)
-            one[i] = h.last_hidden_state[0, 0]
-    return rows, torch.stack([one[i] for i in range(len(nodes))])
 
 
 @needs_kernel

@@ -66,3 +66,16 @@ def test_the_cli_times_both_dtypes_and_says_which_it_picked():
     secs = out["dtype_pick"]["seconds"]
     assert set(secs) == {"float32", "bfloat16"} and out["dtype"] == min(secs, key=secs.get)
     assert f"dtype auto: {out['dtype']}, timed here" in r.stderr and len(out["tokens"]) == 8
+
+
+def test_the_half_candidates_exact_mode_is_said_with_the_pick():
+    """The bfloat16 candidate's mode (the few-row kernel or one shape) and its times ride along."""
+    from logitspec.runtime.oneshape import HalfMode
+
+    def load(name, device, dtype):
+        half = HalfMode("kernels", {}, "exact half precision: the few-row kernel") if dtype == "bfloat16" else None
+        return SimpleNamespace(name=name, dtype=dtype, half_mode=half)
+    times = {"float32": 1.0, "bfloat16": 2.0}
+    lm, pick = pick_dtype("bundled", "cpu", 32, loader=load, timer=lambda lm, n: times[lm.dtype])
+    assert pick.dtype == "float32" and pick.note == "exact half precision: the few-row kernel"
+    assert pick.words().endswith("; exact half precision: the few-row kernel") and pick.to_dict()["note"] == pick.note

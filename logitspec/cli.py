@@ -84,7 +84,7 @@ def generate(args: argparse.Namespace) -> int:
         print(pick.words(), file=sys.stderr)
     else:
         lm = load_model(args.model, args.device, args.dtype)
-        if lm.half_mode is not None:  # which exact half-precision mode runs, and both times
+        if getattr(lm, "half_mode", None) is not None:  # which exact half-precision mode runs, and both times
             print(lm.half_mode.note, file=sys.stderr)
     run = Run(lm, prompt, args.method, settings, chat=not args.no_chat)
     check_context(len(run.trace.prompt_tokens), settings.max_new_tokens, lm.max_context)
@@ -102,7 +102,7 @@ def generate(args: argparse.Namespace) -> int:
             "tokens_per_second": len(trace.tokens) / trace.decode_seconds if trace.decode_seconds else None,
             "prompt_tokens": len(trace.prompt_tokens), "dtype": lm.dtype,
             **({"dtype_pick": pick.to_dict()} if pick else {}),
-            **({"half_mode": lm.half_mode.to_dict()} if lm.half_mode else {}),
+            **({"half_mode": lm.half_mode.to_dict()} if getattr(lm, "half_mode", None) else {}),
         }, ensure_ascii=False))
     else:
         print(text)

@@ -80,7 +80,7 @@ def main(argv=None) -> int:
     if "pick" in want:  # what load_model's timing picks here, with both times
         mode = choose_half_mode(lm.model)
         print(f"load-time pick: {mode.note}", flush=True)
-        results.append({"mode": "pick", **mode.to_dict()})
+        results.append({**mode.to_dict(), "mode": f"load-time pick: {mode.mode}"})
     if "exact" in want:
         apply_half_mode(lm.model, None)
         results.append(measure("bfloat16, the few-row kernel", lm.model, args.threads, True, args.max_n))

@@ -15,7 +15,6 @@ import pytest
 import torch
 
 from helpers.families import WORKS
-from helpers.lossless_prompts import lossless_prompts
 from helpers.references import vanilla_run
 from helpers.tree_rows import tree_rows_and_single_rows
 from helpers.tiny_models import greedy_reference, sampling_reference, tiny_prompts
@@ -173,8 +172,11 @@ def test_a_tree_pass_at_one_shape_has_the_bits_of_one_token_passes(monkeypatch, 
     assert same is (mutation is None)
 
 
-BUNDLED_ROWS = 4  # small: without bf16 matrix instructions, stock bf16 products cost ~R rows
-BUNDLED_NEW = 12
+BUNDLED_ROWS = 4  # small: without bf16 matrix instructions a stock bf16 product costs about R one-row products
+BUNDLED_NEW = 8
+# Short, and prefill too runs at one shape here; the cost trees (whose curve is timed first) run on the tiny models.
+BUNDLED_PROMPT = "Describe a lighthouse at night in three sentences."
+BUNDLED_DRAFTERS = [("pld", "static"), ("logitspec", "static")]
 
 
 @pytest.fixture(scope="module")
@@ -189,13 +191,12 @@ def bundled_one_shape():
 
 @needs_kernel
 @pytest.mark.slow
-def test_bundled_at_one_shape_every_decoder_equals_vanilla(bundled_one_shape):
+def test_bundled_at_one_shape_drafters_equal_vanilla(bundled_one_shape):
     lm = bundled_one_shape
-    prompt = next(p for p in lossless_prompts() if p.id == "math-111").text
-    small = {"capacity": 8, "cpu_capacity": 4, "pld_tokens": 4, "continuation": 4}
+    small = {"capacity": 8, "pld_tokens": 4, "continuation": 4}
     for sampling in ({}, {"temperature": 1.0, "seed": 5}):
-        want = vanilla_run(lm, prompt, DecodeSettings(max_new_tokens=BUNDLED_NEW, **sampling)).tokens
+        want = vanilla_run(lm, BUNDLED_PROMPT, DecodeSettings(max_new_tokens=BUNDLED_NEW, **sampling)).tokens
         assert len(want) == BUNDLED_NEW
-        for method, tree in GREEDY if not sampling else [("logitspec", "cost")]:
+        for method, tree in BUNDLED_DRAFTERS if not sampling else BUNDLED_DRAFTERS[1:]:
             s = DecodeSettings(max_new_tokens=BUNDLED_NEW, tree=tree, **small, **sampling)
-            assert run_trace(lm, prompt, method, s).tokens == want, (method, tree, sampling)
+            assert run_trace(lm, BUNDLED_PROMPT, method, s).tokens == want, (method, tree, sampling)

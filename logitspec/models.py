@@ -13,6 +13,7 @@ import torch
 from .runtime.attention import use_grouped_tree_attention
 from .errors import ModelLoadError
 from .families import check_config, check_model, fill_unused_window
+from .rest import attach as attach_datastore
 from .runtime.linear import use_few_row_linear
 from .runtime.heap import freeze_heap
 from .verify import head_matches_forward
@@ -228,6 +229,7 @@ def load_model(name: str | None = None, device: str | None = None, dtype: str = 
     model, tok, origin = _load_weights(src, gguf, label, dtype)
     model.to(dev)
     packed = prepare_model(model, label)
+    attach_datastore(model, tok)  # REST's datastore, built from the tokenizer when REST first runs
     lm = LoadedModel(name=display, model=model, tokenizer=tok, device=dev, dtype=dtype, packed_layers=packed,
                      weights_from=origin)
     freeze_heap()  # what loading left behind stays out of the collector's full passes

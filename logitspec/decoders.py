@@ -254,12 +254,13 @@ class RestDrafter(Drafter):
         if self.store is None:
             raise DecodeError("REST has no datastore for this model: load it with logitspec.models.load_model, "
                               "or give it one with logitspec.rest.attach")
-        self.tree_room = s.rest_drafts + 1
+        # A pass holds at most `capacity` tokens, the root included: the one shape a GPU pads every pass to.
+        self.drafts = min(s.rest_drafts, s.capacity - 1)
 
     def draft(self, root: int, logits: torch.Tensor, pool: NgramPool, context_len: int) -> Draft:
         s = self.s
         nodes, query = retrieve_tree(root, pool.tokens, self.store, s.rest_suffix, s.rest_matches, s.rest_span,
-                                     s.rest_drafts)
+                                     self.drafts)
         return Draft(nodes=nodes, queries=[query])
 
 

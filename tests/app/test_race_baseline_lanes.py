@@ -80,3 +80,12 @@ def test_the_explorer_draws_the_baselines_steps(raced):
         fig = ui.step_outputs(view, step)[ui.tree_plot]
         # an accepted box is filled with its origin's colour, a rejected one outlined in it
         assert any(PALETTE[origin] in (sh.fillcolor, sh.line.color) for sh in fig.layout.shapes), lane
+
+
+def test_the_debugger_lists_the_baselines_lookups_hits_and_misses(raced):
+    from visual.retrieval import debugger_rows
+
+    for lane in BASELINES:
+        rows = debugger_rows(raced[lane], None)
+        assert rows and {r["outcome"] for r in rows} <= {"matched", "failed"}, lane
+        assert len(rows) == sum(s.forward for s in raced[lane].steps)  # every pass, misses included

@@ -273,6 +273,8 @@ class Form:
     with_pld: object = None
     with_static: object = None
     with_recycling: object = None
+    with_lookahead: object = None
+    with_rest: object = None
     k: object = None
     capacity: object = None
     ngram: object = None
@@ -378,7 +380,8 @@ class ExplorerUI:
     # ------------------------------------------------------------ the race
 
     def race(self, prompt, model, with_pld, k, capacity, ngram, continuation, max_new, tree, temperature, top_p,
-             seed, outcomes, with_static, with_recycling, view: View, request: gr.Request):
+             seed, outcomes, with_static, with_recycling, with_lookahead, with_rest, view: View,
+             request: gr.Request):
         """Stream the race: one step of each lane in turn, counters live, figures now and then.
 
         Stop ends it within one step, and the page then shows the steps so far, a verdict over
@@ -389,7 +392,8 @@ class ExplorerUI:
         try:
             form = (k, capacity, ngram, continuation, max_new, tree, temperature, top_p, seed)
             lanes = (["vanilla", "logitspec"] + ["pld"] * bool(with_pld) + ["logitspec-static"] * bool(with_static)
-                     + ["recycling"] * bool(with_recycling))
+                     + ["recycling"] * bool(with_recycling) + ["lookahead"] * bool(with_lookahead)
+                     + ["rest"] * bool(with_rest))
             yield from self._race(stop, prompt, model, lanes, form, outcomes, view)
         finally:
             STOPS.finish(session, stop)
@@ -765,6 +769,12 @@ class ExplorerUI:
                 f.with_recycling = gr.Checkbox(
                     label="Also race Token Recycling (drafts from the successors past passes predicted)",
                     value=False, elem_id="with-recycling")
+                f.with_lookahead = gr.Checkbox(
+                    label="Also race Lookahead decoding (n-grams from a Jacobi window, checked in the same pass)",
+                    value=False, elem_id="with-lookahead")
+                f.with_rest = gr.Checkbox(
+                    label="Also race REST (drafts retrieved from Python's standard library; built at first use)",
+                    value=False, elem_id="with-rest")
                 with gr.Accordion("Decoder parameters (paper defaults)", open=False):
                     f.k = gr.Slider(1, lim.k, value=s.k, step=1, label="k: next-next candidates from the logits")
                     f.capacity = gr.Slider(1, lim.capacity, value=s.capacity, step=1,
@@ -897,10 +907,10 @@ class ExplorerUI:
         step_kw = dict(view_kw, concurrency_limit=1, concurrency_id="step")
         self._wire_recorded(f, trace_out, view_kw)
         self.lane_pick.input(self.pick_lane, [self.lane_pick, f.outcome, self.state], trace_out, **view_kw)
-        # The paper's lane and Token Recycling's come after the older inputs: API callers that predate
+        # The paper's lane, Token Recycling's and the baselines' come after the older inputs: API callers that predate
         # them keep their places.
         race_in = [f.prompt, f.model, f.with_pld, f.k, f.capacity, f.ngram, f.continuation, f.max_new, f.tree,
-                   f.temperature, f.top_p, f.seed, f.outcome, f.with_static, f.with_recycling, self.state]
+                   f.temperature, f.top_p, f.seed, f.outcome, f.with_static, f.with_recycling, f.with_lookahead, f.with_rest, self.state]
         # Arming is instant and unqueued, so Stop works even while the race waits its turn; the
         # race itself keeps the page as it is while queued (no overlay blanking the panels).
         racing = f.run_btn.click(arm_run, None, [self.status_md, f.count_timer], queue=False).then(

@@ -206,6 +206,7 @@ def _settings(trace: RunTrace) -> DecodeSettings:
     rule = s.get("rule")
     return DecodeSettings(ngram_sizes=tuple(int(n) for n in s.get("ngram_sizes", d.ngram_sizes)),
                           continuation=int(s.get("continuation", d.continuation)),
+                          pool=str(s.get("pool", "recent")),  # traces from before the setting: the latest occurrence
                           rule=PruningRule(**rule) if isinstance(rule, dict) else d.rule)
 
 
@@ -223,7 +224,7 @@ def replay_budgets(trace: RunTrace, budgets: int = BUDGET_MAX) -> BudgetReplay:
     """Every forward step of the run replayed at budgets 1..`budgets` (module docstring);
     InputError when the steps' contexts do not add up to the prompt and the output."""
     s, own, names = _settings(trace), own_ordering(trace), orderings_of(trace)
-    pool, output = NgramPool(s.ngram_sizes, trace.prompt_tokens), trace.tokens
+    pool, output = NgramPool(s.ngram_sizes, trace.prompt_tokens, s.pool, s.continuation), trace.tokens
     tokens = {name: [0] * budgets for name in names}
     reached = {name: [0] * budgets for name in names}
     rep = BudgetReplay(passes=0, tokens=len(output), nodes=0, own_tokens=0 if own else None, own=own)

@@ -1,4 +1,5 @@
-"""The decoders: vanilla greedy, prompt lookup (PLD), LogitSpec and Token Recycling, in one framework.
+"""The decoders: vanilla greedy, prompt lookup (PLD), LogitSpec, Token Recycling, Lookahead
+decoding and REST, in one framework.
 
 Each decoder is a generator yielding one StepRecord per forward pass. A step reads as the
 paper: speculate, retrieve, build tree, verify, accept. All of them share the prefill, the
@@ -6,6 +7,7 @@ verification and the acceptance, so they race on equal terms and stay lossless.
 """
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -15,6 +17,8 @@ import torch
 from transformers import Cache, LogitsProcessor, PreTrainedModel
 
 from .errors import DecodeError
+from .lookahead import GuessPool, JacobiWindow, lookahead_tree, most_nodes
+from .rest import datastore_of, retrieve_tree
 from .runtime.kvcache import new_cache
 from .runtime.tuner import ThreadTuner, thread_tuner
 from .retrieval import NgramPool, retrieve
@@ -42,6 +46,7 @@ class Draft:
     sizing: TreeSizing | None = None
     root_prob: float | None = None
     calibration_seconds: float = 0.0  # one-off measuring of c(n) that happened while drafting
+    read_rows: list[int] = field(default_factory=list)  # nodes whose logits the drafter hears (observe_rows)
 
 
 class Drafter:
@@ -64,6 +69,9 @@ class Drafter:
     def observe_logits(self, tokens: Sequence[int], logits: torch.Tensor) -> None:
         """Hear the logits the verification computed anyway: rows [m, V] after the verified
         nodes holding `tokens` (the head computes only the rows the walk may need)."""
+
+    def observe_rows(self, nodes: Sequence[TreeNode], logits: torch.Tensor) -> None:
+        """Hear the logits [m, V] after the nodes the draft named in `read_rows` (those verified)."""
 
 
 class PromptLookupDrafter(Drafter):
@@ -206,6 +214,56 @@ class HybridDrafter(LogitSpecDrafter):
         self.matrix.update(tokens, logits)
 
 
+class LookaheadDrafter(Drafter):
+    """Lookahead decoding (logitspec/lookahead.py): the verification branch holds the pool's
+    N-grams that start with the root; the Jacobi window rides in the same pass and feeds the pool."""
+
+    method = "lookahead"
+
+    def __init__(self, s: DecodeSettings) -> None:
+        self.s = s
+        self.pool = GuessPool(s.lookahead_guesses)
+        self.window: JacobiWindow | None = None
+        self.tree_room = most_nodes(s.lookahead_window, s.lookahead_ngram, s.lookahead_guesses)
+        self.block: list[int] = []  # this step's block 0: the root, then level 0
+
+    def draft(self, root: int, logits: torch.Tensor, pool: NgramPool, context_len: int) -> Draft:
+        s = self.s
+        if self.window is None:  # the authors fill it with tokens copied from the prompt at random
+            self.window = JacobiWindow.start(s.lookahead_window, s.lookahead_ngram, pool.tokens, random.Random(s.seed))
+        guesses = self.pool.guesses(root) if self.window.full else []
+        nodes, top, query = lookahead_tree(root, guesses, self.window)
+        self.block = [root, *self.window.level0]
+        return Draft(nodes=nodes, queries=[query], read_rows=top)
+
+    def observe_rows(self, nodes: Sequence[TreeNode], logits: torch.Tensor) -> None:
+        if self.window is not None and len(nodes) == len(self.window.level0) + 1:
+            # The window's guesses are the plain argmax, as the authors take them, whatever the sampling.
+            self.window.advance(logits.argmax(dim=-1).tolist(), self.block, self.pool)
+
+
+class RestDrafter(Drafter):
+    """REST (logitspec/rest.py): the tree of the most frequent continuations, in the model's
+    datastore, of the longest suffix of the context found there."""
+
+    method = "rest"
+
+    def __init__(self, s: DecodeSettings, model: PreTrainedModel | None = None) -> None:
+        self.s = s
+        self.store = datastore_of(model)
+        if self.store is None:
+            raise DecodeError("REST has no datastore for this model: load it with logitspec.models.load_model, "
+                              "or give it one with logitspec.rest.attach")
+        # A pass holds at most `capacity` tokens, the root included: the one shape a GPU pads every pass to.
+        self.drafts = min(s.rest_drafts, s.capacity - 1)
+
+    def draft(self, root: int, logits: torch.Tensor, pool: NgramPool, context_len: int) -> Draft:
+        s = self.s
+        nodes, query = retrieve_tree(root, pool.tokens, self.store, s.rest_suffix, s.rest_matches, s.rest_span,
+                                     self.drafts)
+        return Draft(nodes=nodes, queries=[query])
+
+
 def make_drafter(method: str, s: DecodeSettings, model: PreTrainedModel | None = None) -> Drafter:
     """The drafter for a method name."""
     if method == "vanilla":
@@ -218,6 +276,10 @@ def make_drafter(method: str, s: DecodeSettings, model: PreTrainedModel | None =
         return RecyclingDrafter(s, model)
     if method == "logitspec+recycling":
         return HybridDrafter(s, model)
+    if method == "lookahead":
+        return LookaheadDrafter(s)
+    if method == "rest":
+        return RestDrafter(s, model)
     raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
 
 
@@ -324,7 +386,7 @@ def decode(
     root, lead = run.processing.choose_with_lead(prompt, logits, len(prompt))
     if on_prefill:
         on_prefill(time.perf_counter() - t0)
-    pool = NgramPool(s.ngram_sizes, prompt)
+    pool = NgramPool(s.ngram_sizes, prompt, s.pool, s.continuation)
     produced, index = 0, 0
     while produced < s.max_new_tokens:
         remaining = s.max_new_tokens - produced
@@ -366,6 +428,9 @@ def decode_step(run: Decoding, pool: NgramPool, root: int, root_lead: Lead, logi
     run.tuner.heard(t_book - t_fwd)
     if run.drafter.wants_logits and log.head is not None:
         run.drafter.observe_logits(*computed_rows(log.head, verified))
+    if draft.read_rows and log.head is not None:
+        read = [i for i in draft.read_rows if i < len(verified)]  # a pass halved for memory verified fewer
+        run.drafter.observe_rows([verified[i] for i in read], log.head.rows(read))
     for node in verified:
         node.target_prob = log.child_prob.get(node.id)
     tokens, eos_hit = cut_at_eos([verified[i].token for i in path][:remaining], run.eos)

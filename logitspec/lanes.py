@@ -32,6 +32,9 @@ LANES: tuple[LaneSpec, ...] = (
     LaneSpec("recycling-static", "recycling", "static", True, "Token Recycling, static 80-node tree", "#E2B6DA", False),
     # The hybrid: Paul Tol's indigo, apart from both parents.
     LaneSpec("logitspec+recycling", "logitspec+recycling", None, True, "LogitSpec + recycling", "#332288", False),
+    # The paper's other baselines, in Paul Tol's olive and wine: apart from every colour above.
+    LaneSpec("lookahead", "lookahead", None, False, "Lookahead decoding", "#999933", True),
+    LaneSpec("rest", "rest", None, False, "REST", "#882255", True),
 )
 
 

@@ -10,7 +10,7 @@ import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
-from .settings import METHODS, PROCESSOR_OPTIONS, DecodeSettings
+from .settings import METHODS, POOLS, PROCESSOR_OPTIONS, DecodeSettings
 
 
 class InputError(ValueError):
@@ -108,6 +108,8 @@ def check_settings(s: DecodeSettings, method: str = "logitspec", limits: Limits 
         _in_range("n-gram size", n, 1, lim.ngram)
     if s.tree not in ("static", "cost"):
         raise InputError(f"tree must be 'static' or 'cost', got {s.tree!r}")
+    if s.pool not in POOLS:
+        raise InputError(f"pool must be one of {', '.join(POOLS)}, got {s.pool!r}")
     check_sampling(s)
     check_processors(s)
     return s

@@ -13,6 +13,7 @@ import torch
 from .runtime.attention import use_grouped_tree_attention
 from .errors import ModelLoadError
 from .families import check_config, check_model, fill_unused_window
+from .rest import attach as attach_datastore
 from .runtime.linear import use_few_row_linear
 from .runtime.heap import freeze_heap
 from .runtime.oneshape import HALF, HalfMode, choose_half_mode
@@ -238,6 +239,7 @@ def load_model(name: str | None = None, device: str | None = None, dtype: str = 
         if rows < 0:
             raise ModelLoadError(f"LOGITSPEC_ONE_SHAPE_ROWS={rows}: give 0 (timed at load) or a row count")
         half = choose_half_mode(model, rows)
+    attach_datastore(model, tok)  # REST's datastore, built from the tokenizer when REST first runs
     lm = LoadedModel(name=display, model=model, tokenizer=tok, device=dev, dtype=dtype, packed_layers=packed,
                      weights_from=origin, half_mode=half)
     freeze_heap()  # what loading left behind stays out of the collector's full passes

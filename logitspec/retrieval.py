@@ -6,6 +6,7 @@ pool never rescans the context.
 """
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 
 from .settings import DecodeSettings
@@ -23,12 +24,18 @@ class NgramPool:
     that share all but their last token (g2's), and finds what they share once.
     """
 
-    def __init__(self, sizes: Iterable[int] = (1, 2, 3), tokens: Iterable[int] = ()) -> None:
+    def __init__(self, sizes: Iterable[int] = (1, 2, 3), tokens: Iterable[int] = (), keep: str = "recent",
+                 span: int = 20) -> None:
         self.sizes: tuple[int, ...] = tuple(sorted(set(int(n) for n in sizes), reverse=True))
         if not self.sizes or self.sizes[-1] < 1:
             raise ValueError("n-gram sizes must be positive integers")
+        if keep not in ("recent", "longest"):
+            raise ValueError(f"unknown pool {keep!r}; choose recent or longest")
+        self.keep, self.span = keep, span
         self.tokens: list[int] = []
         self.follow: dict[tuple[int, ...], dict[int, int]] = {}  # n-gram head -> {last token: follower index}
+        # "longest" only: every follower index of each n-gram, ascending
+        self.occurs: dict[tuple[int, ...], list[int]] = {}
         self.extend(tokens)
 
     def __len__(self) -> int:
@@ -51,7 +58,19 @@ class NgramPool:
                     if lasts is None:
                         lasts = follow[head] = {}
                     lasts[toks[t - 1]] = t
+                    if self.keep == "longest":
+                        self.occurs.setdefault((*head, toks[t - 1]), []).append(t)
             toks.append(int(tok))
+
+    def pick(self, first: tuple[int, ...], last: int, latest: int) -> int:
+        """The follower index a lookup continues: the latest occurrence ("recent"), or the one
+        with the longest continuation up to `span` tokens, the latest among equals ("longest",
+        the paper's pool: a newer occurrence wins only when its continuation is as long)."""
+        if self.keep == "recent":
+            return latest
+        occ = self.occurs[(*first, last)]
+        full = bisect_right(occ, len(self.tokens) - self.span) - 1  # the latest with `span` tokens after it
+        return occ[full] if full >= 0 else occ[0]
 
     def query(
         self,
@@ -94,6 +113,7 @@ class NgramPool:
             for i, (n, first, followers) in enumerate(tries):
                 pos = followers.get(last) if followers is not None else None
                 if pos is not None:
+                    pos = self.pick(first, last, pos)
                     out.append(QueryRecord(kind, rank, ngram, upto[i], n, pos - n, toks[pos:pos + max_len]))
                     break
             else:

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-METHODS = ("vanilla", "pld", "logitspec", "recycling", "logitspec+recycling")
+METHODS = ("vanilla", "pld", "logitspec", "recycling", "logitspec+recycling", "lookahead", "rest")
+POOLS = ("recent", "longest")  # DecodeSettings.pool: which occurrence of an n-gram a lookup continues
 # generate's logits-processor options (GenerationConfig names) the decoders apply per position
 # (logitspec/processors.py); temperature, top_k and top_p are fields of their own below.
 PROCESSOR_OPTIONS = (
@@ -44,11 +45,24 @@ class DecodeSettings:
     ngram_sizes: tuple[int, ...] = (1, 2, 3)
     continuation: int = 20  # g1 continuation length
     pld_tokens: int = 10  # prompt lookup's chain length
+    # Which occurrence of an n-gram the pool continues (retrieval.py): "recent", the latest; or
+    # "longest", the paper's code: the one with the longest continuation (up to `continuation`).
+    pool: str = "recent"
     tree: str = "cost"  # "cost" (sized by measured cost) or "static" (the paper's rule)
     # Token Recycling (logitspec/recycling.py); its static tree is the paper's fixed template.
     recycle_k: int = 8  # successors kept per token in the matrix (the paper's top-8)
     recycle_depth: int = 6  # the cost-aware recycled tree's deepest node below the root
     recycle_across_runs: bool = True  # the paper's hot start: the matrix (and its rank chances) outlive a run
+    # Lookahead decoding (lookahead.py), the authors' defaults: window W, n-gram size N, guess set G.
+    lookahead_window: int = 7
+    lookahead_ngram: int = 5
+    lookahead_guesses: int = 7
+    # REST (rest.py), its code's defaults: the longest suffix tried, continuations read per
+    # match, their length, and the most draft tokens in the tree.
+    rest_suffix: int = 16
+    rest_matches: int = 5000
+    rest_span: int = 10
+    rest_drafts: int = 64
     rule: PruningRule = field(default_factory=PruningRule)
     # Sampling (logitspec/sampling.py): temperature 0 is greedy and draws no noise at all.
     temperature: float = 0.0

@@ -24,6 +24,8 @@ TRACE_FORMAT = "logitspec-trace/2"
 G1_MATCHED, G2_RESCUED, BOTH_FAILED = "g1 matched", "g2 rescued", "both failed"
 PLD_MATCHED, PLD_FAILED = "matched", "failed"
 NO_RETRIEVAL = "no retrieval"
+# Drafters whose step makes one lookup, matched or failed: prompt lookup, Lookahead's pool, REST's datastore.
+ONE_QUERY_KINDS = ("pld", "lookahead", "rest")
 
 
 # The records a step makes by the dozen (candidates, queries, nodes) are slotted: quicker to create.
@@ -55,7 +57,7 @@ class QueryRecord:
     would walk again at every collection of the run (docs/performance.md).
     """
 
-    kind: str  # "g1" | "g2" | "pld"
+    kind: str  # "g1" | "g2" | "pld" | "lookahead" (its pool) | "rest" (its datastore)
     candidate_rank: int | None  # for g2: the rank of the candidate it extends
     ngram: tuple[int, ...]  # the longest n-gram tried: the query's tail; () when nothing was tried
     tried: tuple[int, ...]  # the n-gram lengths tried, longest first; the last one matched if matched_n
@@ -95,7 +97,9 @@ class TreeNode:
     token: int
     parent: int  # -1 for the root
     depth: int  # root = 0
-    origin: str  # "root" | "g1" | "g2" | "pld" | "recycled" (Token Recycling's matrix: recycling.py)
+    # "root" | "g1" | "g2" | "pld" | "recycled" (Token Recycling's matrix: recycling.py) | "pool" and
+    # "window" (Lookahead's: lookahead.py) | "retrieved" (REST's datastore: rest.py)
+    origin: str
     # g2: the candidate rank of the branch it belongs to; recycled: its rank in the matrix row of
     # its parent's token, the row it was read from (1 = likeliest successor)
     rank: int | None = None
@@ -174,7 +178,7 @@ class StepRecord:
         if not self.queries:
             return NO_RETRIEVAL
         first = self.queries[0]
-        if first.kind == "pld":
+        if first.kind in ONE_QUERY_KINDS:
             return PLD_MATCHED if first.matched else PLD_FAILED
         g1 = next((q for q in self.queries if q.kind == "g1"), None)
         if g1 is not None and g1.matched:

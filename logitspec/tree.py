@@ -20,6 +20,11 @@ if TYPE_CHECKING:
     import torch
 
 
+# Nodes of these origins are computed in the pass but never verified: Lookahead decoding's
+# Jacobi window (lookahead.py) rides in the same pass to grow its pool, and the walk leaves it.
+UNWALKED = frozenset({"window"})
+
+
 class TreeIndex:
     """A tree's structure by node id: the child a token leads to, each node's children in
     insertion order, its parent and its depth.
@@ -35,10 +40,11 @@ class TreeIndex:
         self.parent: dict[int, int] = {}  # -1 for the root
         self.depth: dict[int, int] = {}
 
-    def add(self, node: int, parent: int, token: int, depth: int) -> None:
+    def add(self, node: int, parent: int, token: int, depth: int, walk: bool = True) -> None:
         self.parent[node], self.depth[node] = parent, depth
         if parent >= 0:
-            self.child[(parent, token)] = node
+            if walk:
+                self.child[(parent, token)] = node
             self.children.setdefault(parent, []).append(node)
 
     @classmethod
@@ -46,7 +52,7 @@ class TreeIndex:
         """The index of finished nodes (parents before children)."""
         index = cls()
         for n in nodes:
-            index.add(n.id, n.parent, n.token, n.depth)
+            index.add(n.id, n.parent, n.token, n.depth, n.origin not in UNWALKED)
         return index
 
     def follow(self, tokens: Iterable[int], start: int = 0) -> list[int | None]:

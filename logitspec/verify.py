@@ -152,6 +152,15 @@ class LazyHead:
             self.extra[node] = self._logits(self.hidden[node : node + 1])[0]
         return self.extra[node]
 
+    def rows(self, nodes: Sequence[int]) -> torch.Tensor:
+        """The logits after each of `nodes`, [m, V]; those not yet computed in one batch."""
+        missing = [n for n in dict.fromkeys(nodes) if n not in self.row_of and n not in self.extra]
+        step = self.fixed or len(missing) or 1
+        for i in range(0, len(missing), step):  # a fixed-shape head takes at most its row count at once
+            part = missing[i : i + step]
+            self.extra.update(zip(part, self._logits(self.hidden[part])))
+        return torch.stack([self.row(n) for n in nodes])
+
     def _logits(self, hidden: torch.Tensor) -> torch.Tensor:
         if self.fixed is None:
             return head_logits(self.model, hidden, self.head)

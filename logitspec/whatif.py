@@ -94,7 +94,9 @@ def check_setting(trace: RunTrace, setting: RetrievalSetting, limits: Limits | N
 def replay_steps(trace: RunTrace, setting: RetrievalSetting) -> list[StepRecord]:
     """The trace's steps with their lookups redone at `setting` (candidates cut to its k)."""
     s = decode_settings(trace, setting)
-    pool = NgramPool(setting.ngram_sizes, trace.prompt_tokens)
+    # The run's own pool kind (traces from before the setting used the latest occurrence).
+    pool = NgramPool(setting.ngram_sizes, trace.prompt_tokens, str(trace.settings.get("pool", "recent")),
+                     setting.continuation)
     out = []
     for step in trace.steps:
         if step.forward:

@@ -3,6 +3,7 @@
     python scripts/modelled_speedup.py [--runs FILE | --record FILE] [--curve-from REPORT]
         [--limit-per-category 3] [--max-new-tokens 128] [--passes 2] [--drafting-ms 0,0]
         [--ngram-evidence-only] [--without-run-fit] [--fit-without-evidence] [--rate-memory 0.95]
+        [--pool recent|longest]
 
 Greedy output does not depend on the drafter, so the bundled model decodes each bench
 question once with vanilla, and the logits behind every output token are kept (their top
@@ -22,6 +23,8 @@ by the matched n-gram's length alone (`logitspec.costtree.evidence`), `--without
 leaves each run's fit of the chances out (`costtree.RunFit`), `--fit-without-evidence` fits
 it per origin and kind only (`costtree.fit_group` without the evidence level), and
 `--rate-memory` sets how fast the run's rate forgets (`costtree.RATE_MEMORY`; 1 never forgets).
+`--pool` sets which occurrence of an n-gram the pool continues (the paper's static tree is
+replayed too, and every method's tokens per pass printed beside its speed-up).
 """
 from __future__ import annotations
 
@@ -95,6 +98,16 @@ def draft(run: dict, i: int, pool, method: str, s, drafter) -> tuple[int, int]:
         q = prompt_lookup(pool, root, s.pld_tokens)
         return 1 + len(q.continuation), chain_accepted(q.continuation, truth)
     cands = candidates(run, i, s.k)
+    if method == "static":  # the paper's tree at its fixed capacity
+        from dataclasses import replace
+
+        from logitspec.tree import build_static_tree
+
+        st = replace(s, tree="static")
+        queries = retrieve(root, cands, pool, st)
+        nodes = build_static_tree(root, queries[0], list(zip(cands, queries[1:])), st.capacity, st.continuation,
+                                  st.rule)
+        return sum(not n.pruned for n in nodes), accepted(nodes, truth)
     queries = retrieve(root, cands, pool, s)
     nodes, sizing = drafter.build(root, queries[0], list(zip(cands, queries[1:])), s.capacity, s.continuation,
                                   len(pool))
@@ -105,7 +118,8 @@ def replay(run: dict, method: str, s, curve, drafter=None) -> tuple[float, int]:
     """Modelled seconds and forward passes of one run decoded by `method`, lossless by construction."""
     from logitspec.retrieval import NgramPool
 
-    tokens, pool, i, seconds, passes = run["tokens"], NgramPool(s.ngram_sizes, run["prompt"]), 0, 0.0, 0
+    tokens, i, seconds, passes = run["tokens"], 0, 0.0, 0
+    pool = NgramPool(s.ngram_sizes, run["prompt"], s.pool, s.continuation)
     while i < len(tokens) - 1 and tokens[i] not in run["eos"]:
         size, acc = draft(run, i, pool, method, s, drafter)
         n = min(acc + 1, len(tokens) - i)
@@ -117,30 +131,37 @@ def replay(run: dict, method: str, s, curve, drafter=None) -> tuple[float, int]:
     return seconds, passes
 
 
-def modelled(runs: list[dict], curve, passes: int, drafting: tuple[float, float]) -> dict:
-    """Modelled seconds per method and category on the last of `passes` passes."""
+def modelled(runs: list[dict], curve, passes: int, drafting: tuple[float, float], pool: str = "recent") -> dict:
+    """Modelled seconds per method and category on the last of `passes` passes; under
+    "passes:" + method, its forward passes (tokens per pass: vanilla's count over them)."""
     from logitspec.costtree import AcceptanceStats, CostAwareDrafter
     from logitspec.settings import DecodeSettings
 
-    s, stats = DecodeSettings(max_new_tokens=max(len(r["tokens"]) for r in runs)), AcceptanceStats()
+    s, stats = DecodeSettings(max_new_tokens=max(len(r["tokens"]) for r in runs), pool=pool), AcceptanceStats()
     for _ in range(passes):
         cost: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
         for run in runs:
             cost["vanilla"][run["category"]] += (len(run["tokens"]) - 1) * curve(1)
-            for method, extra in zip(("pld", "logitspec"), drafting):
+            cost["tokens"][run["category"]] += len(run["tokens"])
+            for method, extra in zip(("pld", "logitspec", "static"), (*drafting, drafting[1])):
                 drafter = CostAwareDrafter(None, stats, curve) if method == "logitspec" else None
                 seconds, steps = replay(run, method, s, curve, drafter)
                 cost[method][run["category"]] += seconds + steps * extra
+                cost["passes:" + method][run["category"]] += steps
     return cost
 
 
 def print_table(cost: dict) -> None:
     cats = sorted(cost["vanilla"])
-    print(f"{'category':<16}{'pld':>8}{'logitspec':>11}")
+    print(f"{'category':<16}{'pld':>8}{'logitspec':>11}{'static':>8}   tokens per pass: pld, logitspec, static")
+
+    def total(key: str, c: str) -> float:
+        return sum(cost[key].values()) if c == "overall" else cost[key][c]
+
     for c in [*cats, "overall"]:
-        base = sum(cost["vanilla"].values()) if c == "overall" else cost["vanilla"][c]
-        row = [base / (sum(cost[m].values()) if c == "overall" else cost[m][c]) for m in ("pld", "logitspec")]
-        print(f"{c:<16}{row[0]:>7.3f}x{row[1]:>10.3f}x{'  below prompt lookup' if row[1] < row[0] else ''}")
+        row = [total("vanilla", c) / total(m, c) for m in ("pld", "logitspec", "static")]
+        tpp = [total("tokens", c) / total("passes:" + m, c) for m in ("pld", "logitspec", "static")]
+        print(f"{c:<16}{row[0]:>7.3f}x{row[1]:>10.3f}x{row[2]:>7.3f}x   " + ", ".join(f"{t:.3f}" for t in tpp))
 
 
 def variants(args: argparse.Namespace) -> None:
@@ -171,6 +192,8 @@ def main() -> int:
     p.add_argument("--without-run-fit", action="store_true")
     p.add_argument("--fit-without-evidence", action="store_true")
     p.add_argument("--rate-memory", type=float, default=None)
+    p.add_argument("--pool", default="recent", choices=("recent", "longest"),
+                   help="which occurrence of an n-gram retrieval continues (DecodeSettings.pool)")
     args = p.parse_args()
     try:
         drafting = tuple(float(x) / 1e3 for x in args.drafting_ms.split(","))
@@ -188,7 +211,7 @@ def main() -> int:
             args.record.parent.mkdir(parents=True, exist_ok=True)
             args.record.write_text(json.dumps(runs))
     variants(args)
-    print_table(modelled(runs, fixed_curve(args.curve_from), max(1, args.passes), drafting))
+    print_table(modelled(runs, fixed_curve(args.curve_from), max(1, args.passes), drafting, args.pool))
     return 0
 
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from logitspec.trace import (BOTH_FAILED, G1_MATCHED, G2_RESCUED, NO_RETRIEVAL, PLD_FAILED, PLD_MATCHED, QueryRecord,
+from logitspec.trace import (BOTH_FAILED, G1_MATCHED, G2_RESCUED, NO_RETRIEVAL, ONE_QUERY_KINDS, PLD_FAILED,
+                             PLD_MATCHED, QueryRecord,
                              RunTrace, StepRecord, TreeNode)
 
 from .counts import passes_words, run_counts
@@ -157,8 +158,19 @@ def _query_block(trace: RunTrace, s: StepRecord, qi: int, ctx: list[int]) -> str
         f'border-radius:6px;{_TEXT}">'
         f'<div style="font-weight:600;margin-bottom:4px">{head}</div>'
         f"<div>{_attempts(trace, q, query_tail(s, q, ctx))}</div>{_snippet(trace, ctx, q)}"
-        f"{_continuation(trace, s, qi, ctx)}</div>"
+        f"{_which_occurrence(trace, q)}{_continuation(trace, s, qi, ctx)}</div>"
     )
+
+
+def _which_occurrence(trace: RunTrace, q: QueryRecord) -> str:
+    """Why the pool continued this occurrence of the n-gram: the run's pool setting in words."""
+    if not q.matched or q.match_pos is None or q.kind not in ("g1", "pld"):
+        return ""
+    pool = trace.settings.get("pool", "recent")  # runs from before the setting used the latest occurrence
+    span = trace.settings.get("continuation", 20)
+    why = (f"the occurrence with the longest continuation (up to {span} tokens), the latest among equals"
+           if pool == "longest" else "the latest occurrence")
+    return f'<div style="margin-top:3px">continued from position {q.match_pos}: {why} (pool: {pool})</div>'
 
 
 def recycled_row(s: StepRecord) -> list[TreeNode]:
@@ -253,7 +265,7 @@ def failure_rows(trace: RunTrace) -> list[dict[str, Any]]:
         ctx, out = out[-8:], out + list(s.tokens)  # the few tokens before the step: enough to join a character
         if not s.forward:
             continue
-        first = next((q for q in s.queries if q.kind in ("g1", "pld")), None)
+        first = next((q for q in s.queries if q.kind in ("g1", *ONE_QUERY_KINDS)), None)
         seq = query_tail(s, first, ctx) if first else []
         tried = " · ".join(f"{a.n}-gram {ngram_text(trace, a.ngram, ngram_before(seq, a.ngram))} "
                            f"{'✓' if a.matched else '✗'}" for a in first.attempts) if first else ""
@@ -360,6 +372,8 @@ def debugger_html(rows: list[dict[str, Any]]) -> str:
 _HAD = {G1_MATCHED: "its g1 query match", G2_RESCUED: "g1 fail and a g2 query rescue it",
         BOTH_FAILED: "both queries fail", PLD_MATCHED: "its prompt lookup match", PLD_FAILED: "its prompt lookup fail"}
 # A prompt lookup run has one query per step: the filter's g1 stands for it, "both failed" for its failure.
+# So do Lookahead's (its pool, keyed by the root) and REST's (its datastore).
+ONE_QUERY_METHODS = ("pld", "lookahead", "rest")
 _PLD_FILTER = {G1_MATCHED: PLD_MATCHED, BOTH_FAILED: PLD_FAILED}
 
 
@@ -367,7 +381,7 @@ def _kept_outcomes(trace: RunTrace, outcomes: list[str] | None) -> set[str]:
     chosen = set(OUTCOMES_LOGITSPEC if outcomes is None else outcomes)
     if trace.method == "recycling":  # no lookups: every step is listed, with what its matrix proposed
         return {NO_RETRIEVAL}
-    if trace.method == "pld":
+    if trace.method in ONE_QUERY_METHODS:
         return {_PLD_FILTER[o] for o in chosen if o in _PLD_FILTER}
     return chosen
 
@@ -395,5 +409,6 @@ def debugger_note(trace: RunTrace | None, outcomes: list[str] | None, shown: int
         return "No outcome is ticked: tick one above to list its steps."
     had = [_HAD[o] for o in (PLD_MATCHED, PLD_FAILED, *OUTCOMES_LOGITSPEC) if o in _kept_outcomes(trace, outcomes)]
     if not had:
-        return "A prompt lookup run has one query per step: tick g1 matched or both failed."
+        name = {"lookahead": "Lookahead", "rest": "REST"}.get(trace.method, "prompt lookup")
+        return f"A {name} run has one query per step: tick g1 matched or both failed."
     return f"No step of this run had {' or '.join(had)}."

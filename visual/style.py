@@ -26,6 +26,11 @@ PALETTE: dict[str, str] = {
     # Token Recycling's matrix (a successor an earlier pass predicted), node and lane alike: Paul
     # Tol's purple, apart from Okabe-Ito's eight, which all mean something else here.
     "recycled": "#AA4499",
+    # Lookahead decoding: its pool's N-grams in its lane's olive, its Jacobi window in a pale olive;
+    # REST's retrieved continuations in its lane's wine.
+    "pool": "#999933",
+    "window": "#DDDDAA",
+    "retrieved": "#882255",
     "bonus": "#F0E442",  # the model's own token after the accepted path
     "accepted": "#009E73",
     "rejected": "#D55E00",

@@ -84,6 +84,9 @@ ORIGIN_WORDS = {
     "g1": "g1 continuation (lookup after x_{i+1})",
     "pld": "prompt lookup continuation",
     "recycled": "recycled: a successor an earlier pass predicted after its parent's token (Token Recycling's matrix)",
+    "pool": "Lookahead's pool: an n-gram its Jacobi window made, starting with the root",
+    "window": "Lookahead's Jacobi window: computed in the same pass to grow the pool, never accepted",
+    "retrieved": "REST: a continuation retrieved from the datastore after the context's longest matching suffix",
     "g2-top": "g2 branch, candidate rank 1-8",
     "g2-mid": "g2 branch, candidate rank 9-32",
     "g2-tail": "g2 branch, candidate rank 33+",
@@ -94,7 +97,8 @@ PRUNE_WORDS = {
     "cost": "cost: the modelled time outweighed the expected gain",
 }
 LEGEND_NAMES = {"root": "root x_{i+1}", "g1": "g1 continuation", "pld": "prompt lookup chain",
-                "recycled": "recycled: from the matrix",
+                "recycled": "recycled: from the matrix", "pool": "Lookahead: pool n-gram",
+                "window": "Lookahead: Jacobi window", "retrieved": "REST: retrieved",
                 "g2-top": "g2 branch, rank 1-8", "g2-mid": "g2 branch, rank 9-32", "g2-tail": "g2 branch, rank 33+"}
 STATUS_WORDS = {
     "accepted": "accepted: on the path the model confirmed",
@@ -349,6 +353,10 @@ def _origins(trace: RunTrace) -> list[str]:
         return ["root"]
     if trace.method == "recycling":
         return ["root", "recycled"]
+    if trace.method == "lookahead":
+        return ["root", "pool", "window"]
+    if trace.method == "rest":
+        return ["root", "retrieved"]
     recycled = ["recycled"] if trace.method == "logitspec+recycling" else []
     return ["root", "g1", "g2-top", "g2-mid", "g2-tail"] + recycled
 

@@ -21,7 +21,7 @@ from ..drafts import drafted_bound
 from ..lanes import lane, names, run_spec
 from ..parting import Choices, parting
 from ..runtime.fewrows import kernel_status
-from ..settings import DecodeSettings
+from ..settings import POOLS, DecodeSettings
 from ..trace import G2_RESCUED, RunTrace
 from .questions import QuestionFileError, load_questions
 
@@ -90,8 +90,9 @@ def measure(lm, prompt_ids: list[int], method: str, settings: DecodeSettings) ->
     row["tokens"] = len(row["tokens_list"])
     if name in ("pld", "logitspec"):  # what trees of every size would have accepted in this run's steps
         row["budget"] = replay_budgets(RunTrace(name, "", "", list(prompt_ids), s.to_dict(), steps))
-    if name in ("pld", "logitspec", "logitspec+recycling"):  # retrieval's figures: a recycled tree runs no query
+    if name in ("pld", "logitspec", "logitspec+recycling", "lookahead", "rest"):  # a recycled tree runs no query
         row["retrieved"] = sum(st.retrieved for st in fwd)
+    if name in ("pld", "logitspec", "logitspec+recycling"):
         row["drafted_bound"] = drafted_bound(steps)
     if name in ("logitspec", "logitspec+recycling"):
         row["g2_rescued"] = sum(st.outcome == G2_RESCUED for st in fwd)
@@ -466,7 +467,7 @@ def decode_settings(args: argparse.Namespace) -> DecodeSettings:
     from ..limits import checked_settings
 
     return checked_settings(dict(max_new_tokens=args.max_new_tokens, temperature=args.temperature,
-                                 top_p=args.top_p, seed=args.seed))
+                                 top_p=args.top_p, seed=args.seed, pool=args.pool))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -498,6 +499,9 @@ def build_parser() -> argparse.ArgumentParser:
                    metavar="DTYPES", help="after the runs, time c(n) over a 512-token cache and the memory "
                    "floor for each of these dtypes (comma-separated; default: the --dtype of the runs; "
                    "'' for none)")
+    p.add_argument("--pool", choices=POOLS, default=d.pool,
+                   help="which occurrence of an n-gram retrieval continues: the latest, or the one with the "
+                        "longest continuation (the paper's code)")
     p.add_argument("--out", type=Path, default=None, help="write the JSON report here")
     p.add_argument("--plot", type=Path, default=None, help="write figures (HTML, PNG) to this folder")
     return p

@@ -52,7 +52,8 @@ def stop_app(proc: subprocess.Popen) -> None:
 
 
 def race_args(prompt: str, model: str = "bundled", max_new: int = MAX_NEW, with_pld: bool = False,
-              with_static: bool = False, with_recycling: bool = False, **sampling) -> dict:
+              with_static: bool = False, with_recycling: bool = False, with_lookahead: bool = False,
+              with_rest: bool = False, **sampling) -> dict:
     """The race's inputs in order; sampling (temperature, top_p, seed) defaults to DecodeSettings'."""
     from logitspec.decoders import DecodeSettings
 
@@ -61,7 +62,7 @@ def race_args(prompt: str, model: str = "bundled", max_new: int = MAX_NEW, with_
     return dict(prompt=prompt, model=model, with_pld=with_pld, k=64, capacity=64, ngram=[1, 2, 3],
                 continuation=20, max_new=max_new, tree="static", **sampling,
                 outcomes=["g1 matched", "g2 rescued", "both failed"], with_static=with_static,
-                with_recycling=with_recycling)
+                with_recycling=with_recycling, with_lookahead=with_lookahead, with_rest=with_rest)
 
 
 def trace_file(result) -> Path:

@@ -47,7 +47,8 @@ def _cut(trace: RunTrace, steps: int) -> RunTrace:
 
 
 def test_the_recording_holds_every_lane_with_the_paper_tree_as_the_static_lane(four):
-    assert list(four) == [m for m in race_order() if m != "recycling"]  # recorded before Token Recycling's lane
+    # recorded before Token Recycling's lane and the baselines'
+    assert list(four) == [m for m in race_order() if m not in ("recycling", "lookahead", "rest")]
     st = four["logitspec-static"]
     assert st.method == "logitspec" and st.settings["tree"] == "static"
     assert st.settings["capacity"] == DecodeSettings().capacity == 64

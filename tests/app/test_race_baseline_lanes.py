@@ -1,0 +1,91 @@
+"""The paper's baselines in the race: Lookahead decoding and REST decode beside vanilla on a tiny
+model, through the race's own lanes, with vanilla's output; their colours are their own, and the
+explorer draws their steps (the pool and the window, the retrieved continuations)."""
+from __future__ import annotations
+
+import pytest
+
+from helpers.tiny_models import VOCAB
+from logitspec import rest
+from logitspec.models import LoadedModel
+from logitspec.serve.race import interleave, lane_order, model_lanes, result_of
+from logitspec.settings import DecodeSettings
+from visual.race import race_figure
+from visual.style import PALETTE, lane_color
+
+PROMPT = "abcabcabc the cat sat on the mat, the cat sat on the mat, the cat"
+BASELINES = ["lookahead", "rest"]
+
+
+def char_tokenizer():
+    """One token per ASCII character (ids 0-127, the tiny models' vocabulary); no chat template."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    tk = Tokenizer(models.WordLevel({chr(i): i for i in range(VOCAB)}, unk_token="?"))
+    tk.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
+    tk.decoder = decoders.Fuse()
+    return PreTrainedTokenizerFast(tokenizer_object=tk, unk_token="?")
+
+
+@pytest.fixture(scope="module")
+def raced(tiny_llama):
+    """One race of vanilla and both baselines, 32 tokens; REST's datastore holds the prompt and
+    an earlier answer to it (the tiny model's text is no English)."""
+    from logitspec.runner import run_trace
+
+    before = vars(tiny_llama).get(rest.ATTRIBUTE)
+    lm = LoadedModel(name="tiny-llama", model=tiny_llama, tokenizer=char_tokenizer(), device="cpu", dtype="float32")
+    s = DecodeSettings(max_new_tokens=32)
+    earlier = run_trace(lm, PROMPT, "vanilla", DecodeSettings(max_new_tokens=24))
+    rest.attach(tiny_llama, store=rest.Datastore(earlier.prompt_tokens + earlier.tokens))
+    lanes = model_lanes(lm, PROMPT, ["vanilla", *BASELINES], s)
+    list(interleave(lanes))
+    yield {ln.name: ln.trace for ln in lanes}
+    vars(tiny_llama)[rest.ATTRIBUTE] = before
+
+
+@pytest.mark.lossless
+def test_the_baseline_lanes_race_and_equal_vanilla(raced):
+    assert lane_order(["rest", "lookahead", "vanilla"]) == ["vanilla", "lookahead", "rest"]
+    assert [raced[m].method for m in BASELINES] == BASELINES
+    for m in BASELINES:
+        assert raced[m].tokens == raced["vanilla"].tokens, m
+    res = result_of(raced)
+    assert res.lossless and res.complete and set(BASELINES) <= set(res.speedups)
+    assert any(n.origin == "window" for s in raced["lookahead"].steps for n in s.tree)
+    assert any(n.origin == "retrieved" for s in raced["rest"].steps for n in s.tree)
+
+
+def test_the_baseline_lanes_have_their_own_colours(raced):
+    colours = {m: lane_color(m, raced[m].method) for m in raced}
+    assert len(set(colours.values())) == len(colours)
+    fig = race_figure(raced)
+    for m in BASELINES:
+        assert colours[m] == PALETTE[m]
+        assert [t.line.color for t in fig.data if t.mode == "lines" and t.name == m] == [colours[m]]
+
+
+def test_the_explorer_draws_the_baselines_steps(raced):
+    import app
+    from ui.debugger import OUTCOMES
+
+    ui = app.ExplorerUI()
+    ui.demo = ui.build()
+    view = app.View(traces=raced, lane="lookahead", source="a race")
+    ui.trace_outputs(view, OUTCOMES)
+    for lane, origin in (("lookahead", "window"), ("rest", "retrieved")):
+        ui.pick_lane(lane, OUTCOMES, view)
+        step = next(i for i, s in enumerate(raced[lane].steps) if any(n.origin == origin for n in s.tree))
+        fig = ui.step_outputs(view, step)[ui.tree_plot]
+        # an accepted box is filled with its origin's colour, a rejected one outlined in it
+        assert any(PALETTE[origin] in (sh.fillcolor, sh.line.color) for sh in fig.layout.shapes), lane
+
+
+def test_the_debugger_lists_the_baselines_lookups_hits_and_misses(raced):
+    from visual.retrieval import debugger_rows
+
+    for lane in BASELINES:
+        rows = debugger_rows(raced[lane], None)
+        assert rows and {r["outcome"] for r in rows} <= {"matched", "failed"}, lane
+        assert len(rows) == sum(s.forward for s in raced[lane].steps)  # every pass, misses included

@@ -32,7 +32,8 @@ import os
 import platform
 import shutil
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -221,25 +222,19 @@ class Kernels:
     attention: Callable  # (q, k, v, mask, scale) -> [B, n, H, d], each row as a one-token pass
 
 
-# A build takes a minute or two, longer on a busy machine; a lock older than this was left by a
-# process killed mid-build, and torch's builder would wait on it for ever.
-STALE_LOCK_SECONDS = 15 * 60
+@contextmanager
+def build_lock(folder: Path) -> Iterator[None]:
+    """One build of a folder at a time across processes. torch's builder marks a build with a
+    plain `lock` file and waits for ever on one a killed build left; an OS lock is released
+    when its holder dies, so whoever holds it knows any `lock` file is such a leftover."""
+    import fcntl
 
-
-def clear_stale_lock(folder: Path, now: float | None = None) -> bool:
-    """Remove the build folder's lock when it is older than STALE_LOCK_SECONDS; True if removed."""
-    import time
-
-    lock = folder / "lock"
-    try:
-        age = (time.time() if now is None else now) - lock.stat().st_mtime
-    except FileNotFoundError:
-        return False
-    if age < STALE_LOCK_SECONDS:
-        return False
-    log.warning("removing a kernel build lock left %.0f s ago by a build that never finished: %s", age, lock)
-    lock.unlink(missing_ok=True)
-    return True
+    with open(folder / "build.flock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        if (folder / "lock").exists():
+            log.warning("removing a kernel build lock left by a build that never finished: %s", folder / "lock")
+            (folder / "lock").unlink(missing_ok=True)
+        yield
 
 
 def _build(isa: str) -> Kernels:
@@ -248,14 +243,14 @@ def _build(isa: str) -> Kernels:
 
     folder = build_directory(isa)
     folder.mkdir(parents=True, exist_ok=True)
-    clear_stale_lock(folder)
     ninja_dir = os.path.dirname(_ninja() or "")
     if ninja_dir and shutil.which("ninja") is None:  # a venv's ninja, when the venv is not activated
         os.environ["PATH"] = ninja_dir + os.pathsep + os.environ.get("PATH", "")
     # at::parallel_for only splits work when compiled with OpenMP; the op then shares
     # torch's own thread pool (the same libgomp, already loaded by torch).
-    load(name=f"logitspec_few_linear_{isa}", sources=[str(p) for p in sources()], build_directory=str(folder),
-         extra_cflags=_cflags(isa), extra_ldflags=["-fopenmp"], is_python_module=False, verbose=False)
+    with build_lock(folder):
+        load(name=f"logitspec_few_linear_{isa}", sources=[str(p) for p in sources()], build_directory=str(folder),
+             extra_cflags=_cflags(isa), extra_ldflags=["-fopenmp"], is_python_module=False, verbose=False)
     # The sources name their ops after the instruction set they were compiled for: a build
     # for another one than asked has no op of this name and fails here.
     ops = torch.ops.logitspec

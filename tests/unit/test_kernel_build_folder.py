@@ -2,9 +2,7 @@
 does not hang the next start."""
 from __future__ import annotations
 
-import os
-import time
-
+import pytest
 import torch
 
 from logitspec.runtime import fewrows
@@ -18,11 +16,14 @@ def test_each_torch_install_builds_in_its_own_folder(monkeypatch, tmp_path):
     assert fewrows.build_directory("avx2") != here
 
 
-def test_a_lock_left_by_a_killed_build_is_removed_and_a_live_one_is_kept(tmp_path):
-    lock = tmp_path / "lock"
-    assert not fewrows.clear_stale_lock(tmp_path)  # no lock: nothing to do
-    lock.touch()
-    assert not fewrows.clear_stale_lock(tmp_path) and lock.exists()  # a build under way keeps its lock
-    old = time.time() - fewrows.STALE_LOCK_SECONDS - 5
-    os.utime(lock, (old, old))
-    assert fewrows.clear_stale_lock(tmp_path) and not lock.exists()
+def test_a_lock_left_by_a_killed_build_is_removed_and_a_live_build_is_waited_for(tmp_path):
+    import fcntl
+
+    (tmp_path / "lock").touch()  # torch's marker, left by a build killed mid-way
+    with fewrows.build_lock(tmp_path):
+        assert not (tmp_path / "lock").exists()  # removed at once, not after a timeout
+        with open(tmp_path / "build.flock", "w") as other:  # a second builder must wait its turn
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    with open(tmp_path / "build.flock", "w") as other:  # released when the build ends
+        fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -408,7 +408,7 @@ class ExplorerUI:
             yield {self.status_md: "**Stopped** before the race started; nothing was decoded."}
             return
         try:
-            lanes = race_lanes(lm, name, prompt, methods, settings)  # in one GPU call on ZeroGPU
+            lanes = race_lanes(lm, name, prompt, methods, settings, MODELS.thread)  # in one GPU call on ZeroGPU
             check_context(len(lanes[0].trace.prompt_tokens), settings.max_new_tokens, lm.max_context)
         except InputError as e:
             yield {self.status_md: f"**Not started:** {e}"}

@@ -55,14 +55,15 @@ def main() -> int:
     prompt = qs[a.question_id]["turns"][0]
 
     from logitspec.models import load_model
-    from logitspec.runtime.threads import configure_threads, model_thread
+    from logitspec.runtime.threads import ModelThread, configure_threads
 
-    model_thread().call(configure_threads)
-    lm = model_thread().call(load_model)
-    model_thread().call(warm_cost_curves, lm)  # as the app does before its first race
+    thread = ModelThread()  # as the app's model cache loads, warms and decodes: all on one thread
+    thread.call(configure_threads)
+    lm = thread.call(load_model)
+    thread.call(warm_cost_curves, lm)  # as the app does before its first race
     methods = (["vanilla", "logitspec"] + (["pld"] if a.pld else []) + (["logitspec-static"] if a.static else [])
                + (["recycling"] if a.recycling else []))
-    lanes = model_lanes(lm, prompt, methods, DecodeSettings(max_new_tokens=a.max_new_tokens))
+    lanes = model_lanes(lm, prompt, methods, DecodeSettings(max_new_tokens=a.max_new_tokens), thread)
     for _ in interleave(lanes):
         pass
     traces = {ln.name: ln.trace for ln in lanes}

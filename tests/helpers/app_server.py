@@ -54,17 +54,12 @@ def stop_app(proc: subprocess.Popen) -> None:
         proc.kill()
 
 
-def race_args(prompt: str, model: str = "bundled", max_new: int = MAX_NEW, with_pld: bool = False,
-              with_static: bool = False, with_recycling: bool = False, **sampling) -> dict:
-    """The race's inputs in order; sampling (temperature, top_p, seed) defaults to DecodeSettings'."""
-    from logitspec.decoders import DecodeSettings
+def race_args(prompt: str, model: str = "bundled", max_new: int = MAX_NEW, tree: str = "static", **given) -> dict:
+    """The race's inputs in order (ui/form.py), each at its default unless given: a lane box by
+    its name (with_pld=True), sampling (temperature, top_p, seed) and every other setting."""
+    from ui.form import default_values
 
-    d = DecodeSettings()
-    sampling = {"temperature": d.temperature, "top_p": d.top_p, "seed": d.seed, **sampling}
-    return dict(prompt=prompt, model=model, with_pld=with_pld, k=64, capacity=64, ngram=[1, 2, 3],
-                continuation=20, max_new=max_new, tree="static", **sampling,
-                outcomes=["g1 matched", "g2 rescued", "both failed"], with_static=with_static,
-                with_recycling=with_recycling)
+    return default_values(prompt=prompt, model=model, max_new=max_new, tree=tree, **given)
 
 
 def trace_file(result) -> Path:

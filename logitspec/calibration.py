@@ -144,11 +144,12 @@ class BackgroundCalibration(threading.Thread):
 
     def __init__(self, model, starts: list[StartCurve], runner=None, idle_seconds: float = IDLE_SECONDS) -> None:
         super().__init__(name="calibration", daemon=True)
-        from .runtime.threads import model_thread
+        from .runtime.threads import ModelThread
 
         self._model = weakref.ref(model)  # an unloaded model is not kept alive for this
         self._todo = [s for s in starts if not s.stored]
-        self._runner = runner or model_thread()
+        # The model thread this is started from (warming runs there), else one of its own.
+        self._runner = runner or ModelThread.current() or ModelThread()
         self._idle = idle_seconds
         self.stop_event = threading.Event()
         self.measured: list[CostCurve] = []

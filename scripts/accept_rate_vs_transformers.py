@@ -21,7 +21,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-OURS = {"pld": ("pld", "static"), "logitspec": ("logitspec", "cost"), "logitspec-static": ("logitspec", "static")}
+
+
+def our_lanes() -> list[str]:
+    """The lanes measured: every race lane of logitspec/lanes.py that drafts, prompt lookup's included."""
+    from logitspec import lanes
+
+    return [n for n in lanes.race_order() if lanes.run_spec(n) != ("vanilla", None)]
 
 
 @dataclass
@@ -62,6 +68,7 @@ def transformers_pld(lm, ids: list[int], settings, lookup: int) -> tuple[int, in
 
 def main(argv: list[str] | None = None) -> int:
     from logitspec.bench.questions import load_questions
+    from logitspec.lanes import run_spec
     from logitspec.models import load_model
     from logitspec.runner import run_trace
     from logitspec.settings import DecodeSettings
@@ -85,11 +92,13 @@ def main(argv: list[str] | None = None) -> int:
     table: dict[str, dict[str, float]] = {}
     for t in a.temperatures:
         s = replace(base, temperature=t)
-        tally = {name: Passes() for name in [*OURS, "transformers-pld"]}
+        ours = our_lanes()
+        tally = {name: Passes() for name in [*ours, "transformers-pld"]}
         for q in questions:
             ids = lm.encode_chat(q["turns"][0])
-            for name, (method, tree) in OURS.items():
-                tr = run_trace(lm, q["turns"][0], method, replace(s, tree=tree), prompt_ids=ids)
+            for name in ours:
+                method, tree = run_spec(name, s.tree)
+                tr = run_trace(lm, q["turns"][0], method, replace(s, tree=tree or s.tree), prompt_ids=ids)
                 tally[name].add(len(tr.tokens), tr.forward_steps)
             tally["transformers-pld"].add(*transformers_pld(lm, ids, s, s.pld_tokens))
         table[f"{t:g}"] = {name: round(v.per_pass, 3) for name, v in tally.items()}

@@ -1,6 +1,6 @@
 """Record a race on the bundled model, as the app runs one, for the app's first screen.
 
-    python scripts/record_race.py OUT.json [--question-id 242] [--max-new-tokens 128] [--pld] [--static]
+    python scripts/record_race.py OUT.json [--question-id 242] [--max-new-tokens 128] [--pld] [--static] [--recycling]
 
 The lanes are decoded exactly as the app's race decodes them (logitspec.serve.race.model_lanes,
 one step of each lane in turn, each on its own measured clock) and saved in one file with
@@ -20,6 +20,13 @@ sys.path.insert(0, str(ROOT))
 from logitspec.serve.race import interleave, model_lanes, result_of, save_race  # noqa: E402
 from logitspec.serve.model_cache import warm_cost_curves  # noqa: E402
 from logitspec.settings import DecodeSettings  # noqa: E402
+from logitspec.lanes import lane, race_order  # noqa: E402
+from ui.form import RACED_ALWAYS  # noqa: E402
+
+
+def optional_lanes() -> list[str]:
+    """The race lanes the app offers as checkboxes, in the lane table's order."""
+    return [n for n in race_order() if n not in RACED_ALWAYS]
 
 
 def cpu_name() -> str:
@@ -46,23 +53,23 @@ def main() -> int:
     ap.add_argument("out", type=Path)
     ap.add_argument("--question-id", type=int, default=242)
     ap.add_argument("--max-new-tokens", type=int, default=DecodeSettings().max_new_tokens)
-    ap.add_argument("--pld", action="store_true", help="race prompt lookup too")
-    ap.add_argument("--static", action="store_true", help="race the paper's static 64-token tree too")
-    ap.add_argument("--recycling", action="store_true", help="race Token Recycling too")
+    for name in optional_lanes():  # --pld, --static, --recycling, ...: each race lane of logitspec/lanes.py
+        ap.add_argument(f"--{name.removeprefix('logitspec-')}", action="append_const", const=name, dest="lanes",
+                        default=[], help=f"race {lane(name).label} too")
     ap.add_argument("--questions", type=Path, default=ROOT / "data" / "spec_bench_subset.jsonl")
     a = ap.parse_args()
     qs = {q["question_id"]: q for q in map(json.loads, a.questions.read_text().splitlines()) if q}
     prompt = qs[a.question_id]["turns"][0]
 
     from logitspec.models import load_model
-    from logitspec.runtime.threads import configure_threads, model_thread
+    from logitspec.runtime.threads import ModelThread, configure_threads
 
-    model_thread().call(configure_threads)
-    lm = model_thread().call(load_model)
-    model_thread().call(warm_cost_curves, lm)  # as the app does before its first race
-    methods = (["vanilla", "logitspec"] + (["pld"] if a.pld else []) + (["logitspec-static"] if a.static else [])
-               + (["recycling"] if a.recycling else []))
-    lanes = model_lanes(lm, prompt, methods, DecodeSettings(max_new_tokens=a.max_new_tokens))
+    thread = ModelThread()  # as the app's model cache loads, warms and decodes: all on one thread
+    thread.call(configure_threads)
+    lm = thread.call(load_model)
+    thread.call(warm_cost_curves, lm)  # as the app does before its first race
+    methods = list(RACED_ALWAYS) + [n for n in optional_lanes() if n in a.lanes]
+    lanes = model_lanes(lm, prompt, methods, DecodeSettings(max_new_tokens=a.max_new_tokens), thread)
     for _ in interleave(lanes):
         pass
     traces = {ln.name: ln.trace for ln in lanes}

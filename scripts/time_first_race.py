@@ -62,12 +62,10 @@ def _wait_page(proc: subprocess.Popen, url: str) -> None:
 
 def _race(client, prompt: str, max_new_tokens: int) -> str:
     """One race of the bundled model through the app's API, at the default decode settings; its verdict."""
-    from logitspec.settings import DecodeSettings
+    from ui.form import default_values
 
-    d = DecodeSettings()  # greedy unless the defaults say otherwise
-    result = client.predict(prompt, "bundled", False, 64, 64, [1, 2, 3], 20, max_new_tokens, "cost",
-                            d.temperature, d.top_p, d.seed, ["g1 matched", "g2 rescued", "both failed"],
-                            api_name="/race")
+    args = default_values(prompt=prompt, max_new=max_new_tokens, tree="cost")  # greedy unless the defaults say otherwise
+    result = client.predict(*args.values(), api_name="/race")
     verdict = next((r for r in result if isinstance(r, str) and "identical" in r), "")
     return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", verdict)).strip()[:400]
 
@@ -86,9 +84,9 @@ def one_start(port: int, cache: Path, max_new_tokens: int, linger: float, races:
         t_page = time.monotonic() - t0
         from gradio_client import Client
 
-        import app  # the app's own example list; importing it loads no model
+        from ui.files import load_examples  # the app's own example list; importing it loads no model
 
-        examples = app.load_examples()[:max(1, races)]
+        examples = load_examples()[:max(1, races)]
         client = Client(url, verbose=False)
         verdicts = [_race(client, examples[0][1], max_new_tokens)]
         t_race = time.monotonic() - t0

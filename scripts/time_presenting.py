@@ -174,12 +174,10 @@ def api_race(url: str, max_new: int) -> dict:
     from gradio_client import Client
 
     from logitspec.serve.race import load_race
-    from logitspec.settings import DecodeSettings
+    from ui.form import default_values
 
     prompt = load_race(ROOT / "traces" / "races" / "summarization-242.json")[0]["vanilla"].prompt_text
-    d = DecodeSettings()
-    args = [prompt, "bundled", True, d.k, d.capacity, list(d.ngram_sizes), d.continuation, max_new, d.tree,
-            d.temperature, d.top_p, d.seed, ["g1 matched", "g2 rescued", "both failed"], False, False]
+    args = list(default_values(prompt=prompt, with_pld=True, max_new=max_new).values())
     t0 = time.perf_counter()
     result = Client(url, verbose=False).predict(*args, api_name="/race")
     wall = time.perf_counter() - t0

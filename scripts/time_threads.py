@@ -32,10 +32,10 @@ def one_setup(setup: str, max_new_tokens: int, runs: int) -> None:
     from logitspec.decoders import decode
     from logitspec.models import load_model
     from logitspec.settings import DecodeSettings
-    from logitspec.runtime.threads import configure_threads, model_thread
+    from logitspec.runtime.threads import ModelThread, configure_threads
 
     load_on, decode_on = setup.split("/")
-    mt = model_thread()
+    mt = ModelThread()
     here = (lambda fn, *a: fn(*a)) if load_on == "main" else mt.call
     here(configure_threads)
     lm = here(load_model)

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from pathlib import Path
 
 import gradio as gr
@@ -14,7 +13,6 @@ from visual.tree import tree_key_html
 from visual.trie import node_link_json, trie_figure, trie_key_html
 
 VIEWS = ("lanes", "trie")
-_FOLDER: Path | None = None
 
 
 def figure(trace: RunTrace, step: int, view: str, compact: bool = True):
@@ -28,20 +26,13 @@ def key_html(trace: RunTrace, view: str) -> str:
     return trie_key_html(trace) if view == "trie" else tree_key_html(trace)
 
 
-def _folder() -> Path:
-    global _FOLDER
-    if _FOLDER is None:
-        _FOLDER = Path(tempfile.mkdtemp(prefix="logitspec-tries-"))
-    return _FOLDER
-
-
-def write_json(trace: RunTrace, step: int) -> Path:
-    """The step's node-link JSON in a file named by the run, the step and the content, so
-    sessions never write different content to one name."""
+def write_json(trace: RunTrace, step: int, folder: Path) -> Path:
+    """The step's node-link JSON in `folder`, in a file named by the run, the step and the content,
+    so sessions never write different content to one name."""
     text = node_link_json(trace, step)
     i = step % len(trace.steps)
     digest = hashlib.sha1(text.encode("utf-8")).hexdigest()[:10]
-    path = _folder() / f"logitspec-trie-{trace.method}-step{i}-{digest}.json"
+    path = folder / f"logitspec-trie-{trace.method}-step{i}-{digest}.json"
     if not path.exists():
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(text, encoding="utf-8")
@@ -49,8 +40,8 @@ def write_json(trace: RunTrace, step: int) -> Path:
     return path
 
 
-def download(trace: RunTrace, step: int, view: str) -> gr.DownloadButton:
-    """The download button: the step's trie while the trie is shown, hidden with the lanes."""
+def download(trace: RunTrace, step: int, view: str, folder: Path) -> gr.DownloadButton:
+    """The download button: the step's trie (written in `folder`) while the trie is shown, hidden with the lanes."""
     if view != "trie":
         return gr.DownloadButton(visible=False)
-    return gr.DownloadButton(value=str(write_json(trace, step)), visible=True)
+    return gr.DownloadButton(value=str(write_json(trace, step, folder)), visible=True)

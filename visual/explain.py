@@ -329,8 +329,8 @@ def panel_figure(f: StepFacts, key: str, said: tuple[str, str], theme: str = "li
     """A panel's figure for the app (visual.fit.for_app): its container's width, its title for the
     page's caption, what the browser re-cuts, and a 16:9 slide with the title and both sentences."""
     words = sub_x(html.escape(" ".join(said), quote=False))
-    app, fit = DRAW[key](f, Look("app", theme, TITLES[key]))
-    slide, _ = DRAW[key](f, Look("slide", theme, TITLES[key], words))
+    app, fit = DRAW[key](f, PanelLook("app", theme, TITLES[key]))
+    slide, _ = DRAW[key](f, PanelLook("slide", theme, TITLES[key], words))
     app.update_layout(meta=dict(step=f.i, panel=key))
     return for_app(app, slide, TITLES[key], fit=fit)
 
@@ -339,7 +339,7 @@ def panel_figure(f: StepFacts, key: str, said: tuple[str, str], theme: str = "li
 
 
 @dataclass
-class Look:
+class PanelLook:
     """How a panel is drawn: for the app (its words in the page) or as a slide (its words on top)."""
 
     mode: str  # app | slide
@@ -360,7 +360,7 @@ class Look:
 Drawn = tuple[go.Figure, dict]  # a figure and what the browser re-cuts on it (visual.fit)
 
 
-def _small(look: Look, height: int = PANEL_HEIGHT, left: int = 20, bottom: int = 50, **kw) -> dict:
+def _small(look: PanelLook, height: int = PANEL_HEIGHT, left: int = 20, bottom: int = 50, **kw) -> dict:
     """A panel's layout: `height` tall in the app with no title (the page's caption holds it), or
     16:9 with its words on top; no legend."""
     layout = base_layout(look.theme, look.title, height=height if look.mode == "app" else SLIDE_H,
@@ -369,7 +369,7 @@ def _small(look: Look, height: int = PANEL_HEIGHT, left: int = 20, bottom: int =
     return layout
 
 
-def _message(look: Look, text: str) -> Drawn:
+def _message(look: PanelLook, text: str) -> Drawn:
     fig = go.Figure(layout=_small(look))
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False)
@@ -388,12 +388,12 @@ def _label(f: StepFacts, token: int, before: list[int]) -> str:
     return html.escape(truncate(_token(f, token, before), 8), quote=False)
 
 
-def _depth_ticks(depth: int, look: Look, labels: int = 6) -> int:
+def _depth_ticks(depth: int, look: PanelLook, labels: int = 6) -> int:
     """A depth axis's tick step: about `labels` labels across a phone's plot, more on a slide."""
     return max(1, math.ceil(depth / (labels if look.mode == "app" else 16)))
 
 
-def logits_figure(f: StepFacts, look: Look) -> Drawn:
+def logits_figure(f: StepFacts, look: PanelLook) -> Drawn:
     """The root's probability and the top guesses for x_{i+2}, the right one in green."""
     s = f.s
     if not s.candidates:
@@ -436,7 +436,7 @@ def _row_note(text: str, row: int, above: bool, color: str, mono: bool = False) 
                 font=dict(size=MIN_FONT, color=color, family=MONO_FAMILY if mono else None))
 
 
-def lookup_figure(f: StepFacts, q: QueryRecord | None, look: Look) -> Drawn:
+def lookup_figure(f: StepFacts, q: QueryRecord | None, look: PanelLook) -> Drawn:
     """The n-grams a lookup tried, one row each, and where in the context the match (blue) and the
     tokens that followed it (orange) lie, as in the retrieval panel (x = context position)."""
     if q is None:
@@ -471,7 +471,7 @@ def lookup_figure(f: StepFacts, q: QueryRecord | None, look: Look) -> Drawn:
     return pretty(fig), {}
 
 
-def pruning_figure(f: StepFacts, look: Look) -> Drawn:
+def pruning_figure(f: StepFacts, look: PanelLook) -> Drawn:
     """Left: every drafted token as a trie; right: only those verified, at the same places."""
     c = look.colors
     d = drafted_graph(f.trace, f.i)
@@ -509,7 +509,7 @@ def pruning_figure(f: StepFacts, look: Look) -> Drawn:
     return pretty(fig), {}
 
 
-def verify_figure(f: StepFacts, look: Look) -> Drawn:
+def verify_figure(f: StepFacts, look: PanelLook) -> Drawn:
     """The verified tree: the accepted path bold green, the rejected tokens faded, the bonus a star."""
     c = look.colors
     g = step_graph(f.trace, f.i)
@@ -553,7 +553,7 @@ def _bonus(fig: go.Figure, g, pos: dict, c: dict[str, str]) -> None:
                        font=dict(family=MONO_FAMILY, size=MIN_FONT, color=c["text"]))
 
 
-def accepted_figure(f: StepFacts, look: Look) -> Drawn:
+def accepted_figure(f: StepFacts, look: PanelLook) -> Drawn:
     """The committed tokens in a row at their position ids, then the bonus (dotted); the browser
     cuts each token to its box."""
     c = look.colors

@@ -211,3 +211,5 @@ def frame(layout: dict[str, Any], mode: str, title: str, subtitle: str, names: S
 
 
 APP_PLOT_W = 560  # the plot width an app figure is first laid out for (half a desktop page)
+APP_WIDE_PLOT_W = 1000  # the same for a figure across the page (the tree): its labels are first cut for it
+SLIDER_PX = 44  # the height the page adds under a figure too deep for its width, for its range slider

@@ -10,7 +10,7 @@ from, its fill and outline what happened to it.
 
 A compact tree draws only the lanes with something verified in them (or the token the
 model wanted next), and only as deep as the step's own tree: a 64-rank tree then fits a
-screen. The same tree is drawn three ways (Look.mode): "page", a figure of its own natural
+screen. The same tree is drawn three ways (TreeLook.mode): "page", a figure of its own natural
 size (files, the README); "app", filling the app's container, its key and words beside it
 in HTML (visual.fit); "slide", 16:9 for a download.
 """
@@ -37,7 +37,19 @@ from .data import (
     tok,
     token_pieces,
 )
-from .fit import SLIDE_H, SLIDE_PAD, SLIDE_W, for_app, right_legend, right_margin, slide_title, title_block
+from .counts import plural
+from .fit import (
+    APP_WIDE_PLOT_W,
+    SLIDE_H,
+    SLIDE_PAD,
+    SLIDE_W,
+    SLIDER_PX,
+    for_app,
+    right_legend,
+    right_margin,
+    slide_title,
+    title_block,
+)
 from .pieces import TokenPiece, hex_bytes
 from .style import (
     MIN_FONT,
@@ -70,10 +82,8 @@ MIN_PLOT_W = 840
 MIN_COLS = 8
 MIN_COLS_COMPACT = 6
 READ_CHARS = 5  # an app tree shows as many depth columns as hold this many characters, the rest by its slider
-APP_PLOT_W = 1000  # the plot width an app figure's labels are first cut for; the browser re-cuts them
 APP_MARGIN = dict(l=10, r=10, t=66, b=10)  # the lane names widen l by themselves (automargin)
 READ_COL_PX = (READ_CHARS * LABEL_FONT * MONO_CHAR_EM + LABEL_PAD_PX) / BOX_W  # a column whose box holds READ_CHARS
-SLIDER_PX = 44  # the range slider under an app tree too deep to show whole
 APP_LANES_PX = 720  # a compact tree's lanes share about a screen's height ...
 APP_MIN_LANE_PX = 11  # ... down to this pitch
 AXIS_TOP_PX = 62  # the depth axis's ticks and title, above the plot
@@ -108,7 +118,7 @@ STATUS_WORDS = {
 
 
 @dataclass(frozen=True)
-class Look:
+class TreeLook:
     """How the tree is drawn: for a page, the app or a slide (see the module's docstring)."""
 
     mode: str = "page"
@@ -305,10 +315,6 @@ class Selection:
     tail: int = 0  # lookup-chain tokens deeper than max_depth
 
 
-def _plural(n: int, word: str, many: str | None = None) -> str:
-    return f"{n} {word if n == 1 else (many or word + 's')}"
-
-
 def _slide_cut(s: StepRecord, lanes: list[int], lane_of: dict[int, int]) -> tuple[list[int], int, int]:
     """A slide keeps the branches that matter to the step: lanes of one rejected candidate
     token go, and the lookup chain stops a column past the accepted path or the deepest other
@@ -323,13 +329,13 @@ def _slide_cut(s: StepRecord, lanes: list[int], lane_of: dict[int, int]) -> tupl
     return kept, max(len(s.accepted_path), others, MIN_COLS_COMPACT - 2), len(lanes) - len(kept)
 
 
-def select(trace: RunTrace, step: int, look: Look) -> Selection:
+def select(trace: RunTrace, step: int, look: TreeLook) -> Selection:
     """The lanes and depths `look` draws: every lane, the compact ones, or a slide's cut."""
     s = get_step(trace, step)
     slide = look.mode == "slide"
     lanes = shown_lanes(trace, step, look.compact or slide)
     hidden = lane_count(trace) - len(lanes)
-    notes = [_plural(hidden, "empty or pruned-only branch", "empty or pruned-only branches")] if hidden else []
+    notes = [plural(hidden, "empty or pruned-only branch", "empty or pruned-only branches")] if hidden else []
     if not (look.compact or slide):
         return Selection(lanes, column_count(trace), column_count(trace), notes)
     if not slide:
@@ -338,11 +344,11 @@ def select(trace: RunTrace, step: int, look: Look) -> Selection:
     lane_of = node_lanes(trace, s)
     lanes, depth, folded = _slide_cut(s, lanes, lane_of)
     if folded:
-        notes.append(_plural(folded, "one-token candidate") + ", verified and rejected")
+        notes.append(plural(folded, "one-token candidate") + ", verified and rejected")
     chain = trace.method != "recycling"  # lane 1 is a lookup's chain; in a recycled tree, a branch
     tail = sum(1 for n in s.tree if chain and lane_of[n.id] == 1 and n.depth > depth)
     if tail:
-        notes.append(_plural(tail, "more lookup-chain token"))
+        notes.append(plural(tail, "more lookup-chain token"))
     return Selection(lanes, depth, depth + 2, notes, tail)
 
 
@@ -402,13 +408,13 @@ def _page_frame(trace: RunTrace, n_rows: int, n_cols: int, width: int | None) ->
 
 
 def _app_frame(n_rows: int, n_cols: int, compact: bool) -> Frame:
-    """The container's width (labels first cut for APP_PLOT_W); the height the lanes need. A
+    """The container's width (labels first cut for APP_WIDE_PLOT_W); the height the lanes need. A
     compact tree of many lanes packs them into about a screen, labels left to hover and tap."""
     lane_px = LANE_PX if n_rows > 8 else LANE_PX_FEW
     if compact and n_rows > 8:
         lane_px = max(APP_MIN_LANE_PX, min(LANE_PX, APP_LANES_PX / n_rows))
     margin = dict(APP_MARGIN)
-    col_px = APP_PLOT_W / n_cols
+    col_px = APP_WIDE_PLOT_W / n_cols
     chars = label_chars(col_px) if lane_px * BOX_H >= LABEL_FONT else 0
     return Frame(width=None, height=int(margin["t"] + margin["b"] + n_rows * lane_px), margin=margin,
                  col_px=col_px, lane_px=lane_px, label_chars=chars)
@@ -585,9 +591,9 @@ def _words(trace: RunTrace, step: int, notes: list[str]) -> tuple[str, str]:
     return title, sub
 
 
-def tree_layout(trace: RunTrace, step: int, width: int | None = None, look: Look | None = None) -> TreeLayout:
+def tree_layout(trace: RunTrace, step: int, width: int | None = None, look: TreeLook | None = None) -> TreeLayout:
     """Where every box of the step's tree goes, its style, label and hover text."""
-    look = look or Look(width=width)
+    look = look or TreeLook(width=width)
     s = get_step(trace, step)
     sel = select(trace, step, look)
     lanes, n_cols = sel.lanes, sel.n_cols
@@ -777,7 +783,7 @@ def _frame_words(layout: dict, trace: RunTrace, lay: TreeLayout, words: tuple[st
                             traceorder="normal", entrywidth=0, font=legend_font)
 
 
-def _draw(trace: RunTrace, step: int, theme: str, look: Look) -> tuple[go.Figure, TreeLayout]:
+def _draw(trace: RunTrace, step: int, theme: str, look: TreeLook) -> tuple[go.Figure, TreeLayout]:
     """The tree as `look` draws it, and its layout."""
     c = theme_colors(theme)
     s = get_step(trace, step)
@@ -817,9 +823,9 @@ def tree_figure(trace: RunTrace, step: int, theme: str = "light", width: int | N
     compact: only the lanes with something verified in them (shown_lanes).
     """
     if not fit:
-        return _draw(trace, step, theme, Look("page", compact, width))[0]
-    app, lay = _draw(trace, step, theme, Look("app", compact))
-    slide, _ = _draw(trace, step, theme, Look("slide", True))
+        return _draw(trace, step, theme, TreeLook("page", compact, width))[0]
+    app, lay = _draw(trace, step, theme, TreeLook("app", compact))
+    slide, _ = _draw(trace, step, theme, TreeLook("slide", True))
     title, sub = _words(trace, step, lay.notes)
     return for_app(app, slide, title, sub, _label_fit(app, lay))
 

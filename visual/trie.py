@@ -20,6 +20,7 @@ from logitspec.drafts import drafted_chains
 from logitspec.trace import QueryRecord, RunTrace, StepRecord
 
 from .data import branch_nodes, context_before, get_step, step_position, tok
+from .fit import SLIDER_PX
 from .style import (
     MIN_FONT, MONO_CHAR_EM, MONO_FAMILY, PALETTE, base_layout, blend, node_color_key, pretty, sub_x, theme_colors,
     top_legend, truncate, visible,
@@ -32,7 +33,6 @@ DEPTH_PX = 120  # horizontal pitch of the depth columns
 FIT_DEPTHS = 8  # depth columns shown at once when fitted to the app: readable on a desktop page
 LABEL_CHARS = 10
 FIT_COL_PX = int(LABEL_CHARS * MIN_FONT * MONO_CHAR_EM) + 16  # a column the page keeps: a whole label and a gap
-SLIDER_PX = 40  # the range slider the page adds under a trie too deep for its width
 ELBOW = 0.12  # where an edge turns, in depths after its parent
 BONUS = -1  # the bonus token's key where it is laid out beside the tree
 

@@ -25,14 +25,10 @@ from .fewrows import invariant_rows, row_attention_kernel
 from .fixedshape import padded_device
 
 NAME = "logitspec_grouped_sdpa"
-_registered = False
-# The last masks folded for the query groups: (source mask, groups, folded mask), newest
-# first. Every layer of a kind gets the same mask object in a forward pass, so it is folded
-# once per pass, not once per layer (a copy per layer cost time: docs/performance.md);
-# two entries serve models whose full and sliding layers alternate. One tuple, assigned and
-# read whole, so concurrent decodes never pair one's mask with another's.
-FOLDED_KEPT = 2
-_folded: tuple[tuple[torch.Tensor, int, torch.Tensor], ...] = ()
+# Every layer of a kind gets the same mask object in a forward pass, so a mask is folded once
+# per pass, not once per layer (a copy per layer cost time: docs/performance.md): the fold is
+# kept on the mask itself, as (groups, folded mask), and goes when the pass drops the mask.
+FOLDED_ATTR = "_logitspec_folded"
 # Arguments the folded path does not implement: the stock path handles (or refuses) them.
 STOCK_ONLY = ("position_bias", "softcap", "s_aux", "sinks")
 HEAD_MULTIPLE = 8  # the row-invariant kernel sums a head in 8 lanes (csrc/row_attention.cpp)
@@ -84,16 +80,14 @@ def row_attention_for(query: torch.Tensor):
 
 def _fold_mask(mask: torch.Tensor, heads: int, groups: int, n: int) -> torch.Tensor:
     """The mask laid out like the folded queries: [B, 1 or H_kv, groups * n, keys]."""
-    global _folded
-    kept = _folded
-    for source, g, folded in kept:
-        if source is mask and g == groups:
-            return folded
+    kept = getattr(mask, FOLDED_ATTR, None)
+    if kept is not None and kept[0] == groups:
+        return kept[1]
     if mask.shape[1] != 1:  # a per-head mask: fold its heads the same way as the queries
         folded = mask.reshape(mask.shape[0], heads // groups, groups * n, mask.shape[-1])
     else:
         folded = mask.repeat(1, 1, groups, 1)
-    _folded = ((mask, groups, folded),) + kept[: FOLDED_KEPT - 1]
+    setattr(mask, FOLDED_ATTR, (groups, folded))  # one tuple, set whole: a reader never sees half of it
     return folded
 
 
@@ -104,16 +98,14 @@ def use_grouped_tree_attention(model) -> bool:
     correct, only without this saving. Every decoder of a run shares the model, so the race
     stays fair.
     """
-    global _registered
     if getattr(model.config, "_attn_implementation", None) != "sdpa":
         return False
     from transformers import AttentionInterface, AttentionMaskInterface
     from transformers.masking_utils import sdpa_mask
 
-    if not _registered:
-        AttentionInterface.register(NAME, grouped_tree_sdpa)
-        AttentionMaskInterface.register(NAME, sdpa_mask)
-        _registered = True
+    # transformers' own registry of attention functions: registering again sets the same entry.
+    AttentionInterface.register(NAME, grouped_tree_sdpa)
+    AttentionMaskInterface.register(NAME, sdpa_mask)
     try:
         model.set_attn_implementation(NAME)
     except (ValueError, AttributeError):

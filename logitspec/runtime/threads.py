@@ -34,7 +34,8 @@ class ModelThread:
     one thread and decoding on another slows every step (`python scripts/time_threads.py`;
     figures in docs/performance.md).
 
-    A Gradio server runs each step of a streamed handler on whichever of its worker threads is
+    A serving process makes one and hands it to everything that runs the model (the app's model
+    cache owns it). A Gradio server runs each step of a streamed handler on whichever of its worker threads is
     free, so the app sends loading, measuring and every decoding step here instead. Work is
     done in the order it arrives: a model loading while a race runs holds the race's next
     step until it is done.
@@ -52,6 +53,12 @@ class ModelThread:
 
     def _remember(self) -> None:
         self._ident = threading.get_ident()
+        threading.current_thread().model_thread = self  # work running here finds it (`current`)
+
+    @staticmethod
+    def current() -> "ModelThread | None":
+        """The model thread the caller runs on; None off every model thread."""
+        return getattr(threading.current_thread(), "model_thread", None)
 
     def call(self, fn: Callable[..., T], *args, **kwargs) -> T:
         """fn(*args, **kwargs) run on the model thread; its result, or its exception raised here.
@@ -89,16 +96,3 @@ class ModelThread:
             except StopIteration:
                 return
             yield item
-
-
-_model_thread: ModelThread | None = None
-_model_thread_lock = threading.Lock()
-
-
-def model_thread() -> ModelThread:
-    """The process's model thread, started on first use."""
-    global _model_thread
-    with _model_thread_lock:
-        if _model_thread is None:
-            _model_thread = ModelThread()
-        return _model_thread

@@ -78,7 +78,11 @@ class ModelCache:
     request, so a passing network or disk fault does not stick.
     """
 
-    def __init__(self, loader=None, keep: int = 2, warm=None) -> None:
+    def __init__(self, loader=None, keep: int = 2, warm=None, thread=None) -> None:
+        from ..runtime.threads import ModelThread
+
+        # Every load, warm-up and decoding step of these models runs on this one thread (ModelThread).
+        self.thread = thread or ModelThread()
         self._loader = loader
         self._warm = warm  # run once on each freshly loaded model, before it is served
         self._keep = keep
@@ -99,7 +103,7 @@ class ModelCache:
         """The loaded model, loading it first if needed; raises ModelLoadError with the reason."""
         from ..models import ModelLoadError
         from ..runtime.heap import refreeze_heap
-        from ..runtime.threads import configure_threads, model_thread
+        from ..runtime.threads import configure_threads
 
         with self._lock(name):
             with self._guard:
@@ -111,7 +115,7 @@ class ModelCache:
                 # On the model thread, like every decoding step (see ModelThread): the thread
                 # count is a per-thread setting of OpenMP, and c(n) must be measured where
                 # the steps will run.
-                run = model_thread().call
+                run = self.thread.call
                 run(configure_threads)
                 lm = run(self._loader or load_for_app, name)
                 if self._warm is not None:

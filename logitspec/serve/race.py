@@ -193,21 +193,22 @@ def lane_run(lane: str, settings: DecodeSettings) -> tuple[str, DecodeSettings]:
 
 
 def model_lanes(lm: LoadedModel, prompt_text: str, methods: Iterable[str],
-                settings: DecodeSettings) -> list[Lane]:
+                settings: DecodeSettings, thread=None) -> list[Lane]:
     """A lane per method over the same prompt on a loaded model; each run starts on its first
-    step, and every step runs on the model thread (`logitspec.runtime.threads.ModelThread`).
+    step, and every step runs on `thread` (a `logitspec.runtime.threads.ModelThread`, the one the
+    model was loaded on), else on the thread that pulls it.
 
     Token texts are attached to a lane's trace when its run ends; call `lane.finish()` to
     attach them to a lane that was stopped.
     """
     from ..runner import Run
-    from ..runtime.threads import model_thread
 
     lanes = []
     for m in lane_order(methods):
         run = Run(lm, prompt_text, *lane_run(m, settings))
-        # Each step is decoded on the process's one model thread, whichever thread pulls it.
-        lanes.append(Lane(m, run.trace, model_thread().iterate(iter(run)), finish=run.finish))
+        # Each step is decoded on the one model thread, whichever thread pulls it.
+        steps = thread.iterate(iter(run)) if thread is not None else iter(run)
+        lanes.append(Lane(m, run.trace, steps, finish=run.finish))
     return lanes
 
 

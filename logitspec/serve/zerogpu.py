@@ -104,9 +104,9 @@ def gpu_lanes(lm, name: str, prompt_text: str, methods: Iterable[str], settings,
     return [Lane(m, runs[m].trace, steps_of(m), finish=runs[m].finish) for m in order]
 
 
-def race_lanes(lm, name: str, prompt_text: str, methods: Iterable[str], settings) -> list[Lane]:
-    """The race's lanes: decoded inside ZeroGPU's GPU call on a ZeroGPU Space, else on this
-    process's model thread (`model_lanes`)."""
+def race_lanes(lm, name: str, prompt_text: str, methods: Iterable[str], settings, thread=None) -> list[Lane]:
+    """The race's lanes: decoded inside ZeroGPU's GPU call on a ZeroGPU Space, else on the
+    model thread `thread` (`model_lanes`)."""
     if on_zerogpu():
         return gpu_lanes(lm, name, prompt_text, methods, settings)
-    return model_lanes(lm, prompt_text, methods, settings)
+    return model_lanes(lm, prompt_text, methods, settings, thread)

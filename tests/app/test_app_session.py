@@ -248,8 +248,6 @@ def test_the_example_cache_folder_follows_the_content_it_is_drawn_from(tmp_path)
 
 
 def test_loading_and_warm_up_run_on_the_model_thread():
-    from logitspec.runtime.threads import model_thread
-
     seen: list[int] = []
 
     def loader(name: str):
@@ -259,4 +257,4 @@ def test_loading_and_warm_up_run_on_the_model_thread():
     cache = ModelCache(loader=loader, warm=lambda lm: seen.append(threading.get_ident()))
     cache.preload("m").join(10)
     assert cache.status("m").state == "ready"
-    assert seen == [model_thread().call(threading.get_ident)] * 2
+    assert seen == [cache.thread.call(threading.get_ident)] * 2

@@ -1,20 +1,22 @@
-"""The app's form to DecodeSettings: sampling values pass through or are refused in one line."""
+"""The app's form to DecodeSettings: sampling values pass through or are refused in one line; the
+form and the race API's inputs come from DecodeSettings, Limits and the lane table, once."""
 from __future__ import annotations
 
 import pytest
 
-from app import sampling_note, settings_from
-from logitspec.limits import InputError
+from logitspec import lanes
+from logitspec.limits import InputError, Limits
 from logitspec.settings import DecodeSettings
+from ui.form import SETTINGS, default_values, lane_boxes, race_inputs, race_lanes_of, sampling_note, settings_from
 
-FORM = (64, 64, [1, 2, 3], 20, 128, "cost")  # k, capacity, n-grams, continuation, max new, tree
+FORM = dict(k=64, capacity=64, ngram=[1, 2, 3], continuation=20, max_new=128, tree="cost")
 
 
 def test_sampling_values_reach_the_settings():
-    s = settings_from(*FORM, 0.7, 0.9, 42.0)  # a number box sends a float
+    s = settings_from({**FORM, "temperature": 0.7, "top_p": 0.9, "seed": 42.0})  # a number box sends a float
     assert (s.temperature, s.top_p, s.seed) == (0.7, 0.9, 42) and isinstance(s.seed, int)
     d = DecodeSettings()
-    left_out = settings_from(*FORM)
+    left_out = settings_from(FORM)
     assert (left_out.temperature, left_out.top_p, left_out.seed) == (d.temperature, d.top_p, d.seed)
 
 
@@ -27,12 +29,38 @@ def test_sampling_values_reach_the_settings():
 ])
 def test_bad_sampling_values_are_one_line(temperature, top_p, seed, message):
     with pytest.raises(InputError, match=message) as e:
-        settings_from(*FORM, temperature, top_p, seed)
+        settings_from({**FORM, "temperature": temperature, "top_p": top_p, "seed": seed})
     assert "\n" not in str(e.value)
 
 
+def test_no_ngram_size_is_refused_in_one_line():
+    with pytest.raises(InputError, match="at least one n-gram size"):
+        settings_from({**FORM, "ngram": []})
+
+
 def test_a_sampled_run_names_its_seed_and_a_greedy_one_says_nothing():
-    note = sampling_note(settings_from(*FORM, 1.2, 0.95, 31).to_dict())
+    note = sampling_note(settings_from({**FORM, "temperature": 1.2, "top_p": 0.95, "seed": 31}).to_dict())
     assert "temperature 1.2" in note and "top-p 0.95" in note and "seed 31" in note
     assert sampling_note(DecodeSettings().to_dict()) == ""
     assert sampling_note({}) == ""  # a trace recorded before sampling existed
+
+
+def test_the_form_is_drawn_from_the_settings_and_the_limits():
+    lim, s = Limits.from_env(), DecodeSettings()
+    fields = {f.name: f.component(lim, s) for f in SETTINGS}
+    assert (fields["k"].maximum, fields["k"].value) == (lim.k, s.k)
+    assert (fields["max_new"].maximum, fields["max_new"].value) == (lim.max_new_tokens, s.max_new_tokens)
+    assert fields["ngram"].value == list(s.ngram_sizes) and len(fields["ngram"].choices) == lim.ngram
+    assert fields["tree"].value == s.tree and fields["seed"].value == s.seed
+    assert settings_from(default_values()) == s  # the form's defaults are DecodeSettings' own
+
+
+def test_the_race_api_keeps_its_order_and_the_lanes_come_from_the_table():
+    assert race_inputs()[:15] == ["prompt", "model", "with_pld", "k", "capacity", "ngram", "continuation", "max_new",
+                                  "tree", "temperature", "top_p", "seed", "outcomes", "with_static", "with_recycling"]
+    assert [b.lane for b in lane_boxes()] == [n for n in lanes.race_order() if n not in ("vanilla", "logitspec")]
+    assert list(default_values(prompt="hi")) == race_inputs()
+    ticked = default_values(with_static=True, with_recycling=True)
+    assert race_lanes_of(ticked) == ["vanilla", "logitspec", "logitspec-static", "recycling"]
+    with pytest.raises(TypeError, match="not inputs of the race"):
+        default_values(lanes=["pld"])

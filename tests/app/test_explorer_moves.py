@@ -12,44 +12,49 @@ import time
 import gradio as gr
 import pytest
 
-import app
+import visual
+from ui import explorer as explorer_part
 from ui.debugger import OUTCOMES
 from ui.drawings import Drawings
-
-
-@pytest.fixture(autouse=True)
-def fresh_drawings(monkeypatch):
-    """Every test draws its steps itself: none kept from another test, none drawn ahead."""
-    monkeypatch.setattr(app, "DRAWINGS", Drawings(idle=lambda: False))
+from ui.files import shipped_traces
+from ui.page import Page
+from ui.services import Services
+from ui.view import View
 
 
 @pytest.fixture(scope="module")
-def ui() -> app.ExplorerUI:
-    explorer = app.ExplorerUI()
+def ui() -> Page:
+    explorer = Page(Services.create())
     explorer.build()
     return explorer
 
 
+@pytest.fixture(autouse=True)
+def fresh_drawings(ui, monkeypatch):
+    """Every test draws its steps itself: none kept from another test, none drawn ahead."""
+    monkeypatch.setattr(ui.services, "drawings", Drawings(idle=lambda: False))
+
+
 @pytest.fixture(scope="module")
 def files():
-    shipped = app.shipped_traces()
+    shipped = shipped_traces()
     assert len(shipped) >= 2, shipped
     return shipped
 
 
-def _view(ui, path, step: int) -> app.View:
-    view = ui.open_trace(str(path), OUTCOMES, app.View())[ui.state]
-    ui.step_outputs(view, step)
+def _view(ui, path, step: int) -> View:
+    view = ui.files.open_trace(str(path), OUTCOMES, View())[ui.state]
+    ui.explorer.step_outputs(view, step)
     return view
 
 
 def _shown(ui, out: dict) -> int:
     """The step a reply's label shows."""
-    return int(re.match(r"### Step (\d+) ", out[ui.step_label]).group(1))
+    return int(re.match(r"### Step (\d+) ", out[ui.explorer.step_label]).group(1))
 
 
 def _label(out: dict, ui) -> str | None:
-    button = out.get(ui.play_btn)
+    button = out.get(ui.explorer.play_btn)
     return getattr(button, "value", None)
 
 
@@ -63,18 +68,18 @@ def test_quick_presses_reply_in_the_order_of_their_steps(ui, files, monkeypatch)
     must show one step further than the reply before it, or the page ends on the wrong step."""
     view = _view(ui, files[0], 5)
     slow = {6: 0.3, 7: 0.15}
-    draw = app.visual.retrieval_html
+    draw = visual.retrieval_html
 
     def slow_draw(trace, i):
         time.sleep(slow.get(i, 0.0))
         return draw(trace, i)
 
-    monkeypatch.setattr(app.visual, "retrieval_html", slow_draw)
+    monkeypatch.setattr(visual, "retrieval_html", slow_draw)
     replies: list[int] = []
     done = threading.Lock()
 
     def press():
-        out = ui.move(view, 1)
+        out = ui.explorer.move(view, 1)
         with done:
             replies.append(_shown(ui, out))
 
@@ -90,12 +95,12 @@ def test_quick_presses_reply_in_the_order_of_their_steps(ui, files, monkeypatch)
 
 def test_a_move_carries_every_press_the_page_counted(ui, files):
     view = _view(ui, files[0], 5)
-    assert _shown(ui, ui.move(view, 3)) == 8
-    assert _shown(ui, ui.move(view, -2)) == 6
+    assert _shown(ui, ui.explorer.move(view, 3)) == 8
+    assert _shown(ui, ui.explorer.move(view, -2)) == 6
     last = len(view.trace.steps) - 1
-    assert _shown(ui, ui.move(view, 10_000)) == last  # held within the run
+    assert _shown(ui, ui.explorer.move(view, 10_000)) == last  # held within the run
     for nothing in (0, None, "x", float("inf")):
-        assert ui.move(view, nothing) == gr.skip(), nothing
+        assert ui.explorer.move(view, nothing) == gr.skip(), nothing
     assert view.step == last
 
 
@@ -114,7 +119,7 @@ def test_each_visitor_gets_a_view_of_their_own(ui, files):
     second = copy.deepcopy(first)
     assert second.moving is not first.moving
     assert second.step == 3 and second.trace.tokens == first.trace.tokens
-    ui.move(second, 1)
+    ui.explorer.move(second, 1)
     assert (first.step, second.step) == (3, 4)
 
 
@@ -129,11 +134,11 @@ async def _collect(gen, n: int | None = None) -> list[dict]:
 
 
 def test_play_steps_to_the_last_step_and_stops(ui, files, monkeypatch):
-    monkeypatch.setattr(app, "PLAY_SECONDS", 0.01)
+    monkeypatch.setattr(explorer_part, "PLAY_SECONDS", 0.01)
     view = _view(ui, files[0], 0)
     last = len(view.trace.steps) - 1
-    ui.step_outputs(view, last - 3)
-    replies = asyncio.run(_collect(ui.play(view)))
+    ui.explorer.step_outputs(view, last - 3)
+    replies = asyncio.run(_collect(ui.explorer.play(view)))
     assert _label(replies[0], ui) == "❚❚ Pause"
     assert [_shown(ui, r) for r in replies[1:-1]] == [last - 2, last - 1, last]
     assert [_label(r, ui) for r in replies[-2:]] == ["▶ Play", "▶ Play"] and view.playing == 0
@@ -141,13 +146,13 @@ def test_play_steps_to_the_last_step_and_stops(ui, files, monkeypatch):
 
 
 def test_a_second_press_pauses_and_no_step_follows(ui, files, monkeypatch):
-    monkeypatch.setattr(app, "PLAY_SECONDS", 0.05)
+    monkeypatch.setattr(explorer_part, "PLAY_SECONDS", 0.05)
     view = _view(ui, files[0], 2)
 
     async def scenario():
-        playing = ui.play(view)
+        playing = ui.explorer.play(view)
         first = await _collect(playing, 2)
-        paused = await _collect(ui.play(view))
+        paused = await _collect(ui.explorer.play(view))
         rest = await _collect(playing)
         return first, paused, rest
 
@@ -156,18 +161,18 @@ def test_a_second_press_pauses_and_no_step_follows(ui, files, monkeypatch):
     # The press itself changes nothing on the page: only the loop sets the button while it runs,
     # so a Pause label of the loop can never land after the press's Play.
     assert all(_changes_nothing(r, ui) for r in paused), paused
-    assert [_label(r, ui) for r in rest] == ["▶ Play"] and ui.step_label not in rest[0]
+    assert [_label(r, ui) for r in rest] == ["▶ Play"] and ui.explorer.step_label not in rest[0]
     assert view.step == 3 and view.playing == 0
 
 
 def test_opening_another_trace_ends_the_old_views_play(ui, files, monkeypatch):
-    monkeypatch.setattr(app, "PLAY_SECONDS", 0.05)
+    monkeypatch.setattr(explorer_part, "PLAY_SECONDS", 0.05)
     view = _view(ui, files[0], 2)
 
     async def scenario():
-        playing = ui.play(view)
+        playing = ui.explorer.play(view)
         await _collect(playing, 1)
-        opened = await asyncio.to_thread(ui.open_trace, str(files[1]), OUTCOMES, view)
+        opened = await asyncio.to_thread(ui.files.open_trace, str(files[1]), OUTCOMES, view)
         return opened, await _collect(playing)
 
     opened, rest = asyncio.run(scenario())
@@ -179,22 +184,22 @@ def test_opening_another_trace_ends_the_old_views_play(ui, files, monkeypatch):
 def test_a_pause_during_a_steps_drawing_shows_that_step_paused(ui, files, monkeypatch):
     """The step was on its way: it is shown, with Play on the button, and the page and the
     view agree on where it stopped."""
-    monkeypatch.setattr(app, "PLAY_SECONDS", 0.01)
-    draw = app.visual.retrieval_html
+    monkeypatch.setattr(explorer_part, "PLAY_SECONDS", 0.01)
+    draw = visual.retrieval_html
 
     def slow_draw(trace, i):
         time.sleep(0.4)
         return draw(trace, i)
 
-    monkeypatch.setattr(app.visual, "retrieval_html", slow_draw)
+    monkeypatch.setattr(visual, "retrieval_html", slow_draw)
     view = _view(ui, files[0], 4)
 
     async def scenario():
-        playing = ui.play(view)
+        playing = ui.explorer.play(view)
         await anext(playing)
         step = asyncio.ensure_future(anext(playing))
         await asyncio.sleep(0.15)  # the step is being drawn
-        paused = await _collect(ui.play(view))
+        paused = await _collect(ui.explorer.play(view))
         return await step, paused, await _collect(playing)
 
     shown, paused, rest = asyncio.run(scenario())

@@ -5,51 +5,54 @@ from __future__ import annotations
 
 import pytest
 
-import app
 from helpers.run_files import TRACE_REFUSALS, broken_file, good_files
 from ui.debugger import OUTCOMES
+from ui.files import shipped_traces
+from ui.page import Page
+from ui.services import Services
+from ui.view import View
 
 
 @pytest.fixture(scope="module")
-def ui() -> app.ExplorerUI:
-    explorer = app.ExplorerUI()
+def ui() -> Page:
+    explorer = Page(Services.create())
     explorer.build()
     return explorer
 
 
-def _opened(ui, path) -> app.View:
-    return ui.open_trace(str(path), OUTCOMES, app.View())[ui.state]
+def _opened(ui, path) -> View:
+    return ui.files.open_trace(str(path), OUTCOMES, View())[ui.state]
 
 
 @pytest.mark.parametrize("kind", ["saved-trace", "shipped-trace", "race"])
 def test_an_upload_of_each_kind_of_file_is_explored(ui, kind, tmp_path):
     path = good_files(tmp_path)[kind]
-    before = _opened(ui, app.shipped_traces()[0])
-    out = ui.upload_trace(str(path), OUTCOMES, before)
+    before = _opened(ui, shipped_traces()[0])
+    out = ui.files.upload_trace(str(path), OUTCOMES, before)
     view = out[ui.state]
-    assert out[ui.status_md].startswith(f"**Exploring** {path.name}: ") and "\n" not in out[ui.status_md]
-    assert out[ui.upload_note] == "" and out[ui.shipped] is None  # the menu does not name the old file
+    assert out[ui.race.status_md].startswith(f"**Exploring** {path.name}: ") and "\n" not in out[ui.race.status_md]
+    assert out[ui.files.upload_note] == "" and out[ui.files.shipped] is None  # the menu does not name the old file
     assert view.lane == "logitspec" and view.trace.steps and not before.shown
     assert set(view.traces) == ({"vanilla", "pld", "logitspec"} if kind == "race" else {"logitspec"})
-    assert out[ui.step_label].startswith(f"### Step 0 (steps 0–{len(view.trace.steps) - 1})")
+    assert out[ui.explorer.step_label].startswith(f"### Step 0 (steps 0–{len(view.trace.steps) - 1})")
 
 
 @pytest.mark.parametrize("kind", sorted(TRACE_REFUSALS))
 def test_a_refused_upload_says_why_beside_the_box_and_keeps_the_view(ui, kind, tmp_path):
     path = broken_file(tmp_path, kind)
-    view = _opened(ui, app.shipped_traces()[0])
-    ui.step_outputs(view, 4)
-    out = ui.upload_trace(str(path), OUTCOMES, view)
-    note = out[ui.upload_note]
+    view = _opened(ui, shipped_traces()[0])
+    ui.explorer.step_outputs(view, 4)
+    out = ui.files.upload_trace(str(path), OUTCOMES, view)
+    note = out[ui.files.upload_note]
     assert note.startswith(f"**Not opened:** {path.name}: ") and TRACE_REFUSALS[kind] in note, note
-    assert "\n" not in note and "Traceback" not in note and out[ui.status_md] == note
-    assert out[ui.upload] is None and out[ui.shipped] is None  # the box emptied, the menu names no file
+    assert "\n" not in note and "Traceback" not in note and out[ui.race.status_md] == note
+    assert out[ui.files.upload] is None and out[ui.files.shipped] is None  # the box emptied, the menu names no file
     assert ui.state not in out and view.shown and view.step == 4  # the view stays as it was
-    assert set(out) == {ui.status_md, ui.upload_note, ui.upload, ui.shipped}
+    assert set(out) == {ui.race.status_md, ui.files.upload_note, ui.files.upload, ui.files.shipped}
 
 
 def test_picking_a_shipped_trace_clears_a_refused_uploads_note(ui, tmp_path):
-    view = _opened(ui, app.shipped_traces()[0])
-    ui.upload_trace(str(broken_file(tmp_path, "empty")), OUTCOMES, view)
-    out = ui.pick_shipped(app.shipped_traces()[1].name, OUTCOMES, view)
-    assert out[ui.upload_note] == "" and out[ui.state].trace is not None
+    view = _opened(ui, shipped_traces()[0])
+    ui.files.upload_trace(str(broken_file(tmp_path, "empty")), OUTCOMES, view)
+    out = ui.files.pick_shipped(shipped_traces()[1].name, OUTCOMES, view)
+    assert out[ui.files.upload_note] == "" and out[ui.state].trace is not None

@@ -91,46 +91,51 @@ def test_the_race_figures_and_counters_draw_the_recycling_lane_in_its_own_colour
 
 
 def test_the_explorer_and_the_debugger_open_the_recycling_lane(tiny_lm, one_thread):
-    import app
     from ui.debugger import OUTCOMES
+    from ui.page import Page
+    from ui.services import Services
+    from ui.view import View
 
-    ui = app.ExplorerUI()
+    ui = Page(Services.create())
     ui.demo = ui.build()
     settings = DecodeSettings(max_new_tokens=24, tree="static", recycle_across_runs=False)
     traces = _race(model_lanes(tiny_lm, PROMPT, ["vanilla", "logitspec", "recycling"], settings))
-    view = app.View(traces=traces, lane="logitspec", source="a race")
-    shown = ui.trace_outputs(view, OUTCOMES)[ui.lane_pick]
+    view = View(traces=traces, lane="logitspec", source="a race")
+    shown = ui.trace_outputs(view, OUTCOMES)[ui.explorer.lane_pick]
     assert shown.choices == [(n, n) for n in traces] and shown.value == "logitspec" and shown.visible
     assert any(fn.fn == ui.pick_lane for fn in ui.demo.fns.values())  # the radio's event is wired
     out = ui.pick_lane("recycling", OUTCOMES, view)
     assert view.lane == "recycling" and view.trace is traces["recycling"] and out[ui.state] is view
-    assert "recycling" in out[ui.step_label]
+    assert "recycling" in out[ui.explorer.step_label]
     assert "Token Recycling does no lookups" in out[ui.debugger.note]
     assert ">recycled</th>" in out[ui.debugger.table]
     drafted = next(i for i, s in enumerate(traces["recycling"].steps) if len(s.tree) > 1)
-    step = ui.step_outputs(view, drafted)
-    fig = step[ui.tree_plot]
+    step = ui.explorer.step_outputs(view, drafted)
+    fig = step[ui.explorer.tree_plot]
     assert any(sh.line.color == PALETTE["recycled"] for sh in fig.layout.shapes)  # its recycled boxes
-    assert "Token Recycling · the matrix row of" in step[ui.retrieval_view]
+    assert "Token Recycling · the matrix row of" in step[ui.explorer.retrieval_view]
 
 
 def test_a_lane_picked_mid_race_is_the_one_the_live_explorer_draws(tiny_lm, one_thread, monkeypatch):
     import threading
 
-    import app
+    from ui import race as race_part
     from ui.debugger import OUTCOMES
+    from ui.page import Page
+    from ui.services import Services
+    from ui.view import View
 
-    monkeypatch.setattr(app, "LIVE_REDRAW_SECONDS", 0.0)  # redraw at every step of this fast race
-    monkeypatch.setattr(app, "LIVE_DRAW_RATIO", 0)
-    ui = app.ExplorerUI()
+    monkeypatch.setattr(race_part, "LIVE_REDRAW_SECONDS", 0.0)  # redraw at every step of this fast race
+    monkeypatch.setattr(race_part, "LIVE_DRAW_RATIO", 0)
+    ui = Page(Services.create())
     ui.demo = ui.build()
     settings = DecodeSettings(max_new_tokens=24, tree="static", recycle_across_runs=False)
     lanes = model_lanes(tiny_lm, PROMPT, ["vanilla", "logitspec", "recycling"], settings)
-    view = app.View(traces={ln.name: ln.trace for ln in lanes}, lane="logitspec", source="a race")
+    view = View(traces={ln.name: ln.trace for ln in lanes}, lane="logitspec", source="a race")
     labels = []
-    for n, out in enumerate(ui._stream(lanes, view, threading.Event())):
-        if ui.step_label in out:  # drawn for the lane picked before this step
-            labels.append((view.lane, out[ui.step_label], len(view.traces[view.lane].steps)))
+    for n, out in enumerate(ui.race._stream(lanes, view, threading.Event())):
+        if ui.explorer.step_label in out:  # drawn for the lane picked before this step
+            labels.append((view.lane, out[ui.explorer.step_label], len(view.traces[view.lane].steps)))
         if n == 6:
             ui.pick_lane("recycling", OUTCOMES, view)  # as the radio does while the race runs
     after = [(label, steps) for lane, label, steps in labels if lane == "recycling"]

@@ -25,7 +25,10 @@ def start_app(log_path: Path, env_extra: dict[str, str] | None = None, timeout: 
     """Start app.py on a free port; return (process, url) once it answers."""
     port = free_port()
     env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port),
-           "GRADIO_ANALYTICS_ENABLED": "False", "LOGITSPEC_THREADS": "2", **(env_extra or {})}
+           "GRADIO_ANALYTICS_ENABLED": "False", "LOGITSPEC_THREADS": "2",
+           # No curve measuring in the background: it would take the cores from the tests the
+           # whole session (tests/unit/test_calibration.py covers it).
+           "LOGITSPEC_MEASURE_CURVES": "0", **(env_extra or {})}
     log = open(log_path, "w")
     proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/"
@@ -51,18 +54,12 @@ def stop_app(proc: subprocess.Popen) -> None:
         proc.kill()
 
 
-def race_args(prompt: str, model: str = "bundled", max_new: int = MAX_NEW, with_pld: bool = False,
-              with_static: bool = False, with_recycling: bool = False, with_lookahead: bool = False,
-              with_rest: bool = False, **sampling) -> dict:
-    """The race's inputs in order; sampling (temperature, top_p, seed) defaults to DecodeSettings'."""
-    from logitspec.decoders import DecodeSettings
+def race_args(prompt: str, model: str = "bundled", max_new: int = MAX_NEW, tree: str = "static", **given) -> dict:
+    """The race's inputs in order (ui/form.py), each at its default unless given: a lane box by
+    its name (with_pld=True), sampling (temperature, top_p, seed) and every other setting."""
+    from ui.form import default_values
 
-    d = DecodeSettings()
-    sampling = {"temperature": d.temperature, "top_p": d.top_p, "seed": d.seed, **sampling}
-    return dict(prompt=prompt, model=model, with_pld=with_pld, k=64, capacity=64, ngram=[1, 2, 3],
-                continuation=20, max_new=max_new, tree="static", **sampling,
-                outcomes=["g1 matched", "g2 rescued", "both failed"], with_static=with_static,
-                with_recycling=with_recycling, with_lookahead=with_lookahead, with_rest=with_rest)
+    return default_values(prompt=prompt, model=model, max_new=max_new, tree=tree, **given)
 
 
 def trace_file(result) -> Path:

@@ -2,15 +2,18 @@
 a module: two decodes from fresh profiles build the same trees."""
 from __future__ import annotations
 
+import enum
 import importlib
 import pkgutil
 import re
 import weakref
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import logitspec
+import ui
 import visual
 from helpers.tiny_models import tiny_prompts
 from logitspec.decoders import DecodeSettings, decode
@@ -22,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # finds the app's loaded models only in a module (a model cannot be pickled across).
 PROCESS_WIDE = {("logitspec.runtime.fewrows", "_ops"), ("logitspec.runtime.fewrows", "_errors"),
                 ("logitspec.serve.zerogpu", "_LOADED")}
+PROJECT = ("logitspec", "visual", "ui", "app")
 MUTATES = r"\b{name}(\[[^\]]*\]\s*=[^=]|\.(setdefault|update|pop|append|clear|add|extend|remove)\()"
 
 
@@ -41,10 +45,23 @@ def test_two_decodes_from_fresh_profiles_build_the_same_trees(tiny_llama, one_th
 
 
 def _modules():
-    for pkg in (logitspec, visual):
+    yield importlib.import_module("app")
+    for pkg in (logitspec, visual, ui):
         for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):
             if not m.name.endswith("__main__"):
                 yield importlib.import_module(m.name)
+
+
+def changes_in_place(value) -> bool:
+    """An object whose state changes as it is used: an iterator (a counter, say), or an instance of
+    a project class that is not a frozen dataclass (a model cache, the stop flags, the drawings)."""
+    if isinstance(value, Iterator):
+        return True
+    cls = type(value)
+    if cls.__module__.split(".")[0] not in PROJECT or isinstance(value, (type, enum.Enum)):
+        return False
+    params = getattr(cls, "__dataclass_params__", None)
+    return not (params and params.frozen)
 
 
 @pytest.mark.parametrize("module", list(_modules()), ids=lambda m: m.__name__)
@@ -56,3 +73,8 @@ def test_no_module_keeps_state_that_changes_at_run_time(module):
         if (isinstance(value, (dict, list, set)) and (module.__name__, name) not in PROCESS_WIDE
                 and re.search(MUTATES.format(name=re.escape(name)), source)):
             pytest.fail(f"{module.__name__}.{name} is changed at run time")
+        if changes_in_place(value) and (module.__name__, name) not in PROCESS_WIDE:
+            pytest.fail(f"{module.__name__}.{name}: a service belongs in an object the caller creates and passes")
+    allowed = {n for m, n in PROCESS_WIDE if m == module.__name__}
+    rebound = set(re.findall(r"^\s*global\s+(\w+)", source, re.M)) - allowed
+    assert not rebound, f"{module.__name__} rebinds {sorted(rebound)} at run time"

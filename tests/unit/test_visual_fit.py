@@ -17,7 +17,7 @@ import visual
 from visual import fit
 from visual.explain import ACCEPT_BOX, choose_step, walkthrough
 from visual.style import MIN_FONT, MONO_CHAR_EM, lane_color, sub_x
-from visual.tree import BOX_H, BOX_W, LABEL_FONT, label_chars, lane_count, shown_lanes, tree_layout, Look, wanted_ids
+from visual.tree import BOX_H, BOX_W, LABEL_FONT, label_chars, lane_count, shown_lanes, tree_layout, TreeLook, wanted_ids
 
 FIGURE_FILES = ("visual/tree.py", "visual/candidates.py", "visual/race.py", "visual/observations.py",
                 "visual/explain.py", "visual/fit.py", "visual/render.py", "visual/bench.py", "ui/figures.py")
@@ -115,7 +115,7 @@ def test_the_browser_can_cut_every_label_the_way_python_does():
     spec = fig.layout.meta["fit"]["labels"]
     labels = fig.data[spec["trace"]]
     assert labels.name == "token labels" and len(spec["full"]) == len(labels.text)
-    lay = tree_layout(tr, 31, look=Look("app", True))
+    lay = tree_layout(tr, 31, look=TreeLook("app", True))
     chars = label_chars(lay.col_px)
     assert chars == int((lay.col_px * spec["box"] - spec["pad"]) // spec["char_px"])
     assert lay.lane_px >= spec["min_lane_px"] and spec["min_lane_px"] * BOX_H == pytest.approx(LABEL_FONT)

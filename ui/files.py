@@ -1,0 +1,77 @@
+"""The files the app ships and writes: the example prompts, the recorded traces and races, and
+a run's trace for download. No components here."""
+from __future__ import annotations
+
+import functools
+import tempfile
+from pathlib import Path
+
+from logitspec.bench.questions import load_questions
+from logitspec.limits import Limits
+from logitspec.serve.model_cache import BUNDLED, ModelCache
+from logitspec.serve.race import load_race
+from logitspec.trace import RunTrace
+
+ROOT = Path(__file__).resolve().parents[1]
+TRACES_DIR = ROOT / "traces"
+QUESTIONS = ROOT / "data" / "spec_bench_subset.jsonl"
+# One example per kind of text; ids refer to data/spec_bench_subset.jsonl.
+EXAMPLE_IDS = {"Summarisation": 242, "Code": 122, "Translation": 161, "Maths": 401,
+               "Chat": 321, "RAG": 482}
+RECORDED_RACE = TRACES_DIR / "races" / "summarization-242.json"  # the first screen's race
+
+
+def load_examples() -> list[tuple[str, str]]:
+    """(label, prompt) for the example kinds, from the shipped Spec-Bench subset."""
+    by_id = {q["question_id"]: q["turns"][0] for q in load_questions(QUESTIONS)}
+    return [(label, by_id[qid]) for label, qid in EXAMPLE_IDS.items() if qid in by_id]
+
+
+def shipped_traces() -> list[Path]:
+    return sorted(TRACES_DIR.glob("*.json"))
+
+
+def shipped_names() -> list[str]:
+    return [p.name for p in shipped_traces()]
+
+
+def recorded_examples() -> list[tuple[str, str, str]]:
+    """(label, prompt, file name) of each shipped trace, for the cached examples."""
+    out = []
+    for path in shipped_traces():
+        try:
+            t = RunTrace.load(path)
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # a broken file is skipped here; opening it by name says why
+        kind = path.stem.split("-")[0].capitalize()
+        out.append((f"{kind}: {len(t.tokens)} tokens, {len(t.steps)} steps", t.prompt_text, path.name))
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def recorded_logitspec() -> tuple[RunTrace | None, str]:
+    """The recorded race's LogitSpec lane (else the first shipped trace) and its file name: what the
+    Explain tab explains to a visitor with no run of their own. Read once, never changed."""
+    if RECORDED_RACE.is_file():
+        return load_race(RECORDED_RACE)[0].get("logitspec"), RECORDED_RACE.name
+    files = shipped_traces()
+    return (RunTrace.load(files[0]), files[0].name) if files else (None, "")
+
+
+def write_trace_file(trace: RunTrace) -> str:
+    """The trace as a JSON file in Gradio's temp area, for the download button."""
+    d = Path(tempfile.mkdtemp(prefix="logitspec-"))
+    path = d / f"logitspec-trace-{trace.method}-{len(trace.tokens)}tok.json"
+    trace.save(path)
+    return str(path)
+
+
+def read_lanes(p: Path, models: ModelCache) -> tuple[dict[str, RunTrace], str]:
+    """The checked lanes in trace or race file `p`, and the machine a race ran on (ids checked
+    against the real vocabulary once its model is loaded); InputError saying what is wrong otherwise."""
+    limit = Limits.from_env().trace_bytes
+    lanes, machine = load_race(p, limit)
+    lm = models.loaded(BUNDLED)
+    if lm is not None and any(t.model == lm.name for t in lanes.values()):
+        lanes, machine = load_race(p, limit, len(lm.tokenizer))
+    return lanes, machine

@@ -1,0 +1,154 @@
+"""The page: the race on top, the tabs below, and what a run or an opened file fills in each.
+
+Each part is its own module with build() and wire(): ui/race.py, ui/explorer.py,
+ui/debugger.py, ui/observations.py, ui/explain.py and ui/trace_files.py. Building the page
+loads no model.
+"""
+from __future__ import annotations
+
+import gradio as gr
+
+from .debugger import DebuggerTab
+from .explain import ExplainTab
+from .explorer import ExplorerTab, play_button
+from .figures import FIGURES_JS
+from .files import recorded_logitspec
+from .keys import KEYS_JS, MOVES_JS
+from .links import SCROLL_JS
+from .observations import ObservationsTab
+from .race import RaceTab
+from .services import Services
+from .trace_files import TraceFilesTab
+from .view import View
+
+CSS = """
+.counters-wrap { overflow-x: auto; max-width: 100%; min-width: 0; }
+.counters { width: 100%; border-collapse: collapse; font-size: 1.05rem; }
+/* A step's every lookup scrolls in its box; !important: Gradio's block sets overflow: visible inline. */
+#retrieval { overflow-wrap: anywhere; max-height: 90vh; overflow-y: auto !important; }
+#status-bar { gap: .5rem; }
+#status-bar p { margin: 0; }
+.counters th, .counters td { padding: 4px 10px; text-align: right; }
+.counters th:first-child, .counters td:first-child { text-align: left; }
+.counters td:first-child { white-space: nowrap; }  /* a lane's swatch and name on one line */
+.verdict { font-size: 1.2rem; margin-top: .5rem; }
+#attribution { font-size: .85rem; opacity: .8; }
+@media (max-width: 640px) {
+  .gradio-container { padding-left: 6px !important; padding-right: 6px !important; }
+  .counters { font-size: .72rem; }
+  .counters th { overflow-wrap: normal; word-break: normal; hyphens: none; }  /* a header wraps between words only */
+  .counters th, .counters td { padding: 2px; }
+  /* The compute clock's seconds are in the race figure's legend: without them a phone's row holds the speed-up. */
+  .counters th:nth-child(6), .counters td:nth-child(6) { display: none; }
+}
+"""
+# Drawing is light next to decoding: its own, wider lane so it never waits on a run.
+VIEW_KW = dict(concurrency_limit=8, concurrency_id="view", api_visibility="undocumented")
+# Moves between steps one at a time: side by side, a later press's reply could land before
+# an earlier one's and leave the page a step behind. Drawing holds the GIL, so little is lost.
+STEP_KW = dict(VIEW_KW, concurrency_limit=1, concurrency_id="step")
+
+
+class Page:
+    """One app's page: its parts, built and wired with the services they share."""
+
+    def __init__(self, services: Services) -> None:
+        self.services = services
+
+    def build(self) -> gr.Blocks:
+        """Lay out the page and wire its events; loads no model."""
+        with gr.Blocks(title="LogitSpec Explorer", delete_cache=(3600, 3600)) as demo:
+            self.state = gr.State(View())
+            self.race = RaceTab(self.services, self)
+            self.race.build()
+            self._build_tabs()
+            self.wire(demo)
+        self.demo = demo
+        return demo
+
+    def _build_tabs(self) -> None:
+        """The tabs under the race: explorer, debugger, observations, explanation, trace files."""
+        self.explorer = ExplorerTab(self.services, self.state)
+        self.debugger = DebuggerTab()
+        self.observations = ObservationsTab()
+        self.explain = ExplainTab(recorded_logitspec, self.services.drawings)
+        self.files = TraceFilesTab(self.services, self)
+        with gr.Tabs(elem_id="tabs", overflow_behavior="wrap") as self.tabs:
+            for tab_id, title, part in (("explorer", "Step explorer", self.explorer),
+                                        ("debugger", "Retrieval debugger", self.debugger),
+                                        ("observations", "Observations", self.observations),
+                                        ("explain", "Explain", self.explain), ("traces", "Traces", self.files)):
+                with gr.Tab(title, id=tab_id) as tab:
+                    part.build()
+                if part is self.explain:
+                    self.explain_tab = tab
+
+    # ------------------------------------------------------------ what a run or a file fills
+
+    def trace_components(self) -> list:
+        """Everything a whole trace fills, in the race API's order of outputs."""
+        race = self.race
+        figures = [c for c in self.observations.outputs] + race.race_fig.outputs + race.passes_fig.outputs
+        return (self.explorer.outputs + [race.prompt, race.text_view, race.answer, *self.debugger.trace_components]
+                + figures + [race.counters, race.status_md, self.explorer.lane_pick])
+
+    def trace_outputs(self, view: View, outcomes: list[str] | None = None) -> dict:
+        """Explorer, debugger, observations, text and race chart of the explored trace."""
+        t = view.trace
+        if t is None:
+            return {}
+        out = self.explorer.step_outputs(view)
+        out.update({
+            **self.race.run_outputs(t),
+            **self.observations.trace_outputs(t),
+            **self.race.race_figures(view.traces, stopped=view.stop_reason is not None),
+            self.explorer.lane_pick: gr.Radio(choices=list(view.traces), value=view.lane,
+                                              visible=len(view.traces) > 1),
+            self.race.prompt: t.prompt_text,  # the prompt of the run on screen, whichever way it was opened
+        })
+        out.update(self.debugger.trace_outputs(t, outcomes))
+        return out
+
+    def started(self, view: View) -> dict:
+        """A race's first reply: its view, Play reset, no download until it ends."""
+        return {self.state: view, self.explorer.play_btn: play_button(False), **self.files.downloadable(None)}
+
+    def pick_lane(self, lane, outcomes, view: View) -> dict:
+        """Explore another lane of the race (or race file) on screen, from its first step."""
+        if lane not in view.traces:
+            return gr.skip()
+        with view.moving:
+            view.lane, view.step = lane, 0
+        return self.trace_outputs(view, outcomes)
+
+    def on_row(self, view: View, evt: gr.EventData):
+        """Clicking a debugger row opens its step in the explorer."""
+        step = getattr(evt, "_data", None) or {}
+        step = step.get("step") if isinstance(step, dict) else None
+        if view.trace is None or not isinstance(step, int) or not 0 <= step < len(view.trace.steps):
+            return gr.skip()
+        out = self.explorer.step_outputs(view, step)
+        out[self.tabs] = gr.Tabs(selected="explorer")
+        return out
+
+    # ------------------------------------------------------------ events
+
+    def wire(self, demo: gr.Blocks) -> None:
+        """Every event: the race, Stop, the model status, the first view, and each tab's own."""
+        race, explorer, trace_out = self.race, self.explorer, self.trace_components()
+        self.files.wire_recorded(VIEW_KW)
+        explorer.lane_pick.input(self.pick_lane, [explorer.lane_pick, self.debugger.outcome, self.state],
+                                 trace_out, **VIEW_KW)
+        race.wire(demo, trace_out, VIEW_KW)
+        demo.load(self.files.initial_view, [self.debugger.outcome],
+                  trace_out + [self.files.shipped, self.tabs, self.explain.picked], **VIEW_KW).then(
+            self.explain.on_link, [self.state, self.explain.picked], self.explain.outputs, **VIEW_KW).then(
+            None, None, None, js=SCROLL_JS)
+        for js in (KEYS_JS, MOVES_JS, FIGURES_JS):  # keys, counted presses; fitting and exporting the figures
+            demo.load(None, None, None, js=js)
+        self.explain.wire(self.explain_tab, self.state, VIEW_KW, STEP_KW)
+        explorer.wire(VIEW_KW, STEP_KW)
+        race.text_view.select(explorer.on_span, [self.state], explorer.outputs, **VIEW_KW)
+        self.debugger.table.click(self.on_row, [self.state], explorer.outputs + [self.tabs], **VIEW_KW)
+        self.debugger.wire(self.state, **VIEW_KW)
+        self.files.wire(VIEW_KW)

@@ -170,7 +170,8 @@ class ExplainTab:
         pick.lesson_run = key
         out = self._draw(trace, words, pick, note)
         if drawn != key:
-            out.update(self.lesson.fill(trace, words))  # the lesson follows the run, not the step
+            # The lesson follows the run, not the step; a run that never kept a g2 guess is taught on the recorded one.
+            out.update(self.lesson.fill(trace, words, self.recorded()[0]))
         return out
 
     def _draw(self, trace: RunTrace, words: str, pick: Pick, note: str) -> dict:

@@ -20,7 +20,9 @@ from logitspec.trace import RunTrace, StepRecord, TreeNode
 
 from .counts import RunCounts, plural, run_counts
 from .data import context_before, step_position, tok, true_next_next
-from .style import FONT_FAMILY, MONO_FAMILY, PALETTE, node_color_key, text_on, theme_colors, truncate, visible
+from .style import (
+    FONT_FAMILY, MONO_FAMILY, PALETTE, marks_note, node_color_key, text_on, theme_colors, truncate, visible,
+)
 from .trie import edge_trace, fold_leaves, fold_mark, node_traces, step_graph, tidy_positions
 
 TEXT_PX = 26  # lesson words on the page: readable from the back of a room at 1920x1080
@@ -180,9 +182,6 @@ def lesson_facts(trace: RunTrace) -> Facts:
 # ---------------------------------------------------------------- the five stages' words
 
 
-MARKS_NOTE = "(· marks a space, ⏎ a new line.)"
-
-
 def _p(*sentences: str) -> str:
     return "<p>" + " ".join(sentences) + "</p>"
 
@@ -197,10 +196,17 @@ def slow_words(f: Facts) -> str:
               f"{c.tokens_per_pass:.2f} tokens per pass.")
 
 
+def marks_words(f: Facts, tokens: list[int]) -> str:
+    """The note on how whitespace is drawn: space and new line always, a rarer mark where shown."""
+    shown = "".join(tok(f.trace, t) for t in tokens)
+    return f"({marks_note(shown + '·⏎')}.)"
+
+
 def guess_words(f: Facts) -> str:
     s = f.s
     tail = f.word(f.ctx[-CONTEXT_BOXES:], f.ctx[:-CONTEXT_BOXES])
     guesses = [n.token for n in f.chain]
+    tokens = [s.root] + guesses
     more = len(guesses) - GUESS_BOXES
     drawn = f" (the first {GUESS_BOXES} drawn below, and {more} more)" if more > 0 else ""
     said = (f"along its best branch it guessed the {plural(len(guesses), 'token')} after it, "
@@ -208,7 +214,7 @@ def guess_words(f: Facts) -> str:
             else "it had no guess to go on with")
     return _p("The idea: guess several tokens ahead, then let the model check them all at once.",
               f"Take step {step_position(f.trace, f.step)} of this run. The text ended in {tail}, and the model's "
-              f"next token was {f.word([s.root])};", said + ".", MARKS_NOTE)
+              f"next token was {f.word([s.root])};", said + ".", marks_words(f, f.ctx[-CONTEXT_BOXES:] + tokens))
 
 
 def _origin_counts(nodes: list[TreeNode]) -> dict[str, int]:

@@ -6,6 +6,7 @@ Screenshots go to artifacts/browser/ (lesson-<width>-<stage>.png).
 """
 from __future__ import annotations
 
+import html
 import re
 
 import pytest
@@ -39,14 +40,13 @@ def screen(request, browser, app_url):
     """The lesson of a recorded run, opened by a link to the Explain tab: (which, page)."""
     page = fresh_page(browser, app_url.rstrip("/") + f"/?trace={RUN}&tab=explain", SCREENS[request.param])
     page.wait_for_function("() => !!document.querySelector('#lesson-keep-plot .js-plotly-plot .main-svg')",
-                           timeout=90_000)
+                           timeout=240_000)
     yield request.param, page
     page.context.close()
 
 
 def _plain(text: str) -> str:
-    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", text)).replace("&lt;", "<").replace("&gt;", ">") \
-        .replace("&amp;", "&").strip()
+    return html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", text))).strip()
 
 
 def test_the_lesson_comes_first_and_says_the_runs_numbers(screen):

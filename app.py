@@ -35,7 +35,8 @@ from logitspec.settings import DecodeSettings
 from logitspec.trace import RunTrace
 from ui import links, trie_view
 from ui.figures import FIGURES_CSS, FIGURES_JS, figure_slot, tree_slot
-from ui.debugger import OUTCOMES, DebuggerTab
+from ui.debugger import OUTCOMES, WHATIF_CLAMP_JS, DebuggerTab
+from ui.downloads import UPLOAD_NOTE_JS, download_of
 from ui.drawings import Drawings, trace_key
 from ui.explain import ExplainTab
 from ui.keys import KEYS_JS, MOVES_JS, on_moves, presses
@@ -524,6 +525,7 @@ class ExplorerUI:
         race = f"a race of {', '.join(lanes)}; " if len(lanes) > 1 else ""
         out[self.status_md] = f"**Exploring** {p.name}: {race}{run_words(run_counts(t))} ({t.model})"
         out[self.counters] = counters_html(lanes, False, f"A recorded race on {machine}; not live." if machine else "")
+        out[self.download] = download_of(p)  # the download serves the file on screen, every lane of it
         return out
 
     def upload_trace(self, path, outcomes, view: View):
@@ -568,6 +570,7 @@ class ExplorerUI:
         if not isinstance(out, dict):
             return out
         out.pop(self.state, None)
+        out.pop(self.download, None)  # an example's cache holds pictures, not a session's download
         return out
 
     def adopt_recorded(self, name, view: View):
@@ -616,6 +619,7 @@ class ExplorerUI:
             out[self.counters] = counters_html(traces, False, f"A recorded race on {machine}; not live.")
             out[self.status_md] = (f"**Recorded race** (not live): {len(traces['logitspec'].tokens)} tokens on "
                                    f"{machine}. Press ▶ Run the race to race on this machine.")
+            out[self.download] = download_of(RECORDED_RACE)
             return out
         files = shipped_traces()
         if not files:
@@ -918,12 +922,15 @@ class ExplorerUI:
         f.model.change(pick_model, [f.model], model_out, concurrency_limit=None)
         f.status_timer.tick(model_status, [f.model], model_out, concurrency_limit=None)
         demo.load(model_status, [f.model], model_out, concurrency_limit=None)
-        demo.load(self.initial_view, [f.outcome], trace_out + [self.shipped, self.tabs, self.explain.picked],
+        demo.load(self.initial_view, [f.outcome],
+                  trace_out + [self.shipped, self.tabs, self.explain.picked, self.download],
                   **view_kw).then(
             self.explain.on_link, [self.state, self.explain.picked], self.explain.outputs, **view_kw).then(
             None, None, None, js=links.SCROLL_JS)
         demo.load(None, None, None, js=KEYS_JS)
         demo.load(None, None, None, js=MOVES_JS)
+        demo.load(None, None, None, js=UPLOAD_NOTE_JS)
+        demo.load(None, None, None, js=WHATIF_CLAMP_JS)
         demo.load(None, None, None, js=FIGURES_JS)  # fits the figures to the page, exports their slides
         self.explain.wire(self.explain_tab, self.state, view_kw, step_kw)
 
@@ -945,10 +952,11 @@ class ExplorerUI:
         self.text_view.select(self.on_span, [self.state], explorer_out, **view_kw)
         self.debug_table.click(self.on_row, [self.state], explorer_out + [self.tabs], **view_kw)
         self.debugger.wire(self.state, **view_kw)
-        self.shipped.input(self.pick_shipped, [self.shipped, f.outcome, self.state], trace_out + [self.upload_note],
-                           **view_kw)
+        self.shipped.input(self.pick_shipped, [self.shipped, f.outcome, self.state],
+                           trace_out + [self.upload_note, self.download], **view_kw)
         f.upload.upload(self.upload_trace, [f.upload, f.outcome, self.state],
-                        trace_out + [self.upload_note, self.upload, self.shipped], api_name="open_trace", **view_kw)
+                        trace_out + [self.upload_note, self.upload, self.shipped, self.download], api_name="open_trace",
+                        **view_kw)
 
 
 def build_app() -> gr.Blocks:

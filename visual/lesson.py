@@ -199,7 +199,8 @@ def slow_words(f: Facts) -> str:
 def marks_words(f: Facts, tokens: list[int]) -> str:
     """The note on how whitespace is drawn: space and new line always, a rarer mark where shown."""
     shown = "".join(tok(f.trace, t) for t in tokens)
-    return f"({marks_note(shown + '·⏎')}.)"
+    split = ", ‹E3 81› the bytes, in hex, of a character split between tokens" if "‹" in shown else ""
+    return f"({marks_note(shown + '·⏎')}{split}.)"
 
 
 def guess_words(f: Facts) -> str:

@@ -46,3 +46,12 @@ def test_the_lessons_note_explains_every_mark_it_shows():
     said = html.unescape(re.sub(r"<[^>]+>", "", guess.html))
     assert "⇤" in said and "⇤ a carriage return" in said, said
     assert "· marks a space, ⏎ a new line" in said
+
+
+def test_the_lessons_note_explains_the_hex_of_a_split_character():
+    t = RunTrace.load(FIXTURES / "coding-121.json")
+    f = lesson_facts(t)
+    t = dataclasses.replace(t, token_bytes={**t.token_bytes, str(f.chain[0].token): "e381"})
+    guess = next(st for st in lesson(t) if st.key == "guess")
+    said = html.unescape(re.sub(r"<[^>]+>", "", guess.html))
+    assert "‹E3\u200981›" in said and "‹E3 81› the bytes, in hex, of a character split between tokens" in said, said

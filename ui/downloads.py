@@ -8,21 +8,31 @@ from pathlib import Path
 
 import gradio as gr
 
-# A file chosen in the upload box clears the last refusal at once, before any reply: a file of
-# the wrong type never reaches the server, so no reply would clear it.
+# A file chosen in the upload box hides the last refusal at once, before any reply (a file of the
+# wrong type never reaches the server, so no reply would clear it); the note shows again as soon
+# as a reply writes into it. Only a class changes: the note's own nodes stay Gradio's.
 UPLOAD_NOTE_JS = """
 () => {
   if (window.__logitspecUploadNote) return;
   window.__logitspecUploadNote = true;
-  const clear = (e) => {
-    const input = e.target;
-    if (!input || input.type !== 'file' || !input.closest('#upload')) return;
-    const note = document.getElementById('upload-note');
-    if (note) note.querySelectorAll('p, .prose, span').forEach(el => { el.textContent = ''; });
+  const style = document.createElement('style');
+  style.textContent = '#upload-note.stale { display: none; }';
+  document.head.appendChild(style);
+  const note = () => document.getElementById('upload-note');
+  let watched = null;
+  const watch = () => {
+    const el = note();
+    if (!el || el === watched) return;
+    watched = el;
+    new MutationObserver(() => el.classList.remove('stale'))
+      .observe(el, {childList: true, subtree: true, characterData: true});
   };
-  document.addEventListener('change', clear, true);
-  document.addEventListener('drop', (e) => { if (e.target.closest && e.target.closest('#upload'))
-    clear({target: {type: 'file', closest: () => true}}); }, true);
+  document.addEventListener('change', (e) => {
+    const input = e.target;
+    if (!input || input.type !== 'file' || !input.closest || !input.closest('#upload')) return;
+    watch();
+    note()?.classList.add('stale');
+  }, true);
 }
 """
 

@@ -436,7 +436,7 @@ STAGES = {
 
 
 def lesson(trace: RunTrace, theme: str = "light") -> list[Stage]:
-    """The five stages for a run, all drawn from its step that accepted the most draft tokens."""
+    """The five stages for a run, all drawn from its lesson_step (a step where a next-next guess was kept)."""
     f = lesson_facts(trace)
     return [Stage(k, title, words(f), draw(f, theme)) for k, (title, words, draw) in STAGES.items()]
 

@@ -1,6 +1,7 @@
-"""The page agrees with itself after Stop and after an upload, in a real browser: a stopped race's
-table shows the tokens/s its speed-ups divide, the download serves the run on screen, a refusal
-goes when another file is chosen, and the what-if k box shows the k the replay uses.
+"""The page agrees with itself after Stop and after an upload, in a real browser: a refusal goes
+when another file is chosen, a stopped race's table shows the tokens/s its speed-ups divide, the
+download serves the run on screen, and the what-if k box shows the k the replay uses. The tests
+run in this order on one page.
 """
 from __future__ import annotations
 
@@ -31,6 +32,25 @@ def _upload(page, path) -> None:
     page.locator("#upload input[type=file]").set_input_files(str(path))
 
 
+def test_a_refusal_goes_when_another_file_is_chosen(page, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("uploads")
+    bad = folder / "bad.json"
+    bad.write_text("hello, this is not JSON\n", encoding="utf-8")
+    _upload(page, bad)
+    page.wait_for_function("() => /Not opened/.test(document.querySelector('#upload-note')?.innerText || '')",
+                           timeout=120_000)
+    wrong = folder / "notes.txt"
+    wrong.write_text("a file of the wrong type", encoding="utf-8")
+    _upload(page, wrong)
+    page.wait_for_timeout(1500)
+    shown = page.evaluate("() => { const el = document.getElementById('upload-note');"
+                          " return el.offsetParent === null ? '' : el.innerText; }")  # what is on screen
+    assert "bad.json" not in shown, shown  # the old refusal went
+    page.reload(wait_until="domcontentloaded")  # an empty upload box for the next file
+    page.wait_for_selector("#tree-plot .js-plotly-plot", state="attached", timeout=240_000)
+    page.get_by_role("tab", name="Traces").click()
+
+
 def test_a_stopped_race_names_the_tokens_its_speed_ups_compare(page, tmp_path_factory):
     lanes, machine = load_race(RACE)
     cut = {name: dataclasses.replace(t, steps=t.steps[:40 if name == "vanilla" else 30]) for name, t in lanes.items()}
@@ -51,7 +71,7 @@ def test_a_stopped_race_names_the_tokens_its_speed_ups_compare(page, tmp_path_fa
 
 
 def test_the_download_serves_the_shipped_trace_on_screen(page):
-    page.locator("#shipped").click()
+    page.locator("#shipped input").click()
     page.get_by_role("option", name=SHIPPED).click()
     page.wait_for_function(f"() => /Exploring\\*?\\*? {SHIPPED}/.test(document.querySelector('#status')?.innerText"
                            " || '')", timeout=120_000)
@@ -59,20 +79,6 @@ def test_the_download_serves_the_shipped_trace_on_screen(page):
         page.locator("#download").click()
     served = open(got.value.path(), "rb").read()
     assert served == (ROOT / "traces" / SHIPPED).read_bytes()
-
-
-def test_a_refusal_goes_when_another_file_is_chosen(page, tmp_path_factory):
-    folder = tmp_path_factory.mktemp("uploads")
-    bad = folder / "bad.json"
-    bad.write_text("hello, this is not JSON\n", encoding="utf-8")
-    _upload(page, bad)
-    page.wait_for_function("() => /Not opened/.test(document.querySelector('#upload-note')?.innerText || '')",
-                           timeout=120_000)
-    wrong = folder / "notes.txt"
-    wrong.write_text("a file of the wrong type", encoding="utf-8")
-    _upload(page, wrong)
-    page.wait_for_timeout(1500)
-    assert "Not opened" not in text_of(page, "#upload-note"), text_of(page, "#upload-note")
 
 
 def test_the_what_if_k_box_shows_the_k_the_replay_uses(page):

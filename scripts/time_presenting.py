@@ -100,14 +100,14 @@ def explain_moves(browser, url: str, moves: int) -> list[float]:
 
 
 def play_pause(browser, url: str) -> dict:
-    """Play, then one press of space after two steps: did that one press pause it?"""
+    """Play, then one press of p after two steps: did that one press pause it?"""
     page = open_page(browser, url + f"?trace={RUN}&step=0")
     label = "() => (document.querySelector('#step-label')?.innerText || '')"
     page.locator("#play").click()
     page.wait_for_function(f"() => ({label})().startsWith('Step 2 (')", timeout=60_000)
     page.locator("#step-label").click()
     t0 = time.perf_counter()
-    page.keyboard.press(" ")
+    page.keyboard.press("p")
     page.wait_for_function("() => /Play/.test(document.querySelector('#play')?.innerText || '')", timeout=30_000)
     answered = time.perf_counter() - t0
     at = page.evaluate(label)

@@ -32,6 +32,26 @@ element.addEventListener('keydown', (e) => { if (e.key === 'Enter') open(e.targe
 """
 
 
+# A number typed past a what-if slider's range goes back to the nearest end at once, so the box
+# shows the setting the replay will use (the label says where k's end comes from).
+WHATIF_CLAMP_JS = """
+() => {
+  if (window.__logitspecClamp) return;
+  window.__logitspecClamp = true;
+  document.addEventListener('change', (e) => {
+    const box = e.target;
+    const slider = box && box.closest && box.closest('#whatif-k, #whatif-continuation');
+    if (!slider || box.type !== 'number') return;
+    const range = slider.querySelector('input[type=range]');
+    const lo = Number(range?.min ?? box.min), hi = Number(range?.max ?? box.max), v = Number(box.value);
+    if (Number.isNaN(v) || (v >= lo && v <= hi)) return;
+    box.value = String(Math.min(hi, Math.max(lo, Math.round(v))));
+    box.dispatchEvent(new Event('input', {bubbles: true}));
+  }, true);
+}
+"""
+
+
 class DebuggerTab:
     """The tab's components and handlers."""
 

@@ -41,8 +41,8 @@ PAGE_MD = """
 **The race** runs plain decoding and LogitSpec (optionally prompt lookup, PLD) one step each in
 turn; each lane's clock counts only its own measured compute. The **text** is coloured by how
 many tokens the step that produced it committed: click a block to open that step in the **Step
-explorer**, where ← / → step and space plays. The **Retrieval debugger** lists the steps by
-retrieval outcome (g1 matched, g2 rescued a failed g1, both failed).
+explorer**, where ← / → (or PageDown / PageUp, or space) step and p plays. The **Retrieval
+debugger** lists the steps by retrieval outcome (g1 matched, g2 rescued a failed g1, both failed).
 
 #### Sampling
 At a **temperature** above 0 every lane samples instead of taking the argmax, and LogitSpec
@@ -170,7 +170,8 @@ class ExplainTab:
         pick.lesson_run = key
         out = self._draw(trace, words, pick, note)
         if drawn != key:
-            out.update(self.lesson.fill(trace, words))  # the lesson follows the run, not the step
+            # The lesson follows the run, not the step; a run that never kept a g2 guess is taught on the recorded one.
+            out.update(self.lesson.fill(trace, words, self.recorded()[0]))
         return out
 
     def _draw(self, trace: RunTrace, words: str, pick: Pick, note: str) -> dict:
@@ -220,11 +221,11 @@ class ExplainTab:
 
     def on_link(self, view, picked: Pick | None, request: gr.Request):
         """After the first view: fill the tab when the page's link opened it (at the pick the
-        link made, which also holds when opening the tab draws it first)."""
+        link made, which also holds when opening the tab draws it first). The lesson shows first,
+        a named step waiting in "In detail": a link on a slide opens the words a class can read."""
         link = parse_link(request_params(request), [])
         if link.tab != "explain":
             return gr.skip()
         out = self.show(view, picked)
-        if link.step is not None:
-            out[self.levels] = gr.Tabs(selected="detail")  # a link that names a step wants it in detail
+        out[self.levels] = gr.Tabs(selected="lesson")
         return out

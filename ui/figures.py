@@ -37,6 +37,8 @@ FIGURES_CSS = """
 .fig-downloads button { flex: 0 0 auto; }
 /* A range slider's miniature copy of the tree draws its token labels a pixel high, as boxes: none there. */
 .js-plotly-plot .rangeslider-rangeplot text { display: none; }
+/* A step button reads on one line at every width: "◀ Previous step" wrapped at 1920. */
+#prev, #next, #explain-prev, #explain-next { white-space: nowrap; min-width: max-content !important; }
 #tree-side { position: sticky; top: .5rem; align-self: flex-start; }
 .tree-key { list-style: none; padding: 0; margin: .25rem 0; font-size: .88rem; }
 .tree-key li { display: flex; align-items: center; gap: .5rem; margin: .2rem 0; }

@@ -1,10 +1,10 @@
-"""Keyboard shortcuts for presenting (← / → step, or move between the lesson's stages; space
-plays or pauses the explorer, and moves on a step in Explain or a stage in the lesson, as a
-slide clicker does, shift+space back), and the count of Previous/Next presses that each move sends.
+"""Keyboard shortcuts for presenting, as a slide clicker sends them: → / PageDown / space move on
+one stage of the lesson, or one step in the Step explorer or in Explain's detail; ← / PageUp /
+shift+space move back; p plays or pauses the explorer. Each press counts for one move.
 
 They press the visible tab's own buttons (the Step explorer's, else the Explain tab's), so a
-key does exactly what a click does. Keys typed into a text box, a number box or a slider
-are left alone, and so is space on a focused button (it presses that button already).
+key does exactly what a click does, whatever has the focus (a tab button just clicked
+included); only keys typed into a text box, a number box or a slider are left alone.
 """
 import gradio as gr
 
@@ -20,35 +20,29 @@ KEYS_JS = """
     return true;
   };
   const typing = (t) => !!t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName));
-  // On the lesson, ← / → bring the previous or next stage to the top of the screen: each stage
-  // fits one screen, so a teacher moves through the lesson one screen at a time.
+  // On the lesson, a move brings the previous or next stage (then the glossary) to the top of the
+  // screen: each stage fits one screen, so a teacher moves through the lesson one screen at a time.
   const stage = (dir) => {
-    const stages = Array.from(document.querySelectorAll('#explain-lesson .lesson-stage')).filter(shown);
-    if (!stages.length) return false;
-    const tops = stages.map(el => el.getBoundingClientRect().top);
+    const stops = Array.from(document.querySelectorAll('#explain-lesson .lesson-stage, #lesson-glossary'))
+      .filter(shown);
+    if (!stops.length) return false;
+    const tops = stops.map(el => el.getBoundingClientRect().top);
     const i = dir > 0 ? tops.findIndex(t => t > 5) : tops.map(t => t < -5).lastIndexOf(true);
-    if (i >= 0) stages[i].scrollIntoView({block: 'start'});
+    if (i >= 0) stops[i].scrollIntoView({block: 'start'});
     return true;
   };
+  const moves = {ArrowRight: 1, PageDown: 1, ArrowLeft: -1, PageUp: -1};
   document.addEventListener('keydown', (e) => {
     if (e.defaultPrevented || e.altKey || e.ctrlKey || e.metaKey || typing(e.target)) return;
-    const onButton = !!(e.target && e.target.closest && e.target.closest('button'));
-    // Space moves on as a slide clicker does (shift+space back), unless it presses a focused button.
-    const spaced = e.key === ' ' && !onButton;
-    if ((e.key === 'ArrowRight' || e.key === 'ArrowLeft' || spaced)
-        && stage(e.key === 'ArrowLeft' || (spaced && e.shiftKey) ? -1 : 1)) {
-      e.preventDefault();
-      return;
-    }
     const explorer = shown(document.getElementById('next'));
-    const prefix = explorer ? '' : (shown(document.getElementById('explain-next')) ? 'explain-' : null);
-    if (prefix === null) return;
-    let id = null;
-    if (e.key === 'ArrowRight') id = prefix + 'next';
-    else if (e.key === 'ArrowLeft') id = prefix + 'prev';
-    else if (spaced) id = explorer ? 'play' : (e.shiftKey ? 'explain-prev' : 'explain-next');
-    if (id && press(id)) e.preventDefault();
-  });
+    if (e.key === 'p' && explorer && press('play')) { e.preventDefault(); return; }
+    const dir = e.key === ' ' ? (e.shiftKey ? -1 : 1) : moves[e.key];
+    if (!dir) return;
+    // A focused button (the tab just clicked, say) would take space as a press of its own.
+    const moved = stage(dir) || (explorer ? press(dir > 0 ? 'next' : 'prev')
+                                          : press(dir > 0 ? 'explain-next' : 'explain-prev'));
+    if (moved) e.preventDefault();
+  }, true);
 }
 """
 

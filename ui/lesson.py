@@ -10,7 +10,7 @@ import re
 import gradio as gr
 
 from logitspec.trace import RunTrace
-from visual.lesson import STAGES, TEXT_PX, glossary_html, glossary_words, lesson, lesson_intro
+from visual.lesson import STAGES, TEXT_PX, g2_step, glossary_html, glossary_words, lesson, lesson_intro
 
 # Large words and a visible mark on every defined term; a stage is at most one screen tall.
 LESSON_CSS = f"""
@@ -20,6 +20,14 @@ LESSON_CSS = f"""
 .lesson-words dt {{ font-weight: 600; }}
 .lesson-words dd {{ margin-left: 1.5rem; }}
 """
+
+NO_G2 = ("{run} never needed a guess for the token after next (g2): every guess the model kept was copied "
+         "(g1). So this lesson shows a race recorded on this app's model, where such guesses were kept.")
+
+
+def plain_words(words: str) -> str:
+    """The tab's words for a run without its file names (`name`): students see what the run is."""
+    return html.escape(re.sub(r",?\s*`[^`]*`", "", words), quote=False)
 
 
 def stage_html(title: str, words: str) -> str:
@@ -44,11 +52,17 @@ class LessonView:
     def outputs(self) -> list:
         return [self.intro, *self.texts.values(), *self.plots.values(), self.glossary]
 
-    def fill(self, trace: RunTrace, words: str) -> dict:
-        """Every output for `trace`; `words` name the run (as the tab's heading does)."""
+    def fill(self, trace: RunTrace, words: str, other: RunTrace | None = None) -> dict:
+        """Every output for `trace`; `words` name the run (as the tab's heading does). A run where
+        no next-next guess (g2) was kept is said so, and the lesson is drawn on `other` (a recorded
+        run that kept some) when there is one."""
+        named = plain_words(words)
+        said = f"<p>This lesson reads {named}.</p>"
+        if g2_step(trace) is None and other is not None and g2_step(other) is not None:
+            said = f"<p>{NO_G2.format(run=named[:1].upper() + named[1:])}</p>"
+            trace = other
         stages = lesson(trace)
-        named = re.sub(r"`([^`]*)`", r"<code>\1</code>", html.escape(words, quote=False))
-        out = {self.intro: f'<div class="lesson-words"><p>This lesson reads {named}.</p>{lesson_intro(trace)}</div>'}
+        out = {self.intro: f'<div class="lesson-words">{said}{lesson_intro(trace)}</div>'}
         for st in stages:
             out[self.texts[st.key]] = stage_html(st.title, st.html)
             out[self.plots[st.key]] = st.figure

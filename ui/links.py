@@ -72,11 +72,14 @@ def check_step(link: Link, n_steps: int) -> int | None:
 
 # A link that names a tab lands on it: once the link's tab and step are drawn, the tabs are
 # scrolled to the top of the screen, so a slide shows the panel rather than the race above it.
+# A link with a problem lands on its one-line message instead (the status, just above the tabs).
 SCROLL_JS = """
 () => {
   const tab = new URLSearchParams(window.location.search).get('tab');
-  const tabs = document.getElementById('tabs');
-  if (tab && tabs) requestAnimationFrame(() => tabs.scrollIntoView({block: 'start'}));
+  const status = document.getElementById('status');
+  const bad = !!status && /This link:/.test(status.innerText || '');
+  const target = bad ? status : document.getElementById('tabs');
+  if (tab && target) requestAnimationFrame(() => target.scrollIntoView({block: 'start'}));
 }
 """
 

@@ -14,6 +14,8 @@ from .explorer import ExplorerTab, play_button
 from .figures import FIGURES_JS
 from .files import recorded_logitspec
 from .keys import KEYS_JS, MOVES_JS
+from .debugger import WHATIF_CLAMP_JS
+from .downloads import UPLOAD_NOTE_JS
 from .links import SCROLL_JS
 from .observations import ObservationsTab
 from .race import RaceTab
@@ -141,10 +143,12 @@ class Page:
                                  trace_out, **VIEW_KW)
         race.wire(demo, trace_out, VIEW_KW)
         demo.load(self.files.initial_view, [self.debugger.outcome],
-                  trace_out + [self.files.shipped, self.tabs, self.explain.picked], **VIEW_KW).then(
+                  trace_out + [self.files.shipped, self.tabs, self.explain.picked, self.files.download],
+                  **VIEW_KW).then(
             self.explain.on_link, [self.state, self.explain.picked], self.explain.outputs, **VIEW_KW).then(
             None, None, None, js=SCROLL_JS)
-        for js in (KEYS_JS, MOVES_JS, FIGURES_JS):  # keys, counted presses; fitting and exporting the figures
+        # keys, counted presses; a stale upload note, the what-if bound; fitting and exporting the figures
+        for js in (KEYS_JS, MOVES_JS, UPLOAD_NOTE_JS, WHATIF_CLAMP_JS, FIGURES_JS):
             demo.load(None, None, None, js=js)
         self.explain.wire(self.explain_tab, self.state, VIEW_KW, STEP_KW)
         explorer.wire(VIEW_KW, STEP_KW)

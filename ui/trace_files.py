@@ -16,6 +16,7 @@ from visual.verdict import counters_html
 
 from . import links
 from .debugger import OUTCOMES
+from .downloads import download_of
 from .files import RECORDED_RACE, TRACES_DIR, read_lanes, recorded_examples, shipped_names, shipped_traces
 from .services import Services
 from .view import View
@@ -41,11 +42,11 @@ class TraceFilesTab:
     def wire(self, view_kw: dict) -> None:
         page = self.page
         outcome, trace_out = page.debugger.outcome, page.trace_components()
-        self.shipped.input(self.pick_shipped, [self.shipped, outcome, page.state], trace_out + [self.upload_note],
-                           **view_kw)
+        self.shipped.input(self.pick_shipped, [self.shipped, outcome, page.state],
+                           trace_out + [self.upload_note, self.download], **view_kw)
         self.upload.upload(self.upload_trace, [self.upload, outcome, page.state],
-                           trace_out + [self.upload_note, self.upload, self.shipped], api_name="open_trace",
-                           **view_kw)
+                           trace_out + [self.upload_note, self.upload, self.shipped, self.download],
+                           api_name="open_trace", **view_kw)
 
     def wire_recorded(self, view_kw: dict) -> None:
         """Runs recorded on the bundled model, drawn once at start-up and served from Gradio's
@@ -88,6 +89,7 @@ class TraceFilesTab:
         raced = f"a race of {', '.join(lanes)}; " if len(lanes) > 1 else ""
         out[race.status_md] = f"**Exploring** {p.name}: {raced}{run_words(run_counts(t))} ({t.model})"
         out[race.counters] = counters_html(lanes, False, f"A recorded race on {machine}; not live." if machine else "")
+        out[self.download] = download_of(p)  # the download serves the file on screen, every lane of it
         return out
 
     def upload_trace(self, path, outcomes, view: View):
@@ -121,6 +123,7 @@ class TraceFilesTab:
         if not isinstance(out, dict):
             return out
         out.pop(self.page.state, None)
+        out.pop(self.download, None)  # an example's cache holds pictures, not a session's download
         return out
 
     def adopt_recorded(self, name, view: View):
@@ -173,6 +176,7 @@ class TraceFilesTab:
             out[race.counters] = counters_html(traces, False, f"A recorded race on {machine}; not live.")
             out[race.status_md] = (f"**Recorded race** (not live): {len(traces['logitspec'].tokens)} tokens on "
                                    f"{machine}. Press ▶ Run the race to race on this machine.")
+            out[self.download] = download_of(RECORDED_RACE)
             return out
         files = shipped_traces()
         if not files:

@@ -19,7 +19,7 @@ from .data import (
     true_next_next,
 )
 from .fit import SLIDE_H, SLIDE_W, for_app, frame, shown_ticks
-from .style import MIN_FONT, MONO_FAMILY, PALETTE, base_layout, pretty, sub_x, theme_colors, truncate
+from .style import MIN_FONT, MONO_FAMILY, PALETTE, base_layout, marks_note, pretty, sub_x, theme_colors, truncate
 
 NGRAM_SHADES = ["#0072B2", "#56B4E9", "#A8D5F2", "#D6ECFA"]  # longest n first
 PAGE_SIZE = (1200, 620)  # a page figure's default width and height
@@ -132,6 +132,9 @@ def _words(trace: RunTrace, step: int) -> tuple[str, str, str]:
     else:
         where = "is not among them" if truth_rank is None else f"at rank {truth_rank}"
         sub += f" · true x_{{i+2}} = {html.escape(ngram_text(trace, [truth], after), quote=False)} {where}"
+    rare = marks_note("".join(tok(trace, cd.token, after) for cd in s.candidates) + root_text, only="⇥⇤")
+    if rare:  # the common marks are explained beside the text; a rare one where it appears
+        sub += f" · {rare}"
     note = (f"x_{{i+1}} = {root_text} is the argmax and is committed;"
             "<br>the candidates are the next-best entries of the same logits")
     return title, sub, note

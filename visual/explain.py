@@ -318,21 +318,31 @@ TITLES = {
 }
 
 
+def title_of(f: StepFacts, key: str) -> str:
+    """A panel's title at this step: g2's says so when no guess was right, or none is known."""
+    if key == "g2" and f.truth is None:
+        return "3 · g2: which guess was right is not known"
+    if key == "g2" and f.truth_rank is None:
+        return "3 · g2: no guess was right"
+    return TITLES[key]
+
+
 def walkthrough(trace: RunTrace, step: int, theme: str = "light") -> list[Panel]:
     """The six panels of a step, each two sentences and a figure drawn for the app (with its slide)."""
     f = step_facts(trace, step)
     said = sentences(trace, step)
-    return [Panel(k, TITLES[k], said[k], panel_figure(f, k, said[k], theme)) for k in TITLES]
+    return [Panel(k, title_of(f, k), said[k], panel_figure(f, k, said[k], theme)) for k in TITLES]
 
 
 def panel_figure(f: StepFacts, key: str, said: tuple[str, str], theme: str = "light") -> go.Figure:
     """A panel's figure for the app (visual.fit.for_app): its container's width, its title for the
     page's caption, what the browser re-cuts, and a 16:9 slide with the title and both sentences."""
     words = sub_x(html.escape(" ".join(said), quote=False))
-    app, fit = DRAW[key](f, PanelLook("app", theme, TITLES[key]))
-    slide, _ = DRAW[key](f, PanelLook("slide", theme, TITLES[key], words))
+    title = title_of(f, key)
+    app, fit = DRAW[key](f, PanelLook("app", theme, title))
+    slide, _ = DRAW[key](f, PanelLook("slide", theme, title, words))
     app.update_layout(meta=dict(step=f.i, panel=key))
-    return for_app(app, slide, TITLES[key], fit=fit)
+    return for_app(app, slide, title, fit=fit)
 
 
 # ---------------------------------------------------------------- figures

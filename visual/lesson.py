@@ -2,10 +2,11 @@
 
 Five stages in plain words: one token per pass is slow; guess ahead; where the guesses come
 from; check every guess in one pass; keep what the model agrees with. Each stage is a few
-sentences and one large figure of the same real step (the one that accepted the most draft
-tokens), every number read from the trace and `visual.counts.run_counts`. Every technical
-word is wrapped in an <abbr> whose title is its GLOSSARY definition, and the lesson ends
-with a glossary of the words it used. Pure: a trace in, HTML and Plotly figures out.
+sentences and one large figure of the same real step (one where a next-next guess, g2, led to
+the tokens the model kept: the paper's own idea), every number read from the trace and
+`visual.counts.run_counts`. Every technical word is wrapped in an <abbr> whose title is its
+GLOSSARY definition, the words a student cannot guess are defined in the sentence itself, and
+the lesson ends with a glossary of the words it used. Pure: a trace in, HTML and Plotly figures out.
 """
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ from logitspec.trace import RunTrace, StepRecord, TreeNode
 
 from .counts import RunCounts, plural, run_counts
 from .data import context_before, step_position, tok, true_next_next
-from .style import FONT_FAMILY, MONO_FAMILY, PALETTE, text_on, theme_colors, truncate, visible
+from .style import (
+    FONT_FAMILY, MONO_FAMILY, PALETTE, marks_note, node_color_key, text_on, theme_colors, truncate, visible,
+)
 from .trie import edge_trace, fold_leaves, fold_mark, node_traces, step_graph, tidy_positions
 
 TEXT_PX = 26  # lesson words on the page: readable from the back of a room at 1920x1080
@@ -28,6 +31,7 @@ FIG_H = 380  # a lesson figure's height: words + figure fit one 1280x720 screen
 ROW_BOXES = 9  # token boxes in a row figure: each holds a readable token at TICK_PX
 BOX_CHARS = 7  # characters shown in a token box
 CONTEXT_BOXES = 2  # tokens of the text so far shown before the step's own
+GUESS_BOXES = ROW_BOXES - CONTEXT_BOXES - 1  # guesses drawn in stage 2, after the next token
 
 # One definition per word, used for every hover and for the glossary at the end.
 GLOSSARY: dict[str, str] = {
@@ -52,6 +56,15 @@ GLOSSARY: dict[str, str] = {
 }
 
 
+# Words defined in the sentence where they first appear, not only in their hover: a student
+# reading the screen cannot guess them from the sentence around them.
+ON_SCREEN: dict[str, str] = {
+    "token": "a word or a piece of a word",
+    "logits": "the model's score for every possible next token",
+    "context": "the prompt and every token written since",
+}
+
+
 @dataclass
 class Stage:
     key: str  # slow | guess | sources | check | keep
@@ -60,10 +73,14 @@ class Stage:
     figure: go.Figure
 
 
-def term(word: str, shown: str | None = None) -> str:
-    """`shown` (default `word`) wearing its definition as a hover."""
-    return (f'<abbr class="lesson-term" data-term="{html.escape(word)}" title="{html.escape(GLOSSARY[word])}">'
+def term(word: str, shown: str | None = None, define: bool = False) -> str:
+    """`shown` (default `word`) wearing its definition as a hover; `define`: its ON_SCREEN
+    definition follows it in the sentence."""
+    said = (f'<abbr class="lesson-term" data-term="{html.escape(word)}" title="{html.escape(GLOSSARY[word])}">'
             f"{html.escape(shown or word)}</abbr>")
+    if define:
+        said += f' <span class="lesson-def" data-term="{html.escape(word)}">({html.escape(ON_SCREEN[word])})</span>'
+    return said
 
 
 def terms_used(text: str) -> list[str]:
@@ -92,8 +109,25 @@ def glossary_html(words: list[str]) -> str:
 # ---------------------------------------------------------------- the step and its facts
 
 
+def g2_kept(s: StepRecord) -> int:
+    """How many of the tokens a step kept came from a next-next guess (g2) and its copied branch."""
+    by_id = {n.id: n for n in s.tree}
+    return sum(by_id[i].origin == "g2" for i in s.accepted_path[1:] if i in by_id)
+
+
+def g2_step(trace: RunTrace) -> int | None:
+    """The forward step where g2 led to the most kept tokens (the earliest on a tie); None when
+    no step of the run kept a g2 guess."""
+    steps = [i for i, s in enumerate(trace.steps) if s.forward and g2_kept(s)]
+    return max(steps, key=lambda i: (g2_kept(trace.steps[i]), -i)) if steps else None
+
+
 def lesson_step(trace: RunTrace) -> int:
-    """The forward step that accepted the most draft tokens (the earliest on a tie)."""
+    """The step the lesson teaches on: g2_step's, else the forward step that accepted the most
+    draft tokens (the earliest on a tie)."""
+    best = g2_step(trace)
+    if best is not None:
+        return best
     steps = [i for i, s in enumerate(trace.steps) if s.forward] or list(range(len(trace.steps)))
     if not steps:
         raise IndexError("the trace holds no steps yet")
@@ -154,24 +188,34 @@ def _p(*sentences: str) -> str:
 
 def slow_words(f: Facts) -> str:
     c = f.c
-    return _p(f"A language model writes one {term('token')} at a time: each {term('forward pass')} reads all the "
-              f"text so far and gives one more token.",
+    return _p(f"A language model writes one {term('token', define=True)} at a time: each "
+              f"{term('forward pass')} reads all the text so far and gives one more token.",
               f"This run wrote {plural(c.tokens, 'token')}; {term('plain decoding')} would need "
               f"{plural(max(c.tokens - 1, 0), 'forward pass', 'forward passes')} after reading the prompt.",
               f"LogitSpec needed {plural(c.passes, 'forward pass', 'forward passes')}: "
               f"{c.tokens_per_pass:.2f} tokens per pass.")
 
 
+def marks_words(f: Facts, tokens: list[int]) -> str:
+    """The note on how whitespace is drawn: space and new line always, a rarer mark where shown."""
+    shown = "".join(tok(f.trace, t) for t in tokens)
+    split = ", ‹E3 81› the bytes, in hex, of a character split between tokens" if "‹" in shown else ""
+    return f"({marks_note(shown + '·⏎')}{split}.)"
+
+
 def guess_words(f: Facts) -> str:
     s = f.s
     tail = f.word(f.ctx[-CONTEXT_BOXES:], f.ctx[:-CONTEXT_BOXES])
     guesses = [n.token for n in f.chain]
+    tokens = [s.root] + guesses
+    more = len(guesses) - GUESS_BOXES
+    drawn = f" (the first {GUESS_BOXES} drawn below, and {more} more)" if more > 0 else ""
     said = (f"along its best branch it guessed the {plural(len(guesses), 'token')} after it, "
-            f"{f.word(guesses, f.ctx + [s.root])}, as {term('draft', 'drafts')}" if guesses
+            f"{f.word(guesses, f.ctx + [s.root])}, as {term('draft', 'drafts')}{drawn}" if guesses
             else "it had no guess to go on with")
     return _p("The idea: guess several tokens ahead, then let the model check them all at once.",
               f"Take step {step_position(f.trace, f.step)} of this run. The text ended in {tail}, and the model's "
-              f"next token was {f.word([s.root])};", said + ".", "(· marks a space, ⏎ a new line.)")
+              f"next token was {f.word([s.root])};", said + ".", marks_words(f, f.ctx[-CONTEXT_BOXES:] + tokens))
 
 
 def _origin_counts(nodes: list[TreeNode]) -> dict[str, int]:
@@ -190,14 +234,15 @@ def sources_words(f: Facts) -> str:
     got = _origin_counts(f.verified)
     s = f.s
     first = _p(f"Copying: a {term('g1')} lookup finds the last few tokens (an {term('n-gram')}) earlier in the "
-               f"{term('context')} and copies what followed them there.",
+               f"{term('context', define=True)} and copies what followed them there.",
                f"At this step it gave {plural(_copied(got), 'checked guess', 'checked guesses')}.")
     truth = true_next_next(f.trace, f.step)
     rank = next((c.rank for c in s.candidates if c.token == truth), None)
     where = (f"The true token after next, {f.word([truth], f.ctx + [s.root])}, was guess {rank} of "
              f"{len(s.candidates)}." if rank is not None else
              f"The true token after next was not among the {len(s.candidates)} guesses.")
-    second = _p(f"The paper's twist: the {term('logits')} that chose the next token also rank the token after next.",
+    second = _p(f"The paper's twist: the {term('logits', define=True)} that chose the next token also rank the "
+                f"token after next.",
                 f"The top {len(s.candidates)} are {term('next-next guess', 'next-next guesses')}, each copied on "
                 f"by a {term('g2')} lookup: {plural(got.get('g2', 0), 'checked guess', 'checked guesses')} here.",
                 where, _kept_from(f))
@@ -298,14 +343,21 @@ def _label(f: Facts, tokens: list[int], j: int) -> str:
 
 
 def guess_figure(f: Facts, theme: str) -> go.Figure:
-    """The end of the text so far, the model's next token, then the guesses after it."""
+    """The end of the text so far, the model's next token, then the guesses after it, each in
+    the explorer's colour for where it came from; past GUESS_BOXES, a note counts the rest."""
     tail = f.ctx[-CONTEXT_BOXES:]
-    guesses = [n.token for n in f.chain][: ROW_BOXES - len(tail) - 1]
-    tokens = tail + [f.s.root] + guesses
-    roles = ["text"] * len(tail) + ["next"] + [f"guess {j + 1}" for j in range(len(guesses))]
-    colors = [theme_colors(theme)["grid"]] * len(tail) + [PALETTE["root"]] + [PALETTE["g2-mid"]] * len(guesses)
-    return row_figure([_label(f, tokens, j) for j in range(len(tokens))], roles, colors, theme,
-                      dashed=set(range(len(tail) + 1, len(tokens))))
+    drawn = f.chain[:GUESS_BOXES]
+    tokens = tail + [f.s.root] + [n.token for n in drawn]
+    roles = ["text"] * len(tail) + ["next"] + [f"guess {j + 1}" for j in range(len(drawn))]
+    colors = ([theme_colors(theme)["grid"]] * len(tail) + [PALETTE["root"]]
+              + [PALETTE[node_color_key(n.origin, n.rank)] for n in drawn])
+    fig = row_figure([_label(f, tokens, j) for j in range(len(tokens))], roles, colors, theme,
+                     dashed=set(range(len(tail) + 1, len(tokens))))
+    more = len(f.chain) - len(drawn)
+    if more:
+        fig.add_annotation(x=1, y=1, xref="paper", yref="paper", xanchor="right", yanchor="top", showarrow=False,
+                           text=f"and {more} more", font=dict(size=TICK_PX + 2), bgcolor=theme_colors(theme)["bg"])
+    return fig
 
 
 def keep_figure(f: Facts, theme: str) -> go.Figure:
@@ -384,7 +436,7 @@ STAGES = {
 
 
 def lesson(trace: RunTrace, theme: str = "light") -> list[Stage]:
-    """The five stages for a run, all drawn from its step that accepted the most draft tokens."""
+    """The five stages for a run, all drawn from its lesson_step (a step where a next-next guess was kept)."""
     f = lesson_facts(trace)
     return [Stage(k, title, words(f), draw(f, theme)) for k, (title, words, draw) in STAGES.items()]
 
@@ -392,7 +444,13 @@ def lesson(trace: RunTrace, theme: str = "light") -> list[Stage]:
 def lesson_intro(trace: RunTrace) -> str:
     """Which step the lesson shows and why, in words."""
     f = lesson_facts(trace)
-    n = f.s.drafts_accepted
-    why = (f"the step where the model accepted the most guesses ({n})" if n else
-           "no step of this run accepted a guess, so this one shows the method at its least lucky")
+    kept = g2_kept(f.s)
+    if kept:
+        why = (f"a step where a guess for the token after next led to {plural(kept, 'token')} the model kept: "
+               "the idea LogitSpec adds, explained in stage 3")
+    elif f.s.drafts_accepted:
+        why = (f"the step where the model kept the most guesses ({f.s.drafts_accepted}). This run never needed a "
+               "guess for the token after next: every guess it kept was copied")
+    else:
+        why = "no step of this run kept a guess, so this one shows the method at its least lucky"
     return _p(f"Speculative decoding in five steps, shown on step {step_position(trace, f.step)} of this run: {why}.")

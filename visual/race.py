@@ -21,7 +21,7 @@ from .counts import run_counts, run_words
 from .data import is_finished
 from .fit import SLIDE_H, SLIDE_W, for_app, frame
 from .style import MIN_FONT, base_layout, lane_color, pretty, theme_colors
-from .verdict import GPU_PASS, per_pass
+from .verdict import GPU_PASS, compared_rates, cut_short, per_pass
 
 PAGE_SIZE = (1240, 560)
 APP_HEIGHT = 460
@@ -113,8 +113,11 @@ def _ends(lanes: dict[str, RunTrace], res: RaceResult | None, stopped: bool, axi
     tokens per pass once known."""
     van = _vanilla(lanes)
     rates = per_pass(res) if res is not None and res.compared_tokens else {}
-    # On a line of its own: after the figure, a phone's legend cut it ("over 19 token…").
-    scope = "" if res is None or res.complete else f"<br>over {res.compared_tokens} tokens"
+    # On a line of its own: after the figure, a phone's legend cut it ("over 19 token…"). Where the
+    # speed-up compares fewer tokens than the label's own, the tokens/s it is the ratio of.
+    cut = res is not None and res.compared_tokens > 0 and cut_short(res)
+    rated = compared_rates(res) if cut else {}
+    scope = f"<br>over the first {res.compared_tokens} tokens" if cut else ""
     out = []
     for name, tr in lanes.items():
         xs, ys = points(tr, axis)
@@ -125,6 +128,8 @@ def _ends(lanes: dict[str, RunTrace], res: RaceResult | None, stopped: bool, axi
         label += lane_note(name, tr)
         if axis is SECONDS and res is not None and name != van and res.speedups.get(name):
             label += f"<br><b>{res.speedups[name]:.2f}× vanilla's speed</b>{scope}"
+            if cut:
+                label += f": {rated[name]:.1f} against {rated[van]:.1f} tokens/s"
         if axis is PASSES and name in rates:
             label += f"<br><b>{rates[name]:.2f} tokens per pass</b>{scope}"
         out.append(LaneEnd(name, xs[-1], ys[-1], lane_color(name, tr.method), label))

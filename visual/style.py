@@ -154,18 +154,27 @@ def text_on(fill: str) -> str:
     return "#000000" if contrast(fill, "#000000") >= contrast(fill, "#FFFFFF") else "#FFFFFF"
 
 
+# Whitespace drawn as a mark every font holds (␍, the control picture, draws as a missing-glyph box).
+WHITESPACE_MARKS: dict[str, tuple[str, str]] = {
+    " ": ("·", "a space"), "\n": ("⏎", "a new line"), "\t": ("⇥", "a tab"), "\r": ("⇤", "a carriage return"),
+}
+
+
+def marks_note(shown: str, only: str = "·⏎⇥⇤") -> str:
+    """'⇤ marks a carriage return': the whitespace marks among `only` that `shown` uses, explained
+    ("" when it uses none)."""
+    said = [f"{mark} {what}" for mark, what in WHITESPACE_MARKS.values() if mark in only and mark in shown]
+    if not said:
+        return ""
+    return said[0].replace(" ", " marks ", 1) + "".join(", " + x for x in said[1:])
+
+
 def visible(text: str) -> str:
-    """Token text with its whitespace made visible: space ·, newline ⏎, tab ⇥."""
+    """Token text with its whitespace made visible: space ·, newline ⏎, tab ⇥, carriage return ⇤."""
     out = []
     for ch in text:
-        if ch == " ":
-            out.append("·")
-        elif ch == "\n":
-            out.append("⏎")
-        elif ch == "\t":
-            out.append("⇥")
-        elif ch == "\r":
-            out.append("␍")
+        if ch in WHITESPACE_MARKS:
+            out.append(WHITESPACE_MARKS[ch][0])
         elif ord(ch) < 32 or ord(ch) == 127:
             out.append(f"\\x{ord(ch):02x}")
         else:

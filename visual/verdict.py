@@ -9,7 +9,7 @@ import html
 from statistics import mean
 
 from logitspec.parting import near_tie_words
-from logitspec.serve.race import RaceResult, lane_stats, result_of
+from logitspec.serve.race import RaceResult, lane_stats, result_of, seconds_to_reach
 from logitspec.trace import RunTrace
 
 from .counts import RunCounts, run_counts
@@ -41,6 +41,18 @@ def counts_over(trace: RunTrace, n: int) -> RunCounts:
         if got >= n:
             return run_counts(trace, upto=i)
     return run_counts(trace)
+
+
+def compared_rates(res: RaceResult) -> dict[str, float]:
+    """Tokens per second of every lane over the tokens every lane reached: the rates whose ratio
+    is each speed-up (res.speedups), so a page that shows a speed-up can show them beside it."""
+    n = res.compared_tokens
+    return {name: n / sec if n and (sec := seconds_to_reach(t, n)) else 0.0 for name, t in res.traces.items()}
+
+
+def cut_short(res: RaceResult) -> bool:
+    """Whether some lane made more tokens than the speed-ups compare (a stopped or uneven race)."""
+    return any(len(t.tokens) != res.compared_tokens for t in res.traces.values())
 
 
 def per_pass(res: RaceResult) -> dict[str, float]:
@@ -117,7 +129,9 @@ def verdict_text(res: RaceResult, stop_reason: str | None = None, lane: str = "l
     else:
         head, scope = "", ""
     device = DEVICE_WORDS.get(res.traces[lane].device, "")
-    speed = f"LogitSpec <b>{sp:.2f}×</b> the tokens/s of {_vanilla_words(res)}{' ' + device if device else ''}"
+    rates = compared_rates(res)
+    speed = (f"LogitSpec <b>{sp:.2f}×</b> the tokens/s of {_vanilla_words(res)}{' ' + device if device else ''} "
+             f"({rates[lane]:.1f} against {rates['vanilla']:.1f} tokens/s)")
     text = f"{head}{scope} {speed}; {per_pass_words(res, lane)}; {_sameness(res, lane, cut)}.".strip()
     why = shortfall(res, lane)
     return f"{text} {why}" if why else text
@@ -151,20 +165,26 @@ def _vanilla_words(res: RaceResult) -> str:
 
 def counters_html(traces: dict[str, RunTrace], running: bool, note: str = "",
                   stop_reason: str | None = None) -> str:
-    """The race's counters, one row per lane from measured times, and the verdict once it ends."""
+    """The race's counters, one row per lane from measured times, and the verdict once it ends.
+    Each speed-up is the ratio of the tokens/s beside it: over the whole runs, or, when the lanes
+    made unequal counts, over the first tokens every lane reached, in a column saying so."""
     res = result_of(traces) if "vanilla" in traces else None
+    judged = res is not None and not running and res.compared_tokens > 0
+    cut = judged and cut_short(res)
+    rates = compared_rates(res) if judged else {}
     rows = []
     for name, t in traces.items():
         st, c = lane_stats(name, t), run_counts(t)
-        sp = ""
-        if res and name != "vanilla" and not running and res.compared_tokens:
-            sp = f"<b>{res.speedups.get(name, 0):.2f}×</b>"
+        sp = f"<b>{res.speedups.get(name, 0):.2f}×</b>" if judged and name != "vanilla" else ""
+        first = f"<td>{rates[name]:.1f}</td>" if cut else ""
         rows.append(
             f"<tr><td><span style='color:{lane_color(name, t.method)}'>■</span> {html.escape(name)}</td><td>{c.tokens}</td>"
             f"<td>{c.passes}</td><td>{c.tokens_per_pass:.2f}</td>"
-            f"<td>{st.tokens_per_second:.1f}</td><td>{st.seconds:.2f} s</td><td>{sp}</td></tr>")
+            f"<td>{st.tokens_per_second:.1f}</td><td>{st.seconds:.2f} s</td>{first}<td>{sp}</td></tr>")
+    scope = f", first {res.compared_tokens} tokens" if cut else ""
     head = ("<tr><th>lane</th><th>tokens</th><th>passes</th><th>tokens / pass</th>"
-            "<th>tokens / s</th><th>compute clock</th><th>speed-up</th></tr>")
+            "<th>tokens / s</th><th>compute clock</th>"
+            + (f"<th>tokens / s{scope}</th>" if cut else "") + f"<th>speed-up{scope}</th></tr>")
     verdict = ""
     if res and not running and "logitspec" in traces:
         verdict = f"<p class='verdict'>{verdict_text(res, stop_reason)}</p>"

@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from logitspec.trace import NO_RETRIEVAL, RunTrace
-from logitspec.whatif import Replay, WhatIf
+from logitspec.whatif import Replay, WhatIf, recorded_k
 
 from .counts import RunCounts, held_tokens, plural, run_counts, run_words
 from .data import OUTCOMES_LOGITSPEC, OUTCOMES_PLD
@@ -117,6 +117,9 @@ def _sentences(w: WhatIf, trace: RunTrace, c: RunCounts) -> list[str]:
         says.append(f"At {n} step{'s' if n > 1 else ''} ({_steps(w.text_failures)}) no setting could: not even "
                     "the root or a recorded candidate occurs earlier in the text, so there the text, not the "
                     "setting, held nothing to find.")
+    if (most := recorded_k(trace)) > 0:
+        says.append(f"k is at most {most} (here {new.setting.k}): this trace recorded {most} candidates per step, "
+                    "and a replay cannot invent more.")
     if not any(s.candidates for s in trace.steps):
         says.append(f"This {trace.method} run recorded no next-next candidates, so the replay runs LogitSpec's g1 "
                     "lookup alone (k = 0).")

@@ -56,3 +56,24 @@ def test_picking_a_shipped_trace_clears_a_refused_uploads_note(ui, tmp_path):
     ui.files.upload_trace(str(broken_file(tmp_path, "empty")), OUTCOMES, view)
     out = ui.files.pick_shipped(shipped_traces()[1].name, OUTCOMES, view)
     assert out[ui.files.upload_note] == "" and out[ui.state].trace is not None
+
+
+def _served(out, ui) -> bytes:
+    button = out[ui.files.download]
+    return open(button.value if isinstance(button.value, str) else button.value["path"], "rb").read()
+
+
+@pytest.mark.parametrize("kind", ["shipped-trace", "race"])
+def test_the_download_serves_the_file_on_screen_whole(ui, kind, tmp_path):
+    path = good_files(tmp_path)[kind]
+    out = ui.files.upload_trace(str(path), OUTCOMES, _opened(ui, shipped_traces()[0]))
+    assert _served(out, ui) == path.read_bytes()  # a race downloads with every lane
+    shipped = shipped_traces()[-1]
+    out = ui.files.pick_shipped(shipped.name, OUTCOMES, out[ui.state])
+    assert _served(out, ui) == shipped.read_bytes()
+
+
+def test_a_refused_upload_leaves_the_download_as_it_was(ui, tmp_path):
+    out = ui.files.upload_trace(str(broken_file(tmp_path, sorted(TRACE_REFUSALS)[0])), OUTCOMES,
+                          _opened(ui, shipped_traces()[0]))
+    assert ui.files.download not in out

@@ -67,17 +67,19 @@ def test_the_baseline_lanes_have_their_own_colours(raced):
 
 
 def test_the_explorer_draws_the_baselines_steps(raced):
-    import app
     from ui.debugger import OUTCOMES
+    from ui.page import Page
+    from ui.services import Services
+    from ui.view import View
 
-    ui = app.ExplorerUI()
-    ui.demo = ui.build()
-    view = app.View(traces=raced, lane="lookahead", source="a race")
+    ui = Page(Services.create())
+    ui.build()
+    view = View(traces=raced, lane="lookahead", source="a race")
     ui.trace_outputs(view, OUTCOMES)
     for lane, origin in (("lookahead", "window"), ("rest", "retrieved")):
         ui.pick_lane(lane, OUTCOMES, view)
         step = next(i for i, s in enumerate(raced[lane].steps) if any(n.origin == origin for n in s.tree))
-        fig = ui.step_outputs(view, step)[ui.tree_plot]
+        fig = ui.explorer.step_outputs(view, step)[ui.explorer.tree_plot]
         # an accepted box is filled with its origin's colour, a rejected one outlined in it
         assert any(PALETTE[origin] in (sh.fillcolor, sh.line.color) for sh in fig.layout.shapes), lane
 

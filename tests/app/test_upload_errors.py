@@ -41,11 +41,12 @@ def test_a_bad_upload_says_why_and_leaves_the_view(client, tmp_path):
         bad = tmp_path / f"bad{i}.json"
         bad.write_text(text, encoding="utf-8")
         out = client.predict(handle_file(str(bad)), OUTCOMES, api_name="/open_trace")
-        *shown, note, box, menu = out  # the upload's own outputs come last: its note, box and the shipped menu
+        # The upload's own outputs come last: its note, box, the shipped menu and the download.
+        *shown, note, box, menu, download = out
         status = [r for r in shown if isinstance(r, str) and r.startswith("**Not opened:**")]
         assert len(status) == 1 and says in status[0] and "\n" not in status[0], out
         assert note == status[0] and box is None and menu is None  # said beside the box, which is emptied
-        others = [r for r in shown if r is not status[0]]
+        others = [r for r in shown if r is not status[0]] + [download]
         assert len(others) == len(good) - 4 and all(_is_left_alone(r) for r in others), others
 
 

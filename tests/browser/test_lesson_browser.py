@@ -6,6 +6,7 @@ Screenshots go to artifacts/browser/ (lesson-<width>-<stage>.png).
 """
 from __future__ import annotations
 
+import html
 import re
 
 import pytest
@@ -13,7 +14,7 @@ import pytest
 from helpers.browser import fresh_page, shot, text_of
 from helpers.paths import ROOT
 from logitspec.trace import RunTrace
-from visual.lesson import GLOSSARY, STAGES, lesson
+from visual.lesson import GLOSSARY, ON_SCREEN, STAGES, lesson
 
 SCREENS = {"1920": {"width": 1920, "height": 1080}, "1280": {"width": 1280, "height": 720}}
 RUN = "coding-122"
@@ -39,14 +40,13 @@ def screen(request, browser, app_url):
     """The lesson of a recorded run, opened by a link to the Explain tab: (which, page)."""
     page = fresh_page(browser, app_url.rstrip("/") + f"/?trace={RUN}&tab=explain", SCREENS[request.param])
     page.wait_for_function("() => !!document.querySelector('#lesson-keep-plot .js-plotly-plot .main-svg')",
-                           timeout=90_000)
+                           timeout=240_000)
     yield request.param, page
     page.context.close()
 
 
 def _plain(text: str) -> str:
-    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", text)).replace("&lt;", "<").replace("&gt;", ">") \
-        .replace("&amp;", "&").strip()
+    return html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", text))).strip()
 
 
 def test_the_lesson_comes_first_and_says_the_runs_numbers(screen):
@@ -54,12 +54,29 @@ def test_the_lesson_comes_first_and_says_the_runs_numbers(screen):
     assert page.evaluate("() => (document.querySelector('#explain-levels [role=tab][aria-selected=true]')"
                          "?.innerText || '').trim()") == "Lesson"
     trace = RunTrace.load(ROOT / "traces" / f"{RUN}.json")
-    assert f"{RUN}.json" in text_of(page, "#lesson-intro")
+    assert ".json" not in text_of(page, "#explain-lesson"), "a file name shown to students"
     for st in lesson(trace):
         shown = re.sub(r"\s+", " ", text_of(page, f"#lesson-{st.key}-text"))
         assert st.title in shown, (which, st.key, shown[:80])
         for para in re.findall(r"<p>(.*?)</p>", st.html):
             assert _plain(para) in shown, (which, st.key, shown, _plain(para))
+
+
+def test_the_lesson_teaches_a_kept_next_next_guess_and_defines_its_words_on_screen(screen):
+    which, page = screen
+    shown = re.sub(r"\s+", " ", text_of(page, "#explain-lesson"))
+    assert "came from a next-next guess (g2)" in shown, which
+    for word, definition in ON_SCREEN.items():  # in the words themselves, not only in a hover
+        assert f"({definition})" in shown, (which, word)
+    # Stage 2's figure draws what its words count, in the explorer's colours for g1 and g2.
+    said = text_of(page, "#lesson-guess-text")
+    stated = int(re.search(r"guessed the (\d+) tokens? after it", said).group(1))
+    ticks = page.evaluate("() => Array.from(document.querySelectorAll('#lesson-guess-plot .xtick text'))"
+                          ".map(t => t.textContent)")
+    more = page.evaluate("() => Array.from(document.querySelectorAll('#lesson-guess-plot .annotation-text'))"
+                         ".map(t => t.textContent)")
+    extra = sum(int(m.group(1)) for t in more if (m := re.match(r"and (\d+) more", t)))
+    assert sum(t.startswith("guess ") for t in ticks) + extra == stated, (which, ticks, more, said)
 
 
 def test_the_words_and_labels_read_from_the_back_of_the_room(screen):

@@ -55,9 +55,14 @@ def test_a_deep_link_opens_the_run_step_and_tab(browser, app_url):
     page.context.close()
 
     page = _open(browser, app_url, "trace=translation-161.json&step=5&tab=explain")
+    page.wait_for_selector("#lesson-keep-plot .main-svg", timeout=60_000)
+    assert _selected_tab(page) == "Explain"
+    # The lesson opens first; the step the link named waits in "In detail".
+    assert page.evaluate("() => (document.querySelector('#explain-levels [role=tab][aria-selected=true]')"
+                         "?.innerText || '').trim()") == "Lesson"
+    page.get_by_role("tab", name="In detail").click()
     page.wait_for_function("() => /Step 5 of 0–21/.test(document.querySelector('#explain-head')?.innerText || '')",
                            timeout=60_000)
-    assert _selected_tab(page) == "Explain"
     head = text_of(page, "#explain-head")
     assert "translation-161.json" in head and "the step the link named" in head, head
     # the link lands on its panel: the tabs at the top of the screen, not the race above them
@@ -114,13 +119,13 @@ def test_the_keyboard_steps_the_explorer(browser, app_url):
     box.press("Enter")
     _wait_step(page, 12)
 
-    # Space plays and pauses (from the page, not a text box).
+    # p plays and pauses (from the page, not a text box); space is a clicker's step.
     page.locator("#step-label").click()
-    page.keyboard.press("Space")
+    page.keyboard.press("p")
     page.wait_for_function("() => (document.querySelector('#play')?.innerText || '').includes('Pause')",
                            timeout=10_000)
     _wait_step(page, 13, timeout=90_000)  # a tick redraws a step: seconds on a busy machine
-    page.keyboard.press("Space")
+    page.keyboard.press("p")
     page.wait_for_function("() => (document.querySelector('#play')?.innerText || '').includes('Play')",
                            timeout=10_000)
     page.context.close()

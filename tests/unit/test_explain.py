@@ -119,3 +119,17 @@ def test_the_walkthrough_has_six_panels_with_figures(traces):
     assert [p.key for p in panels] == list(TITLES)
     for p in panels:
         assert p.figure is not None and len(p.figure.data) > 0, p.key
+
+
+def test_the_g2_panels_title_agrees_with_its_words_when_no_guess_was_right(traces):
+    t = traces["coding-121"]
+
+    def right(s) -> bool:
+        truth = s.tokens[1] if len(s.tokens) > 1 else s.bonus
+        return truth is not None and any(c.token == truth for c in s.candidates)
+
+    for want in (True, False):  # a step whose true x_{i+2} was a guess, and one where it was not
+        i = next(i for i, s in enumerate(t.steps) if s.forward and right(s) == want)
+        g2 = next(p for p in walkthrough(t, i) if p.key == "g2")
+        says_none = "was not among" in g2.sentences[0]
+        assert says_none != want and ("the guess that was right" in g2.title) == want, (i, g2.title, g2.sentences)

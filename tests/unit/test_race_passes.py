@@ -16,7 +16,7 @@ from logitspec.settings import DecodeSettings
 from logitspec.trace import RunTrace
 from visual.counts import run_counts, run_words
 from visual.race import pass_points, passes_figure, race_figure
-from visual.verdict import counts_over, per_pass, verdict_text
+from visual.verdict import compared_rates, counts_over, per_pass, verdict_text
 
 FOUR_LANES = FIXTURES / "races" / "summarization-242-four-lanes.json"  # scripts/record_race.py --pld --static
 RECORDED = ROOT / "traces" / "races" / "summarization-242.json"
@@ -122,7 +122,7 @@ def test_a_stopped_race_is_judged_per_pass_over_the_tokens_every_lane_reached(fo
     # The longer lanes' later steps are not counted.
     assert run_counts(stopped["logitspec"]).passes > counts_over(stopped["logitspec"], n).passes
     fig = passes_figure(stopped, stopped=True, fit=True)
-    assert f"over {n} tokens" in _legend(fig, "logitspec:")
+    assert f"over the first {n} tokens" in _legend(fig, "logitspec:")
     assert f"over the first {n} tokens of a stopped race" in fig.layout.meta["caption"]["subtitle"]
     text = verdict_text(res, "stopped")
     assert f"per forward pass, <b>{rates['logitspec']:.2f}</b> tokens" in text
@@ -133,8 +133,10 @@ def test_the_verdict_states_speed_on_this_cpu_and_tokens_per_pass_against_each_l
     res = result_of(four)
     c = {name: run_counts(t).tokens_per_pass for name, t in four.items()}
     text = verdict_text(res)
+    rates = compared_rates(res)
     assert text.startswith(f"LogitSpec <b>{res.speedups['logitspec']:.2f}×</b> the tokens/s of vanilla greedy "
-                           "decoding on this CPU; per forward pass, ")
+                           f"decoding on this CPU ({rates['logitspec']:.1f} against {rates['vanilla']:.1f} "
+                           "tokens/s); per forward pass, ")
     assert (f"per forward pass, <b>{c['logitspec']:.2f}</b> tokens against prompt lookup's {c['pld']:.2f}, "
             f"the paper's 64-token tree's {c['logitspec-static']:.2f} (what a GPU verifies in one pass; "
             f"{res.speedups['logitspec-static']:.2f}× vanilla's tokens/s here) and vanilla's {c['vanilla']:.2f}") in text

@@ -1,0 +1,51 @@
+"""What the Traces tab serves and clears: the download is always the run on screen, and a note
+left by a refused upload goes as soon as another file is chosen."""
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import gradio as gr
+
+# A file chosen in the upload box hides the last refusal at once, before any reply (a file of the
+# wrong type never reaches the server, so no reply would clear it); the note shows again as soon
+# as a reply writes into it. Only a class changes: the note's own nodes stay Gradio's.
+UPLOAD_NOTE_JS = """
+() => {
+  if (window.__logitspecUploadNote) return;
+  window.__logitspecUploadNote = true;
+  const style = document.createElement('style');
+  style.textContent = '#upload-note.stale { display: none; }';
+  document.head.appendChild(style);
+  const note = () => document.getElementById('upload-note');
+  let watched = null;
+  const watch = () => {
+    const el = note();
+    if (!el || el === watched) return;
+    watched = el;
+    new MutationObserver(() => el.classList.remove('stale'))
+      .observe(el, {childList: true, subtree: true, characterData: true});
+  };
+  document.addEventListener('change', (e) => {
+    const input = e.target;
+    if (!input || input.type !== 'file' || !input.closest || !input.closest('#upload')) return;
+    watch();
+    note()?.classList.add('stale');
+  }, true);
+}
+"""
+
+
+def served_copy(path: str | Path) -> str:
+    """A copy of an opened trace or race file in a temp folder of its own, under its own name,
+    for the download button (the original may be a shipped file or an upload Gradio deletes)."""
+    src = Path(path)
+    dest = Path(tempfile.mkdtemp(prefix="logitspec-")) / src.name
+    shutil.copyfile(src, dest)
+    return str(dest)
+
+
+def download_of(path: str | Path) -> gr.DownloadButton:
+    """The download button serving the file on screen."""
+    return gr.DownloadButton(value=served_copy(path), visible=True)

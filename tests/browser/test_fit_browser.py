@@ -16,13 +16,15 @@ from pathlib import Path
 import pytest
 
 from helpers.browser import DESKTOP, MODEL_WAIT_MS, fresh_page, set_max_new, shot, text_of
-from visual.explain import TITLES
+from helpers.paths import ROOT
+from visual.explain import TITLES, step_facts, title_of
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 PHONE = {"width": 390, "height": 844}
 SCREENS = {"desktop": DESKTOP, "phone": PHONE}
-BIG_TREE = "?trace=summarization-242.json&step=14"  # 205 nodes, a g1 chain 23 deep, 17 lanes with a verified token
+BIG_TREE_STEP = 14
+BIG_TREE = f"?trace=summarization-242.json&step={BIG_TREE_STEP}"  # 205 nodes, a g1 chain 23 deep, 17 lanes with a verified token
 STEP_PLOTS = ("tree-plot", "cand-plot", "race-plot")
 OBS_PLOTS = ("obs-topk", "obs-retrieval", "obs-accepted", "obs-time", "obs-budget")
 EXPLAIN_PLOTS = tuple(f"explain-{key}-plot" for key in TITLES)
@@ -199,6 +201,13 @@ def download_slide(page, elem: str, fmt: str) -> tuple[str, tuple[float, float],
     return download.suggested_filename, size, data
 
 
+def _big_tree_trace():
+    from logitspec.serve.race import load_race
+
+    lanes, _ = load_race(ROOT / "traces" / "summarization-242.json")
+    return lanes.get("logitspec") or next(iter(lanes.values()))
+
+
 @pytest.fixture(scope="module", params=list(SCREENS))
 def screen(request, browser, app_url):
     """The big tree's step, opened on a desktop's screen and on a phone's: (which, page)."""
@@ -247,8 +256,11 @@ def test_the_explain_panels_fit_like_every_other_figure(screen):
     wait_for_plots(page, EXPLAIN_PLOTS)
     assert_fits(page, EXPLAIN_PLOTS, which)
     assert_no_text_over_text(page, EXPLAIN_PLOTS, which)
-    for key, title in TITLES.items():  # the title in a caption that wraps, the slide inside
+    shown = int(re.search(r"Step (\d+) of", text_of(page, "#explain-head")).group(1))
+    facts = step_facts(_big_tree_trace(), shown)
+    for key in TITLES:  # the title in a caption that wraps, the slide inside
         cap = page.evaluate(CAPTION_JS, f"explain-{key}-plot")
+        title = title_of(facts, key)  # the step's own: g2's says when no guess was right
         assert cap["title"] == title.replace("_{", "").replace("}", ""), (which, key, cap)
         assert cap["overflow"] <= 0 and cap["left"] >= 0 and cap["right"] <= SCREENS[which]["width"], (which, key, cap)
         assert cap["slide"], (which, key)

@@ -27,7 +27,7 @@ from .trie import edge_trace, fold_leaves, fold_mark, node_traces, step_graph, t
 
 TEXT_PX = 26  # lesson words on the page: readable from the back of a room at 1920x1080
 TICK_PX = 20  # every tick label and note on a lesson figure (the brief's floor is 18)
-FIG_H = 380  # a lesson figure's height: words + figure fit one 1280x720 screen
+FIG_H = 340  # a lesson figure's height: words (their terms defined in the sentence) + figure fit one 1280x720 screen
 ROW_BOXES = 9  # token boxes in a row figure: each holds a readable token at TICK_PX
 BOX_CHARS = 7  # characters shown in a token box
 CONTEXT_BOXES = 2  # tokens of the text so far shown before the step's own

@@ -5,7 +5,7 @@ import argparse
 import json
 import sys
 
-from .settings import METHODS, DecodeSettings
+from .settings import METHODS, POOLS, DecodeSettings
 
 
 def parse_ngrams(text: str) -> tuple[int, ...]:
@@ -48,6 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the cost-aware tree's capacity on a CPU, root included")
     g.add_argument("--ngram", type=parse_ngrams, default=d.ngram_sizes, help="n-gram sizes, e.g. 1-3")
     g.add_argument("--continuation", type=int, default=d.continuation, help="g1 continuation length")
+    g.add_argument("--pool", choices=POOLS, default=d.pool,
+                   help="which occurrence of an n-gram retrieval continues: the latest, or the longest (the paper's code)")
     g.add_argument("--tree", choices=["static", "cost"], default=d.tree,
                    help="cost: sized by the measured cost of a tree token (default); static: the paper's rule")
     g.add_argument("--temperature", type=number, default=d.temperature, help="0 = greedy; up to 2")
@@ -65,7 +67,7 @@ def generate(args: argparse.Namespace) -> int:
 
     settings = checked_settings(dict(max_new_tokens=args.max_new_tokens, k=args.k, capacity=args.capacity,
                                      cpu_capacity=args.cpu_capacity,
-                                     ngram_sizes=args.ngram, continuation=args.continuation, tree=args.tree,
+                                     ngram_sizes=args.ngram, continuation=args.continuation, pool=args.pool, tree=args.tree,
                                      temperature=args.temperature, top_p=args.top_p, top_k=args.top_k,
                                      seed=args.seed), args.method)
     prompt = check_prompt(args.prompt)

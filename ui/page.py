@@ -16,6 +16,7 @@ from .files import recorded_logitspec
 from .keys import KEYS_JS, MOVES_JS
 from .debugger import WHATIF_CLAMP_JS
 from .downloads import UPLOAD_NOTE_JS
+from .drawings import trace_key
 from .links import SCROLL_JS
 from .observations import ObservationsTab
 from .race import RaceTab
@@ -100,16 +101,27 @@ class Page:
         if t is None:
             return {}
         out = self.explorer.step_outputs(view)
+        out.update(self._whole_run(view, outcomes))
         out.update({
-            **self.race.run_outputs(t),
-            **self.observations.trace_outputs(t),
-            **self.race.race_figures(view.traces, stopped=view.stop_reason is not None),
             self.explorer.lane_pick: gr.Radio(choices=list(view.traces), value=view.lane,
                                               visible=len(view.traces) > 1),
             self.race.prompt: t.prompt_text,  # the prompt of the run on screen, whichever way it was opened
         })
-        out.update(self.debugger.trace_outputs(t, outcomes))
         return out
+
+    def _whole_run(self, view: View, outcomes: list[str] | None) -> dict:
+        """The text, figures and tables of the whole run on screen. A finished run's are kept: every
+        new visitor's page opens the same recorded race, and drawing it is most of a page load."""
+        t, stopped = view.trace, view.stop_reason is not None
+
+        def draw() -> dict:
+            return {**self.race.run_outputs(t), **self.observations.trace_outputs(t),
+                    **self.race.race_figures(view.traces, stopped=stopped),
+                    **self.debugger.trace_outputs(t, outcomes)}
+        if view.racing:
+            return draw()
+        key = ("run", view.lane, tuple(trace_key(x) for x in view.traces.values()), stopped, tuple(outcomes or ()))
+        return dict(self.services.drawings.get(key, draw))
 
     def started(self, view: View) -> dict:
         """A race's first reply: its view, Play reset, no download until it ends."""

@@ -47,11 +47,22 @@ $(TOOLCHAIN_STAMP): | $(STAMP)
 demo: $(STAMP) $(TOOLCHAIN_STAMP)
 	$(BIN)/python app.py
 
+# Two parts, both always run. Decoding spends most of its time in one Python thread, so the
+# folders without a page run on two workers, a file each; the app and browser folders share one
+# app server and one chromium, and their page waits are set for a machine they have to themselves.
+PYTEST := $(BIN)/python -m pytest -q --durations=25
+ON_WORKERS := tests/lossless tests/unit tests/notebooks tests/package
+ON_PAGE := tests/app tests/browser
+
 test: $(STAMP) $(BROWSER_STAMP) $(TOOLCHAIN_STAMP)
-	$(BIN)/python -m pytest -q --durations=25 --junitxml=artifacts/tests/junit.xml
+	@rc=0; \
+	$(PYTEST) -n 2 --dist loadfile --junitxml=artifacts/tests/workers.xml $(ON_WORKERS) || rc=1; \
+	$(PYTEST) --junitxml=artifacts/tests/page.xml $(ON_PAGE) || rc=1; \
+	$(BIN)/python scripts/test_times.py artifacts/tests/workers.xml artifacts/tests/page.xml --files 0; \
+	exit $$rc
 
 test-fast: $(STAMP) $(TOOLCHAIN_STAMP)
-	$(BIN)/python -m pytest -q -m "not slow and not browser"
+	$(PYTEST) -n 2 --dist loadfile -m "not slow and not browser"
 
 # Every method side by side in one run (about 40 minutes on two idle cores): the README's headline.
 BENCH_ARGS := --questions data/spec_bench_subset.jsonl --limit-per-category 3 --max-new-tokens 128 \

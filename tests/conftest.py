@@ -12,9 +12,16 @@ from helpers.tiny_models import tiny_gpt2 as _build_tiny_gpt2
 from helpers.tiny_models import tiny_llama as _build_tiny_llama
 
 MEASURE = "LOGITSPEC_MEASURE_CURVES"
-TEST_THREADS = 2  # the CI machine has 2 cores shared with other work
+# The CI machine has 2 cores: a run on two workers (make test) gives each worker one of them.
+WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+TEST_THREADS = 2 if WORKERS < 2 else 1
 # Marks every test of a folder carries, whatever its module says: `make test-fast` leaves them out.
 FOLDER_MARKS = {"browser": ("browser", "slow"), "notebooks": ("slow",), "package": ("slow",)}
+
+
+def pytest_configure(config):
+    if WORKERS > 1:  # two workers each spinning two threads on two cores wait on each other
+        torch.set_num_threads(TEST_THREADS)
 
 
 def pytest_collection_modifyitems(config, items):

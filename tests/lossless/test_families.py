@@ -88,6 +88,7 @@ def test_family_lossless_over_more_prompts(fam):
     check_lossless(prepared(fam.name), prompts(12)[4:])
 
 
+@pytest.mark.slow  # two threads flipping every step, on a core a worker shares: seconds per family
 @pytest.mark.parametrize("name", ["llama", *sorted(WINDOWED)])
 def test_a_thread_probe_before_every_step_changes_no_token(name, monkeypatch):
     """The thread tuner's probe runs a pass of the root on the run's own cache and crops it

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch
 
 from helpers.commands import assert_refused, cli
 from logitspec.cli import main
@@ -66,7 +67,7 @@ def test_json_output(bundled, method, tmp_path, capsys, monkeypatch):
     """The JSON contract through main(), on the session's model (the process below loads its own)."""
     import logitspec.models
 
-    monkeypatch.setenv("LOGITSPEC_THREADS", "2")
+    monkeypatch.setenv("LOGITSPEC_THREADS", str(torch.get_num_threads()))  # main() keeps the run's own count
     monkeypatch.setattr(logitspec.models, "load_model", lambda *a, **k: bundled)
     prompt, n = "List three colours of the rainbow.", 24
     trace_file = tmp_path / "trace.json"

@@ -108,6 +108,7 @@ def test_the_bench_questions_reader_says_what_a_file_is_in_one_line(kind, tmp_pa
     assert BENCH_REFUSALS[kind] in str(e.value) and "\n" not in str(e.value), str(e.value)
 
 
+@pytest.mark.slow  # the bench as a process: torch and transformers imported again
 @pytest.mark.parametrize("kind", ["race", "folder"])
 def test_the_bench_refuses_a_run_file_as_questions_before_loading_a_model(kind, tmp_path):
     path = good_files(tmp_path).get(kind) or broken_file(tmp_path, kind)

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from helpers.tiny_models import VOCAB
+from helpers.tiny_models import char_lm
 from logitspec import rest
-from logitspec.models import LoadedModel
 from logitspec.serve.race import interleave, lane_order, model_lanes, result_of
 from logitspec.settings import DecodeSettings
 from visual.race import race_figure
@@ -17,17 +16,6 @@ PROMPT = "abcabcabc the cat sat on the mat, the cat sat on the mat, the cat"
 BASELINES = ["lookahead", "rest"]
 
 
-def char_tokenizer():
-    """One token per ASCII character (ids 0-127, the tiny models' vocabulary); no chat template."""
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
-    tk = Tokenizer(models.WordLevel({chr(i): i for i in range(VOCAB)}, unk_token="?"))
-    tk.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
-    tk.decoder = decoders.Fuse()
-    return PreTrainedTokenizerFast(tokenizer_object=tk, unk_token="?")
-
-
 @pytest.fixture(scope="module")
 def raced(tiny_llama):
     """One race of vanilla and both baselines, 32 tokens; REST's datastore holds the prompt and
@@ -35,7 +23,7 @@ def raced(tiny_llama):
     from logitspec.runner import run_trace
 
     before = vars(tiny_llama).get(rest.ATTRIBUTE)
-    lm = LoadedModel(name="tiny-llama", model=tiny_llama, tokenizer=char_tokenizer(), device="cpu", dtype="float32")
+    lm = char_lm(tiny_llama)
     s = DecodeSettings(max_new_tokens=32)
     earlier = run_trace(lm, PROMPT, "vanilla", DecodeSettings(max_new_tokens=24))
     rest.attach(tiny_llama, store=rest.Datastore(earlier.prompt_tokens + earlier.tokens))

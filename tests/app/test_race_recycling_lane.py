@@ -7,8 +7,7 @@ import pickle
 
 import pytest
 
-from helpers.tiny_models import VOCAB
-from logitspec.models import LoadedModel
+from helpers.tiny_models import char_lm
 from logitspec.recycling import ORIGIN
 from logitspec.serve import zerogpu
 from logitspec.serve.race import interleave, lane_order, lane_run, model_lanes, result_of
@@ -21,21 +20,9 @@ from visual.verdict import counters_html
 PROMPT = "abcabcabc the cat sat on the mat, the cat sat on the mat, the cat"
 
 
-def char_tokenizer():
-    """One token per ASCII character (ids 0-127, the tiny models' vocabulary); no chat template."""
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
-    tk = Tokenizer(models.WordLevel({chr(i): i for i in range(VOCAB)}, unk_token="?"))
-    tk.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
-    tk.decoder = decoders.Fuse()
-    return PreTrainedTokenizerFast(tokenizer_object=tk, unk_token="?")
-
-
 @pytest.fixture(scope="module")
 def tiny_lm(tiny_llama):
-    return LoadedModel(name="tiny-llama", model=tiny_llama, tokenizer=char_tokenizer(), device="cpu",
-                       dtype="float32")
+    return char_lm(tiny_llama)
 
 
 def _race(lanes):

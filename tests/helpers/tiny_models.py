@@ -113,3 +113,34 @@ def tiny_from_config(config_class: str, model_class: str, seed: int = 0, **overr
 
     torch.manual_seed(seed)
     return getattr(transformers, model_class)(tiny_config(config_class, **overrides)).float().eval()
+
+
+def char_tokenizer():
+    """One token per ASCII character (ids 0-127, the tiny models' vocabulary); no chat template."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    tk = Tokenizer(models.WordLevel({chr(i): i for i in range(VOCAB)}, unk_token="?"))
+    tk.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
+    tk.decoder = decoders.Fuse()
+    return PreTrainedTokenizerFast(tokenizer_object=tk, unk_token="?")
+
+
+def char_lm(model, name: str = "tiny-llama"):
+    """A tiny model as the app loads one, reading and writing text one character a token."""
+    from logitspec.models import LoadedModel
+
+    return LoadedModel(name=name, model=model, tokenizer=char_tokenizer(), device="cpu", dtype="float32")
+
+
+class IdsTokenizer:
+    """A tokenizer for the tiny models: the prompt is a list of ids written as text."""
+
+    eos_token_id = None
+    chat_template = None
+
+    def __call__(self, text: str) -> dict:
+        return {"input_ids": [int(t) for t in text.split()]}
+
+    def decode(self, ids, skip_special_tokens: bool = True) -> str:
+        return " ".join(str(int(i)) for i in ids)

@@ -11,7 +11,7 @@ from transformers.generation.stopping_criteria import StopStringCriteria
 
 import logitspec
 from helpers.families import WORKS
-from helpers.tiny_models import sampling_reference, tiny_prompts
+from helpers.tiny_models import IdsTokenizer, sampling_reference, tiny_prompts
 from logitspec.custom_generate import generate as logitspec_generate
 from logitspec.decoders import DecodeSettings
 from logitspec.limits import InputError
@@ -20,19 +20,6 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 ROOT = Path(__file__).resolve().parents[2]
 FAMILIES = ["llama", "qwen2-window8", "gemma3-window16", "gpt2", "mixtral"]
 MAX_NEW = 32
-
-
-class IdsTokenizer:
-    """A tokenizer for the tiny models: the prompt is a list of ids written as text."""
-
-    eos_token_id = None
-    chat_template = None
-
-    def __call__(self, text: str) -> dict:
-        return {"input_ids": [int(t) for t in text.split()]}
-
-    def decode(self, ids, skip_special_tokens: bool = True) -> str:
-        return " ".join(str(int(i)) for i in ids)
 
 
 def model_state(model) -> tuple:

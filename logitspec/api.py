@@ -87,19 +87,39 @@ def loaded(model, tokenizer):
     return LoadedModel(name=name, model=model, tokenizer=tokenizer, device=model.device.type, dtype=dtype)
 
 
+def with_config(model, config, settings: dict) -> dict:
+    """The settings a call runs: what the generation config sets (the model's own when `config`
+    is None, as generate takes it), then the caller's; the caller's processors join the config's."""
+    from .processors import config_values
+
+    config = config if config is not None else getattr(model, "generation_config", None)
+    if config is None:
+        return dict(settings)
+    values = config_values(config)
+    if config.max_new_tokens is not None:
+        values["max_new_tokens"] = int(config.max_new_tokens)
+    given = dict(settings)
+    if isinstance(given.get("processors", {}), dict):  # anything else is refused by the settings check
+        values["processors"] = {**values["processors"], **given.pop("processors", {})}
+    return {**values, **given}
+
+
 def stream(model, tokenizer, prompt: str, method: str = "logitspec", *, chat: bool = True,
-           **settings) -> Iterator[StepRecord]:
+           generation_config=None, **settings) -> Iterator[StepRecord]:
     """Decode `prompt` and yield each forward pass's StepRecord as it is decoded. The
     generator's return value (StopIteration.value, or `yield from`) is the finished RunTrace.
 
     Settings are DecodeSettings' fields (max_new_tokens, k, capacity, tree, temperature,
     top_p, top_k, seed, processors={"repetition_penalty": 1.1, ...}, ...); a bad one raises
     InputError with one line, before any pass.
+    `generation_config`: a transformers GenerationConfig, by default the model's own, as generate
+    takes it: its logits processors, its sampling (when do_sample) and max_new_tokens apply,
+    and a setting given here wins over it.
     `chat`: wrap the prompt in the tokenizer's chat template where it has one.
     """
     from .runner import Run
 
-    s = settings_of(method, settings)
+    s = settings_of(method, with_config(model, generation_config, settings))
     text = check_prompt(prompt)
     lm = loaded(model, tokenizer)
     with installed(model):
@@ -109,9 +129,9 @@ def stream(model, tokenizer, prompt: str, method: str = "logitspec", *, chat: bo
 
 
 def generate(model, tokenizer, prompt: str, method: str = "logitspec", *, chat: bool = True,
-             **settings) -> Result:
+             generation_config=None, **settings) -> Result:
     """Decode `prompt` to the end; see `stream` for the arguments."""
-    steps = stream(model, tokenizer, prompt, method, chat=chat, **settings)
+    steps = stream(model, tokenizer, prompt, method, chat=chat, generation_config=generation_config, **settings)
     while True:
         try:
             next(steps)

@@ -30,7 +30,7 @@ from transformers.generation.utils import GenerateDecoderOnlyOutput
 
 from .api import installed, loaded, settings_of
 from .limits import InputError
-from .processors import options_of
+from .processors import config_values
 from .processors import refusal as processor_refusal
 from .trace import RunTrace
 
@@ -58,14 +58,11 @@ def refusal(input_ids: torch.Tensor, config, processors, model_kwargs: dict) -> 
 
 def settings_from(config, prompt_len: int, method: str, tree: str | None, seed: int | None, extra: dict):
     """DecodeSettings from the prepared generation config and the caller's own options."""
-    values = dict(extra, max_new_tokens=int(config.max_length) - prompt_len, processors=options_of(config))
+    values = {**extra, "max_new_tokens": int(config.max_length) - prompt_len, **config_values(config)}
     if tree is not None:
         values["tree"] = tree
     if seed is not None:
         values["seed"] = seed
-    if config.do_sample:
-        values.update(temperature=float(config.temperature or 1.0), top_p=float(config.top_p or 1.0),
-                      top_k=int(config.top_k or 0))
     return settings_of(method, values)
 
 

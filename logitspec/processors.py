@@ -30,13 +30,10 @@ from transformers.generation.logits_process import (EpsilonLogitsWarper, EtaLogi
 
 from .limits import InputError
 from .sampling import Lead, SamplingRule, choose_with_lead, leads_of, perturbed, process
-from .settings import PROCESSOR_OPTIONS, DecodeSettings
+from .settings import INERT, PROCESSOR_OPTIONS, DecodeSettings
 
 OWN_WARPERS = (TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper)  # sampling.process reproduces these
 AFTER_RULE = (MinPLogitsWarper, TypicalLogitsWarper, EpsilonLogitsWarper, EtaLogitsWarper)  # generate's order
-# The values generate's prepared config gives options that apply nothing.
-INERT = {"repetition_penalty": 1.0, "no_repeat_ngram_size": 0, "min_length": 0, "min_new_tokens": 0,
-         "typical_p": 1.0, "epsilon_cutoff": 0.0, "eta_cutoff": 0.0}
 # Processors that cannot be applied per tree node, each with why.
 REFUSED = {
     UnbatchedClassifierFreeGuidanceLogitsProcessor: "guidance_scale runs the model again on its own cache",
@@ -139,8 +136,25 @@ def generate_processors(model: PreTrainedModel, s: DecodeSettings, prompt_len: i
         raise InputError(f"processor options {s.processors}: {str(e).splitlines()[0]}") from e
     # Sets the eos tensor the min-length processors read; the decoders pad nothing, so a full mask.
     model._prepare_special_tokens(config, True, device=model.device)
-    return list(model._get_logits_processor(config, input_ids_seq_length=prompt_len, device=model.device,
-                                            model_kwargs={}))
+    try:
+        return list(model._get_logits_processor(config, input_ids_seq_length=prompt_len, device=model.device,
+                                                model_kwargs={}))
+    except ValueError as e:  # a processor's own check of its value
+        raise InputError(f"processor options {s.processors}: {str(e).splitlines()[0]}") from e
+
+
+def config_values(config: GenerationConfig) -> dict:
+    """The DecodeSettings values a generation config sets: its processors, and its sampling rule
+    when it samples (generate's do_sample; otherwise its temperature and tops apply nothing)."""
+    defaults = GenerationConfig._get_default_generation_params()  # what generate fills in for None
+
+    def value(name: str):
+        v = getattr(config, name, None)
+        return defaults[name] if v is None else v
+    values: dict = {"processors": options_of(config)}
+    if value("do_sample"):
+        values.update(temperature=float(value("temperature")), top_p=float(value("top_p")), top_k=int(value("top_k")))
+    return values
 
 
 def options_of(config: GenerationConfig) -> dict:

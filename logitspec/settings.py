@@ -12,6 +12,9 @@ PROCESSOR_OPTIONS = (
     "suppress_tokens", "begin_suppress_tokens", "sequence_bias", "forced_eos_token_id",
     "exponential_decay_length_penalty", "min_p", "typical_p", "epsilon_cutoff", "eta_cutoff",
 )
+# The values generate's prepared config gives options that apply nothing.
+INERT = {"repetition_penalty": 1.0, "no_repeat_ngram_size": 0, "min_length": 0, "min_new_tokens": 0,
+         "typical_p": 1.0, "epsilon_cutoff": 0.0, "eta_cutoff": 0.0}
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import torch
 from transformers import LogitsProcessor, LogitsProcessorList
 
 from helpers.families import WORKS
-from helpers.tiny_models import tiny_prompts
+from helpers.tiny_models import IdsTokenizer, tiny_prompts
 from logitspec.custom_generate import generate as logitspec_generate
 from logitspec.decoders import DecodeSettings, decode
 
@@ -189,6 +189,34 @@ def test_a_popular_models_own_generation_config_runs_with_no_options(config):
             out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=MAX_NEW, seed=i,
                                  custom_generate=logitspec_generate, method=method)
             assert out[0, len(prompt):].tolist() == want, (method, i)
+
+
+@pytest.mark.parametrize("config", list(REAL_CONFIGS))
+def test_logitspec_generate_honours_the_models_generation_config_and_the_callers_options_win(config):
+    from transformers import GenerationConfig
+
+    import logitspec
+
+    family, values, settings = REAL_CONFIGS[config]
+    model = next(f for f in WORKS if f.name == family).build()
+    model.generation_config = GenerationConfig(**values, max_new_tokens=MAX_NEW)
+    prompt = tiny_prompts(1)[0]
+    text = " ".join(map(str, prompt))
+    s = DecodeSettings(max_new_tokens=MAX_NEW, seed=3, **settings)
+    want = [t for st in decode(model, prompt, "vanilla", s, values["eos_token_id"]) for t in st.tokens]
+    got = logitspec.generate(model, IdsTokenizer(), text, "logitspec", chat=False, seed=3)
+    assert got.token_ids == want and got.trace.settings["processors"] == settings.get("processors", {})
+    # A caller's setting wins over the config's, and a caller's processor joins the config's.
+    given = dict(temperature=0.0, max_new_tokens=MAX_NEW // 2, processors={"no_repeat_ngram_size": 2})
+    s = replace(s, temperature=0.0, max_new_tokens=MAX_NEW // 2,
+                processors={**settings.get("processors", {}), "no_repeat_ngram_size": 2})
+    want = [t for st in decode(model, prompt, "vanilla", s, values["eos_token_id"]) for t in st.tokens]
+    assert logitspec.generate(model, IdsTokenizer(), text, "pld", chat=False, **given).token_ids == want
+    # A config passed in replaces the model's own, as generate's generation_config= does.
+    plain = GenerationConfig(max_new_tokens=MAX_NEW // 2)
+    want = [t for st in decode(model, prompt, "vanilla", DecodeSettings(max_new_tokens=MAX_NEW // 2),
+                               values["eos_token_id"]) for t in st.tokens]
+    assert logitspec.generate(model, IdsTokenizer(), text, chat=False, generation_config=plain).token_ids == want
 
 
 @pytest.mark.slow

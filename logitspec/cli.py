@@ -56,10 +56,22 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--top-p", type=number, default=d.top_p, help="nucleus sampling mass, in (0, 1]")
     g.add_argument("--top-k", type=number, default=d.top_k, help="sample among the k likeliest; 0 = off")
     g.add_argument("--seed", type=number, default=d.seed, help="the same seed gives the same tokens in every method")
+    # generate's most used logits processors, applied to every tree node with its own prefix;
+    # left out, each applies nothing (logitspec.settings.INERT).
+    g.add_argument("--repetition-penalty", type=number, help="above 1 makes tokens already in the text less likely")
+    g.add_argument("--no-repeat-ngram-size", type=number, help="no n-gram of this size appears twice")
+    g.add_argument("--min-new-tokens", type=number, help="no end of text before this many new tokens")
     g.add_argument("--no-chat", action="store_true", help="feed the prompt raw, without the chat template")
     g.add_argument("--json", action="store_true", help="print one JSON object")
     g.add_argument("--save-trace", metavar="FILE", help="write the run's trace as JSON")
     return p
+
+
+def processor_options(args: argparse.Namespace) -> dict:
+    """The logits-processor options given on the command line, by their generate names."""
+    given = {"repetition_penalty": args.repetition_penalty, "no_repeat_ngram_size": args.no_repeat_ngram_size,
+             "min_new_tokens": args.min_new_tokens}
+    return {name: value for name, value in given.items() if value is not None}
 
 
 def generate(args: argparse.Namespace) -> int:
@@ -69,7 +81,7 @@ def generate(args: argparse.Namespace) -> int:
                                      cpu_capacity=args.cpu_capacity,
                                      ngram_sizes=args.ngram, continuation=args.continuation, pool=args.pool, tree=args.tree,
                                      temperature=args.temperature, top_p=args.top_p, top_k=args.top_k,
-                                     seed=args.seed), args.method)
+                                     seed=args.seed, processors=processor_options(args)), args.method)
     prompt = check_prompt(args.prompt)
 
     # torch and transformers load only once the input has passed its checks.
@@ -103,6 +115,7 @@ def generate(args: argparse.Namespace) -> int:
             "seconds": trace.seconds, "prefill_seconds": trace.prefill_seconds,
             "tokens_per_second": len(trace.tokens) / trace.decode_seconds if trace.decode_seconds else None,
             "prompt_tokens": len(trace.prompt_tokens), "dtype": lm.dtype,
+            **({"processors": settings.processors} if settings.processors else {}),
             **({"dtype_pick": pick.to_dict()} if pick else {}),
             **({"half_mode": lm.half_mode.to_dict()} if getattr(lm, "half_mode", None) else {}),
         }, ensure_ascii=False))

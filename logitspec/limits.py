@@ -123,6 +123,15 @@ def check_processors(s: DecodeSettings) -> None:
     unknown = sorted(set(s.processors) - set(PROCESSOR_OPTIONS))
     if unknown:
         raise InputError(f"unknown processor option {unknown[0]!r}; the options are {', '.join(PROCESSOR_OPTIONS)}")
+    for name, value in s.processors.items():  # the form's and the command line's, before a model loads
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if name == "repetition_penalty" and not (number and value > 0):
+            raise InputError(f"repetition penalty must be a number above 0 (1 applies none), got {value!r}")
+        if name in COUNT_OPTIONS and not (number and value == int(value) and value >= 0):
+            raise InputError(f"{name.replace('_', ' ')} must be a whole number from 0 (0 applies none), got {value!r}")
+
+
+COUNT_OPTIONS = ("no_repeat_ngram_size", "min_new_tokens", "min_length")  # processor options that count tokens
 
 
 def checked_settings(values: Mapping[str, object], method: str = "logitspec", limits: Limits | None = None) -> DecodeSettings:

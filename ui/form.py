@@ -10,7 +10,7 @@ import gradio as gr
 
 from logitspec import lanes
 from logitspec.limits import MAX_TEMPERATURE, Limits, checked_settings
-from logitspec.settings import DecodeSettings
+from logitspec.settings import INERT, DecodeSettings
 from visual.data import OUTCOMES_LOGITSPEC
 
 RACED_ALWAYS = ("vanilla", "logitspec")  # the race's two fixed lanes; every other race lane is a checkbox
@@ -22,16 +22,24 @@ class Setting:
     how it is drawn (`make(setting, limits, defaults)`)."""
 
     name: str
-    field: str
+    field: str  # a DecodeSettings field, or "processors.<option>" for one of generate's processors
     make: Callable[["Setting", Limits, DecodeSettings], gr.components.Component]
     label: str
     shown: dict = field(default_factory=dict)  # info and elem_id, as the component takes them
+    later: bool = False  # added to the race API after the lane boxes: its place comes after theirs
 
     def component(self, lim: Limits, s: DecodeSettings):
         return self.make(self, lim, s)
 
+    @property
+    def processor(self) -> str | None:
+        return self.field.split(".", 1)[1] if self.field.startswith("processors.") else None
+
     def default(self, s: DecodeSettings | None = None):
-        value = getattr(s or DecodeSettings(), self.field)
+        s = s or DecodeSettings()
+        if self.processor:
+            return s.processors.get(self.processor, INERT[self.processor])
+        value = getattr(s, self.field)
         return list(value) if isinstance(value, tuple) else value
 
 
@@ -58,6 +66,10 @@ def _top_p(f: Setting, lim: Limits, s: DecodeSettings):
     return gr.Slider(0.01, 1, value=f.default(s), step=0.01, label=f.label, **f.shown)
 
 
+def _penalty(f: Setting, lim: Limits, s: DecodeSettings):
+    return gr.Slider(1.0, 2.0, value=f.default(s), step=0.05, label=f.label, **f.shown)
+
+
 def _seed(f: Setting, lim: Limits, s: DecodeSettings):
     return gr.Number(value=f.default(s), precision=0, minimum=0, label=f.label, **f.shown)
 
@@ -74,6 +86,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("top_p", "top_p", _top_p, "Top-p (when sampling)", {"elem_id": "top-p"}),
     Setting("seed", "seed", _seed, "Seed (when sampling)",
             {"info": "the same seed repeats a race exactly", "elem_id": "seed"}),
+    Setting("repetition_penalty", "processors.repetition_penalty", _penalty, "Repetition penalty",
+            {"info": "above 1: a token already in the text is less likely; every lane applies it at each "
+                     "tree node with that node's own text, so the lanes stay token for token alike",
+             "elem_id": "repetition-penalty"}, later=True),
 )
 
 
@@ -118,7 +134,8 @@ def race_inputs() -> list[str]:
     and recycling lanes, and a lane added to the table comes last."""
     boxes = [b.name for b in lane_boxes()]
     first, later = boxes[:1], boxes[1:]
-    return ["prompt", "model", *first, *(f.name for f in SETTINGS), "outcomes", *later]
+    return ["prompt", "model", *first, *(f.name for f in SETTINGS if not f.later), "outcomes", *later,
+            *(f.name for f in SETTINGS if f.later)]
 
 
 def race_lanes_of(values: dict) -> list[str]:
@@ -129,8 +146,10 @@ def race_lanes_of(values: dict) -> list[str]:
 def settings_from(values: dict) -> DecodeSettings:
     """Checked DecodeSettings from the form's values by API name (InputError otherwise); a value
     left out keeps DecodeSettings' default, but an empty n-gram choice is refused."""
-    given = {f.field: values.get(f.name) for f in SETTINGS}
+    given = {f.field: values.get(f.name) for f in SETTINGS if not f.processor}
     given["ngram_sizes"] = values.get("ngram") or []
+    given["processors"] = {f.processor: v for f in SETTINGS
+                           if f.processor and (v := values.get(f.name)) is not None and v != INERT[f.processor]}
     return checked_settings(given)
 
 

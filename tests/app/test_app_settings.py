@@ -33,6 +33,17 @@ def test_bad_sampling_values_are_one_line(temperature, top_p, seed, message):
     assert "\n" not in str(e.value)
 
 
+def test_the_repetition_penalty_reaches_the_processors_and_comes_last_in_the_api():
+    assert settings_from({**FORM, "repetition_penalty": 1.2}).processors == {"repetition_penalty": 1.2}
+    assert settings_from({**FORM, "repetition_penalty": 1.0}).processors == {}  # 1 applies nothing
+    assert race_inputs()[-1] == "repetition_penalty" and default_values()["repetition_penalty"] == 1.0
+    slider = next(f for f in SETTINGS if f.name == "repetition_penalty").component(Limits.from_env(), DecodeSettings())
+    assert (slider.minimum, slider.value) == (1.0, 1.0)
+    with pytest.raises(InputError, match="repetition penalty must be a number above 0") as e:
+        settings_from({**FORM, "repetition_penalty": -1})  # the API is not held to the slider's range
+    assert "\n" not in str(e.value)
+
+
 def test_no_ngram_size_is_refused_in_one_line():
     with pytest.raises(InputError, match="at least one n-gram size"):
         settings_from({**FORM, "ngram": []})

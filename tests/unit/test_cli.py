@@ -54,6 +54,11 @@ def main_refuses(capsys, *argv: str) -> str:
     (["Hello", "--model", "no-such-org/no-such-model-4242"], ["error:", "could not load model",
                                                              "no-such-org/no-such-model-4242"]),
     (["Hello", "--dtype", "float8"], ["invalid choice", "float8"]),
+    (["Hello", "--repetition-penalty", "0"], ["error:", "repetition penalty must be a number above 0"]),
+    (["Hello", "--repetition-penalty", "lots"], ["error:", "repetition penalty", "'lots'"]),
+    (["Hello", "--no-repeat-ngram-size", "1.5"], ["error:", "no repeat ngram size must be a whole number"]),
+    (["Hello", "--min-new-tokens", "-2"], ["error:", "min new tokens must be a whole number from 0"]),
+    (["Hello", "--pool", "newest"], ["invalid choice", "newest"]),
 ])
 def test_bad_input_in_process(capsys, monkeypatch, argv, must_contain):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # the unknown hub id is refused without the network
@@ -93,6 +98,22 @@ def test_json_output(bundled, method, tmp_path, capsys, monkeypatch):
     saved = RunTrace.load(trace_file)
     assert saved.tokens == out["tokens"] and saved.forward_steps == out["steps"]
     assert saved.method == method
+
+
+def test_processor_options_reach_the_decoder_and_the_json(bundled, capsys, monkeypatch):
+    import logitspec.models
+
+    monkeypatch.setenv("LOGITSPEC_THREADS", str(torch.get_num_threads()))
+    monkeypatch.setattr(logitspec.models, "load_model", lambda *a, **k: bundled)
+    prompt, n, options = "List the days of the week, twice.", 24, {"repetition_penalty": 1.3, "no_repeat_ngram_size": 3}
+    code = main(["generate", prompt, "--max-new-tokens", str(n), "--repetition-penalty", "1.3",
+                 "--no-repeat-ngram-size", "3", "--json"])
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    out = json.loads(printed.out)
+    want = run_trace(bundled, prompt, "vanilla", DecodeSettings(max_new_tokens=n, processors=options)).tokens
+    assert out["tokens"] == want != run_trace(bundled, prompt, "vanilla", DecodeSettings(max_new_tokens=n)).tokens
+    assert out["processors"] == options
 
 
 @pytest.mark.slow

@@ -14,6 +14,7 @@ from .runtime.attention import use_grouped_tree_attention
 from .errors import ModelLoadError
 from .families import check_config, check_model, fill_unused_window
 from .rest import attach as attach_datastore
+from .settings import DecodeSettings
 from .runtime.linear import use_few_row_linear
 from .runtime.heap import freeze_heap
 from .runtime.oneshape import HALF, HalfMode, choose_half_mode
@@ -238,7 +239,7 @@ def load_model(name: str | None = None, device: str | None = None, dtype: str = 
         rows = Limits.from_env().one_shape_rows
         if rows < 0:
             raise ModelLoadError(f"LOGITSPEC_ONE_SHAPE_ROWS={rows}: give 0 (timed at load) or a row count")
-        half = choose_half_mode(model, rows)
+        half = choose_half_mode(model, rows, DecodeSettings().cpu_capacity)
     attach_datastore(model, tok)  # REST's datastore, built from the tokenizer when REST first runs
     lm = LoadedModel(name=display, model=model, tokenizer=tok, device=dev, dtype=dtype, packed_layers=packed,
                      weights_from=origin, half_mode=half)

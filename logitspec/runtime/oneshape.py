@@ -221,11 +221,13 @@ def _shape_runner(shape: OneShape):
 
 
 @torch.inference_mode()
-def choose_half_mode(model, rows: int = 0) -> HalfMode:
-    """Time the products of a 1-row and an R-row pass in each mode (the few-row kernel; one
-    shape at R = `rows`, or each of CANDIDATE_ROWS, on each of KERNELS), and run the model in
-    the fastest mode that passes the bitwise check. A one-shape mode's timing stops once it is
-    slower than the kernel's, so a CPU without fast half-precision products pays little."""
+def choose_half_mode(model, rows: int = 0, tree_rows: int = 16) -> HalfMode:
+    """Time the products of a vanilla pass and a tree pass in each mode, and run the model in the
+    fastest mode that passes the bitwise check: the few-row kernel at 1 row and at the tree it
+    decodes with (R rows, at most `tree_rows`: its cost tree's capacity on a CPU), against one
+    shape at R = `rows`, or each of CANDIDATE_ROWS, on each of KERNELS (two R-row passes). A
+    one-shape mode's timing stops once it is slower than the kernel's, so a CPU without fast
+    half-precision products pays little."""
     from .fewrows import row_attention_kernel
 
     use_one_shape(model, None)
@@ -236,7 +238,9 @@ def choose_half_mode(model, rows: int = 0) -> HalfMode:
     one_row = products_seconds(shapes, today, 1)
     best: tuple[float, OneShape, float, float] | None = None  # (ratio, shape, one shape's s, kernel's s)
     for r in (rows,) if rows else CANDIDATE_ROWS:
-        kernel_s = one_row + products_seconds(shapes, today, r)
+        # The wider tree one shape affords earns more tokens a pass; not counted, so a pick of one
+        # shape never slows vanilla's one-row passes by more than the tree passes gain.
+        kernel_s = one_row + products_seconds(shapes, today, min(r, tree_rows))
         for kernel in KERNELS:
             shape = OneShape(r, kernel)
             try:
@@ -249,6 +253,6 @@ def choose_half_mode(model, rows: int = 0) -> HalfMode:
         return HalfMode("kernels", {}, "exact half precision: the few-row kernel (no one-shape products here)")
     ratio, shape, shape_s, kernel_s = best
     # Past the kernel's time, the one-shape timing stopped early: its sum is a lower bound.
-    seconds = {f"the few-row kernel at 1 and {shape.rows} rows": kernel_s,
+    seconds = {f"the few-row kernel at 1 and {min(shape.rows, tree_rows)} rows": kernel_s,
                shape.words() + (" (at least: timing stopped)" if ratio > 1 else ""): shape_s}
     return apply_half_mode(model, shape if ratio < 1 else None, seconds)

@@ -5,6 +5,8 @@ LOGITSPEC_CONTEXT_CAP=8192). A breach raises InputError whose message is fit for
 """
 from __future__ import annotations
 
+import math
+
 import os
 import unicodedata
 from collections.abc import Mapping
@@ -124,10 +126,10 @@ def check_processors(s: DecodeSettings) -> None:
     if unknown:
         raise InputError(f"unknown processor option {unknown[0]!r}; the options are {', '.join(PROCESSOR_OPTIONS)}")
     for name, value in s.processors.items():  # the form's and the command line's, before a model loads
-        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
         if name == "repetition_penalty" and not (number and value > 0):
             raise InputError(f"repetition penalty must be a number above 0 (1 applies none), got {value!r}")
-        if name in COUNT_OPTIONS and not (number and value == int(value) and value >= 0):
+        if name in COUNT_OPTIONS and not (number and float(value).is_integer() and value >= 0):
             raise InputError(f"{name.replace('_', ' ')} must be a whole number from 0 (0 applies none), got {value!r}")
 
 

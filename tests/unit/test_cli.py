@@ -58,6 +58,8 @@ def main_refuses(capsys, *argv: str) -> str:
     (["Hello", "--repetition-penalty", "lots"], ["error:", "repetition penalty", "'lots'"]),
     (["Hello", "--no-repeat-ngram-size", "1.5"], ["error:", "no repeat ngram size must be a whole number"]),
     (["Hello", "--min-new-tokens", "-2"], ["error:", "min new tokens must be a whole number from 0"]),
+    (["Hello", "--min-new-tokens", "inf"], ["error:", "min new tokens must be a whole number from 0"]),
+    (["Hello", "--repetition-penalty", "nan"], ["error:", "repetition penalty must be a number above 0"]),
     (["Hello", "--pool", "newest"], ["invalid choice", "newest"]),
 ])
 def test_bad_input_in_process(capsys, monkeypatch, argv, must_contain):

@@ -56,15 +56,19 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--top-p", type=number, default=d.top_p, help="nucleus sampling mass, in (0, 1]")
     g.add_argument("--top-k", type=number, default=d.top_k, help="sample among the k likeliest; 0 = off")
     g.add_argument("--seed", type=number, default=d.seed, help="the same seed gives the same tokens in every method")
-    # generate's most used logits processors, applied to every tree node with its own prefix;
-    # left out, each applies nothing (logitspec.settings.INERT).
-    g.add_argument("--repetition-penalty", type=number, help="above 1 makes tokens already in the text less likely")
-    g.add_argument("--no-repeat-ngram-size", type=number, help="no n-gram of this size appears twice")
-    g.add_argument("--min-new-tokens", type=number, help="no end of text before this many new tokens")
+    add_processor_options(g)
     g.add_argument("--no-chat", action="store_true", help="feed the prompt raw, without the chat template")
     g.add_argument("--json", action="store_true", help="print one JSON object")
     g.add_argument("--save-trace", metavar="FILE", help="write the run's trace as JSON")
     return p
+
+
+def add_processor_options(p: argparse.ArgumentParser) -> None:
+    """generate's most used logits processors, applied to every tree node with its own prefix;
+    left out, each applies nothing (logitspec.settings.INERT)."""
+    p.add_argument("--repetition-penalty", type=number, help="above 1 makes tokens already in the text less likely")
+    p.add_argument("--no-repeat-ngram-size", type=number, help="no n-gram of this size appears twice")
+    p.add_argument("--min-new-tokens", type=number, help="no end of text before this many new tokens")
 
 
 def processor_options(args: argparse.Namespace) -> dict:

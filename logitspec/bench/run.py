@@ -466,12 +466,15 @@ def decode_settings(args: argparse.Namespace) -> DecodeSettings:
     """The settings every method decodes with, checked (InputError for bad sampling values)."""
     from ..limits import checked_settings
 
+    from ..cli import processor_options
+
     return checked_settings(dict(max_new_tokens=args.max_new_tokens, temperature=args.temperature,
-                                 top_p=args.top_p, seed=args.seed, pool=args.pool))
+                                 top_p=args.top_p, seed=args.seed, pool=args.pool,
+                                 processors=processor_options(args)))
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from ..cli import number
+    from ..cli import add_processor_options, number
 
     d = DecodeSettings()
     p = argparse.ArgumentParser(prog="python -m logitspec.bench", description=__doc__.splitlines()[0])
@@ -499,6 +502,7 @@ def build_parser() -> argparse.ArgumentParser:
                    metavar="DTYPES", help="after the runs, time c(n) over a 512-token cache and the memory "
                    "floor for each of these dtypes (comma-separated; default: the --dtype of the runs; "
                    "'' for none)")
+    add_processor_options(p)  # what generate's processors cost each method: one run with, one without
     p.add_argument("--pool", choices=POOLS, default=d.pool,
                    help="which occurrence of an n-gram retrieval continues: the latest, or the one with the "
                         "longest continuation (the paper's code)")

@@ -38,6 +38,16 @@ def test_unknown_method_and_bad_counts_are_refused(capsys):
     assert "max new tokens" in refused(capsys, "--questions", q, "--max-new-tokens", "0")
 
 
+def test_processor_options_reach_every_methods_settings_and_bad_ones_are_refused(capsys):
+    from logitspec.bench.run import build_parser, decode_settings
+
+    q = str(ROOT / "data" / "spec_bench_subset.jsonl")
+    args = build_parser().parse_args(["--questions", q, "--repetition-penalty", "1.2", "--no-repeat-ngram-size", "4"])
+    assert decode_settings(args).processors == {"repetition_penalty": 1.2, "no_repeat_ngram_size": 4}
+    assert decode_settings(build_parser().parse_args(["--questions", q])).processors == {}
+    assert "repetition penalty must be a number above 0" in refused(capsys, "--questions", q, "--repetition-penalty", "0")
+
+
 @pytest.mark.slow
 def test_a_bad_questions_file_is_refused_by_the_process(tmp_path):
     """The refusal as a user meets it: a process, exit status 2, one line, no traceback."""

@@ -67,7 +67,7 @@ class HalfMode:
     one shape, with the products' time of each mode as timed at load and why where it fell back."""
 
     mode: str = "kernels"  # "kernels" or OneShape.words()
-    seconds: dict[str, float] = field(default_factory=dict)  # mode -> products of a 1-row and an R-row pass
+    seconds: dict[str, float] = field(default_factory=dict)  # mode -> products of a vanilla and a tree pass
     note: str = ""  # one line for the CLI, the bench and the app
 
     def to_dict(self) -> dict:
@@ -182,7 +182,7 @@ def apply_half_mode(model, shape: OneShape | None, seconds: dict[str, float] | N
 def _times(seconds: dict[str, float]) -> str:
     if len(seconds) < 2:
         return ""
-    return " (products of a 1-row and an R-row pass, timed at load: " + ", ".join(
+    return " (products of a vanilla pass and a tree pass, timed at load: " + ", ".join(
         f"{m} {s * 1e3:.1f} ms" for m, s in seconds.items()) + ")"
 
 

@@ -70,6 +70,7 @@ def main(argv=None) -> int:
     torch.set_num_threads(args.threads)
     from logitspec.models import load_model
     from logitspec.runtime.oneshape import OneShape, apply_half_mode, choose_half_mode
+    from logitspec.settings import DecodeSettings
 
     want = args.modes.split(",")
     results = []
@@ -78,7 +79,7 @@ def main(argv=None) -> int:
         results.append(measure("float32", f32, args.threads, False, args.max_n))
     lm = load_model("bundled", "cpu", "bfloat16")
     if "pick" in want:  # what load_model's timing picks here, with both times
-        mode = choose_half_mode(lm.model)
+        mode = choose_half_mode(lm.model, 0, DecodeSettings().cpu_capacity)
         print(f"load-time pick: {mode.note}", flush=True)
         results.append({**mode.to_dict(), "mode": f"load-time pick: {mode.mode}"})
     if "exact" in want:

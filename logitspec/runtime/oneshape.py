@@ -221,7 +221,7 @@ def _shape_runner(shape: OneShape):
 
 
 @torch.inference_mode()
-def choose_half_mode(model, rows: int = 0, tree_rows: int = 16) -> HalfMode:
+def choose_half_mode(model, rows: int, tree_rows: int) -> HalfMode:
     """Time the products of a vanilla pass and a tree pass in each mode, and run the model in the
     fastest mode that passes the bitwise check: the few-row kernel at 1 row and at the tree it
     decodes with (R rows, at most `tree_rows`: its cost tree's capacity on a CPU), against one

@@ -64,13 +64,65 @@ def best_guess_right(steps: list[tuple[list[dict], int]], kind) -> float:
     return right / len(steps)
 
 
-def main() -> int:
+def tally(lm, prompt: list[int], settings, rows: list, count: dict) -> None:
+    """One prompt's steps: each step's first-token guesses against the true x_(i+2), and what the
+    model's own earlier logits at the root's last occurrence said."""
     import torch
 
+    from logitspec.decoders import decode
+
+    steps = [s for s in decode(lm.model, prompt, "logitspec", settings, lm.eos_ids)]
+    seq = list(prompt) + [t for s in steps for t in s.tokens]
+    with torch.inference_mode():
+        earlier = lm.model(input_ids=torch.tensor([seq])).logits[0].topk(RECYCLED, dim=-1).indices.tolist()
+    last_seen: dict[int, int] = {}
+    pos = 0
+    for step in steps:
+        while pos < step.context_len:  # positions already in the context before this step
+            last_seen[seq[pos]] = pos
+            pos += 1
+        truth = list(step.tokens) + ([step.bonus] if step.bonus is not None else [])
+        if not step.forward or len(truth) < 2:
+            continue
+        guesses, x2 = first_tokens(step), truth[1]
+        rows.append((guesses, x2))
+        count["steps"] += 1
+        count["drafted"] += any(g["token"] == x2 for g in guesses)
+        backed = {g["token"] for g in guesses if g["g1n"] or g["g2n"]}
+        count["backed"] += x2 in backed
+        j = last_seen.get(step.root)
+        if j is not None:
+            count["root seen"] += 1
+            count["earlier top-1 right"] += earlier[j][0] == x2
+            count["earlier top-4 adds it"] += x2 in earlier[j] and x2 not in backed
+            g1 = step.queries[0]
+            count["g1 right where root seen"] += bool(g1.continuation) and g1.continuation[0] == x2
+
+
+def report(questions: int, rows: list, count: dict) -> None:
+    from logitspec.costtree import rank_bucket
+
+    n = count["steps"]
+    print(f"{questions} questions, {n} steps with a known x_(i+2)")
+    print(f"x_(i+2) among the drafted first tokens: {100 * count['drafted'] / n:.1f}%, "
+          f"among those a match backed: {100 * count['backed'] / n:.1f}%")
+    kinds = {
+        "rank, g1 n, g2 n (the cost model's kinds)": lambda g: (rank_bucket(g["rank"]), g["g1n"], g["g2n"]),
+        "probability, g1 n, g2 n": lambda g: (prob_bin(g["prob"]), g["g1n"], g["g2n"]),
+        "rank, probability, g1 n, g2 n": lambda g: (rank_bucket(g["rank"]), prob_bin(g["prob"]), g["g1n"], g["g2n"]),
+    }
+    for label, kind in kinds.items():
+        print(f"best-estimated guess right, chances from {label}: {100 * best_guess_right(rows, kind):.1f}%")
+    seen = count["root seen"]
+    print(f"root seen as an input before: {100 * seen / n:.1f}% of steps; there the model's earlier top-1 "
+          f"was right {100 * count['earlier top-1 right'] / max(1, seen):.1f}% (g1: "
+          f"{100 * count['g1 right where root seen'] / max(1, seen):.1f}%), and its top {RECYCLED} held x_(i+2) "
+          f"where no match drafted it in {100 * count['earlier top-4 adds it'] / n:.1f}% of all steps")
+
+
+def main() -> int:
     from logitspec.bench.questions import load_questions
     from logitspec.costcurve import warm_up
-    from logitspec.costtree import rank_bucket
-    from logitspec.decoders import decode
     from logitspec.models import load_model
     from logitspec.settings import DecodeSettings
     from logitspec.runtime.threads import configure_threads
@@ -86,53 +138,11 @@ def main() -> int:
     prompts = [lm.encode_chat(q["turns"][0]) for q in questions]
     settings = DecodeSettings(max_new_tokens=a.max_new_tokens)
     warm_up(lm.model, max(map(len, prompts)) + a.max_new_tokens, settings.capacity)
-
     rows: list[tuple[list[dict], int]] = []
     count: dict[str, int] = defaultdict(int)
     for prompt in prompts:
-        steps = [s for s in decode(lm.model, prompt, "logitspec", settings, lm.eos_ids)]
-        seq = list(prompt) + [t for s in steps for t in s.tokens]
-        with torch.inference_mode():
-            earlier = lm.model(input_ids=torch.tensor([seq])).logits[0].topk(RECYCLED, dim=-1).indices.tolist()
-        last_seen: dict[int, int] = {}
-        pos = 0
-        for step in steps:
-            while pos < step.context_len:  # positions already in the context before this step
-                last_seen[seq[pos]] = pos
-                pos += 1
-            truth = list(step.tokens) + ([step.bonus] if step.bonus is not None else [])
-            if not step.forward or len(truth) < 2:
-                continue
-            guesses, x2 = first_tokens(step), truth[1]
-            rows.append((guesses, x2))
-            count["steps"] += 1
-            count["drafted"] += any(g["token"] == x2 for g in guesses)
-            backed = {g["token"] for g in guesses if g["g1n"] or g["g2n"]}
-            count["backed"] += x2 in backed
-            j = last_seen.get(step.root)
-            if j is not None:
-                count["root seen"] += 1
-                count["earlier top-1 right"] += earlier[j][0] == x2
-                count["earlier top-4 adds it"] += x2 in earlier[j] and x2 not in backed
-                g1 = step.queries[0]
-                count["g1 right where root seen"] += bool(g1.continuation) and g1.continuation[0] == x2
-
-    n = count["steps"]
-    print(f"{len(prompts)} questions, {n} steps with a known x_(i+2)")
-    print(f"x_(i+2) among the drafted first tokens: {100 * count['drafted'] / n:.1f}%, "
-          f"among those a match backed: {100 * count['backed'] / n:.1f}%")
-    kinds = {
-        "rank, g1 n, g2 n (the cost model's kinds)": lambda g: (rank_bucket(g["rank"]), g["g1n"], g["g2n"]),
-        "probability, g1 n, g2 n": lambda g: (prob_bin(g["prob"]), g["g1n"], g["g2n"]),
-        "rank, probability, g1 n, g2 n": lambda g: (rank_bucket(g["rank"]), prob_bin(g["prob"]), g["g1n"], g["g2n"]),
-    }
-    for label, kind in kinds.items():
-        print(f"best-estimated guess right, chances from {label}: {100 * best_guess_right(rows, kind):.1f}%")
-    seen = count["root seen"]
-    print(f"root seen as an input before: {100 * seen / n:.1f}% of steps; there the model's earlier top-1 "
-          f"was right {100 * count['earlier top-1 right'] / max(1, seen):.1f}% (g1: "
-          f"{100 * count['g1 right where root seen'] / max(1, seen):.1f}%), and its top {RECYCLED} held x_(i+2) "
-          f"where no match drafted it in {100 * count['earlier top-4 adds it'] / n:.1f}% of all steps")
+        tally(lm, prompt, settings, rows, count)
+    report(len(prompts), rows, count)
     return 0
 
 

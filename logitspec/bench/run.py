@@ -464,9 +464,8 @@ def print_versus(method: str, vs: dict, cats: list[str]) -> None:
 
 def decode_settings(args: argparse.Namespace) -> DecodeSettings:
     """The settings every method decodes with, checked (InputError for bad sampling values)."""
-    from ..limits import checked_settings
-
     from ..cli import processor_options
+    from ..limits import checked_settings
 
     return checked_settings(dict(max_new_tokens=args.max_new_tokens, temperature=args.temperature,
                                  top_p=args.top_p, seed=args.seed, pool=args.pool,

@@ -10,6 +10,7 @@ from statistics import mean
 
 from logitspec.parting import near_tie_words
 from logitspec.serve.race import RaceResult, lane_stats, result_of, seconds_to_reach
+from logitspec.settings import INERT
 from logitspec.trace import RunTrace
 
 from .counts import RunCounts, run_counts
@@ -75,6 +76,19 @@ def per_pass_words(res: RaceResult, lane: str = "logitspec") -> str:
     return f"per forward pass, <b>{rates[lane]:.2f}</b> tokens" + (f" against {against}" if against else "")
 
 
+# Processors that turn the model away from what the context already holds, which a copy proposes.
+AGAINST_COPYING = {"repetition_penalty": "the repetition penalty", "no_repeat_ngram_size": "the no-repeat n-grams"}
+
+
+def _why_rarely_right(trace: RunTrace) -> str:
+    """Why copied drafts missed: the run's processors where one works against copying, else the text."""
+    applied = (trace.settings or {}).get("processors") or {}
+    named = [words for name, words in AGAINST_COPYING.items() if applied.get(name) not in (None, INERT[name])]
+    if named:
+        return f"{' and '.join(named)} turned the model away from the tokens a copy proposes"
+    return "the context held little to copy"
+
+
 def shortfall(res: RaceResult, lane: str = "logitspec") -> str:
     """One sentence, in a visitor's words, on why `lane` ended below vanilla; "" when it did not."""
     sp = res.speedups.get(lane)
@@ -98,7 +112,7 @@ def shortfall(res: RaceResult, lane: str = "logitspec") -> str:
                 "accept and the drafting time was not paid back.")
     if per_pass < 1.15:
         return (f"{SLOWER} because its drafts were rarely right on this text: {per_pass:.2f} tokens "
-                f"per pass from {tree:.1f}-token trees, as the context held little to copy.")
+                f"per pass from {tree:.1f}-token trees, as {_why_rarely_right(trace)}.")
     if pass_cost > gain:
         return (f"{SLOWER} because its forward passes took {pass_cost:.2f}× vanilla's on average, more than "
                 f"the {gain:.2f}× tokens per pass they gained (a busy machine or a long context makes tree "

@@ -187,6 +187,22 @@ def test_a_slower_logitspec_is_explained_in_one_sentence(summ):
     assert faster.speedups["logitspec"] > 1.0 and shortfall(faster) == ""
 
 
+def test_drafts_rarely_right_are_blamed_on_a_repetition_penalty_where_one_ran(summ):
+    from visual.verdict import shortfall
+
+    van = _as(summ, "vanilla")
+    ls = _as(summ, "logitspec")
+    # One token a pass from full trees, each pass dearer than vanilla's.
+    ls.steps = [dataclasses.replace(s, tokens=[t], accepted_path=[0], forward_seconds=s.forward_seconds * 1.5)
+                for s, t in zip(summ.steps, summ.tokens)]
+    assert "the context held little to copy" in shortfall(result_of({"vanilla": van, "logitspec": ls}))
+    ls.settings = {**ls.settings, "processors": {"repetition_penalty": 1.2}}
+    why = shortfall(result_of({"vanilla": van, "logitspec": ls}))
+    assert "the repetition penalty turned the model away from the tokens a copy proposes" in why, why
+    ls.settings = {**ls.settings, "processors": {"repetition_penalty": 1.0}}  # 1 applies nothing
+    assert "the context held little to copy" in shortfall(result_of({"vanilla": van, "logitspec": ls}))
+
+
 def _slower(summ, forward: float, draft: float = 0.0, prefill: float = 0.0):
     """A race of `summ` against a one-token-a-step vanilla whose passes take 50 ms, LogitSpec's
     steps taking `forward` and `draft` times (50 ms x its tokens per pass) each."""

@@ -67,9 +67,14 @@ def test_the_explorer_draws_the_baselines_steps(raced):
     for lane, origin in (("lookahead", "window"), ("rest", "retrieved")):
         ui.pick_lane(lane, OUTCOMES, view)
         step = next(i for i, s in enumerate(raced[lane].steps) if any(n.origin == origin for n in s.tree))
-        fig = ui.explorer.step_outputs(view, step)[ui.explorer.tree_plot]
+        out = ui.explorer.step_outputs(view, step)
+        fig = out[ui.explorer.tree_plot]
         # an accepted box is filled with its origin's colour, a rejected one outlined in it
         assert any(PALETTE[origin] in (sh.fillcolor, sh.line.color) for sh in fig.layout.shapes), lane
+        # beside it, in the next-next candidates' place: the window and pool, or the continuations
+        beside = out[ui.explorer.cand_plot]
+        assert beside.layout.meta["caption"]["title"].startswith({"lookahead": "Lookahead", "rest": "REST"}[lane])
+        assert any(sh.name == "node 0" for sh in beside.layout.shapes), lane
 
 
 def test_the_debugger_lists_the_baselines_lookups_hits_and_misses(raced):

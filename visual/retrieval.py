@@ -166,19 +166,50 @@ def _query_block(trace: RunTrace, s: StepRecord, qi: int, ctx: list[int]) -> str
         f'border-radius:6px;{_TEXT}">'
         f'<div style="font-weight:600;margin-bottom:4px">{head}</div>'
         f"<div>{_attempts(trace, q, query_tail(s, q, ctx))}</div>{_snippet(trace, ctx, q)}"
-        f"{_which_occurrence(trace, q)}{_continuation(trace, s, qi, ctx)}</div>"
+        f"{_which_occurrence(trace, s, q, ctx)}{_continuation(trace, s, qi, ctx)}</div>"
     )
 
 
-def _which_occurrence(trace: RunTrace, q: QueryRecord) -> str:
-    """Why the pool continued this occurrence of the n-gram: the run's pool setting in words."""
+def _which_occurrence(trace: RunTrace, s: StepRecord, q: QueryRecord, ctx: list[int]) -> str:
+    """Which occurrence of the matched n-gram the pool continued, and why: the run's pool setting,
+    told against the n-gram's other occurrences in the context."""
     if not q.matched or q.match_pos is None or q.kind not in ("g1", "pld"):
         return ""
     pool = trace.settings.get("pool", "recent")  # runs from before the setting used the latest occurrence
-    span = trace.settings.get("continuation", 20)
-    why = (f"the occurrence with the longest continuation (up to {span} tokens), the latest among equals"
-           if pool == "longest" else "the latest occurrence")
-    return f'<div style="margin-top:3px">continued from position {q.match_pos}: {why} (pool: {pool})</div>'
+    span = int(trace.settings.get("continuation", 20))
+    gram = query_tail(s, q, ctx)[-q.matched_n:]
+    why = occurrence_words(pool, span, occurrences(ctx, gram), q.match_pos, len(ctx) - q.matched_n)
+    return f'<div style="margin-top:3px">continued from position {q.match_pos}: {_e(why)} (pool: {pool})</div>'
+
+
+def occurrences(ctx: list[int], gram: list[int]) -> list[int]:
+    """Where `gram` starts in the context with a token after it (what the pool can continue), in order."""
+    n = len(gram)
+    return [i for i in range(len(ctx) - n) if ctx[i:i + n] == gram]
+
+
+def occurrence_words(pool: str, span: int, starts: list[int], chosen: int, end: int) -> str:
+    """Why the pool continued the occurrence at `chosen` among `starts` (tokens after one at i: end - i,
+    up to `span`): the latest ("recent"), or the latest with `span` tokens after it, else the
+    earliest ("longest", the paper's)."""
+    after = {i: min(span, end - i) for i in starts}
+    rule = ("the occurrence with the longest continuation (up to {span} tokens), the latest among equals"
+            if pool == "longest" else "the latest occurrence").format(span=span)
+    if chosen not in after:  # a trace whose context the lookup did not see whole: the rule alone
+        return rule
+    k, latest = len(starts), starts[-1]
+    if k == 1:
+        return f"the only occurrence, {plural(after[chosen], 'token')} after it"
+    if pool != "longest":
+        best = max(starts, key=lambda i: (after[i], i))
+        if after[best] <= after[chosen]:
+            return f"the latest of {k} occurrences, {plural(after[chosen], 'token')} after it"
+        return (f"the latest of {k} occurrences, with only {plural(after[chosen], 'token')} after it; position "
+                f"{best} has {after[best]} (the longest pool would continue that one)")
+    if after[chosen] >= span:
+        said = f"of {k} occurrences, the latest with the full {span} tokens after it"
+        return said + (f"; the latest, at position {latest}, has only {after[latest]}" if chosen != latest else "")
+    return f"of {k} occurrences none has {span} tokens after it, so the earliest, with the most ({after[chosen]})"
 
 
 def _drafts_html(trace: RunTrace, s: StepRecord, paths: list[list[TreeNode]], ctx: list[int], name: str) -> str:

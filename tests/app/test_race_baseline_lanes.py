@@ -27,7 +27,7 @@ def raced(tiny_llama):
     s = DecodeSettings(max_new_tokens=32)
     earlier = run_trace(lm, PROMPT, "vanilla", DecodeSettings(max_new_tokens=24))
     rest.attach(tiny_llama, store=rest.Datastore(earlier.prompt_tokens + earlier.tokens))
-    lanes = model_lanes(lm, PROMPT, ["vanilla", *BASELINES], s)
+    lanes = model_lanes(lm, PROMPT, ["vanilla", "logitspec", *BASELINES], s)
     list(interleave(lanes))
     yield {ln.name: ln.trace for ln in lanes}
     vars(tiny_llama)[rest.ATTRIBUTE] = before
@@ -52,6 +52,14 @@ def test_the_baseline_lanes_have_their_own_colours(raced):
     for m in BASELINES:
         assert colours[m] == PALETTE[m]
         assert [t.line.color for t in fig.data if t.mode == "lines" and t.name == m] == [colours[m]]
+
+
+def test_the_verdict_names_the_baselines_in_words(raced):
+    from visual.verdict import counters_html
+
+    verdict = counters_html(raced, running=False).split("class='verdict'>", 1)[1]
+    assert "Lookahead decoding's" in verdict and "REST's" in verdict, verdict
+    assert "identical to vanilla" in verdict and "DIFFERENT" not in verdict, verdict
 
 
 def test_the_explorer_draws_the_baselines_steps(raced):

@@ -244,7 +244,7 @@ def _box(c: Cell, bg: str, outline: str) -> dict:
     base = PALETTE[c.kind]
     fill, line, width, dash = {
         "accepted": (base, outline, 3, "solid"), "rejected": (blend(base, bg, 0.45), base, 1.5, "solid"),
-        "pruned": (bg, base, 1.5, "dash"), "window": (blend(base, bg, 0.6), blend(base, outline, 0.5), 1, "solid"),
+        "pruned": (bg, base, 1.5, "dash"), "window": (base, blend(base, outline, 0.5), 1, "solid"),  # already pale: its key's colour
     }[c.status]
     d = c.node.depth
     return dict(type="rect", x0=d - BOX_W / 2, x1=d + BOX_W / 2, y0=c.row - BOX_H / 2, y1=c.row + BOX_H / 2,
@@ -283,7 +283,7 @@ def _draw(trace: RunTrace, step: int, grid: Grid, theme: str, mode: str, size: t
              for name, fill, line in _key(grid, c)]
     layout["shapes"] = [_box(x, c["bg"], c["outline"]) for x in grid.cells]
     layout["xaxis"].update(range=[-0.6, grid.cols - 0.4], tickvals=list(range(grid.cols)), showgrid=False,
-                           zeroline=False, fixedrange=True, title=dict(text="depth (position id = context + depth)"))
+                           zeroline=False, fixedrange=True, title=dict(text=_depth_title(mode, s)))
     layout["yaxis"].update(range=[len(grid.rows) - 0.5, -0.5], tickvals=list(range(len(grid.rows))),
                            ticktext=grid.rows, showgrid=False, zeroline=False, showline=False, fixedrange=True,
                            tickfont=dict(size=MIN_FONT, color=c["text"]))
@@ -291,6 +291,11 @@ def _draw(trace: RunTrace, step: int, grid: Grid, theme: str, mode: str, size: t
     fig = go.Figure(data=data)
     fig.update_layout(layout)
     return pretty(fig)
+
+
+def _depth_title(mode: str, s: StepRecord) -> str:
+    """The depth axis's title; the app's is short enough for a phone (the hover gives each position id)."""
+    return "depth" if mode == "app" else f"depth (position id = {s.context_len} + depth)"
 
 
 def _key_name(kind: str) -> str:

@@ -48,10 +48,12 @@ def whole_number(value) -> int | None:
 
 
 def draw_step(t: RunTrace, i: int, tree_view: str, compact: bool) -> dict:
-    """A step's drawn pieces."""
+    """A step's drawn pieces; a Lookahead or REST step, which takes no next-next candidates, shows
+    its window and pool or its retrieved continuations in their place."""
+    beside = (visual.baseline_figure(t, i, fit=True) if t.method in visual.BASELINE_METHODS
+              else visual.candidates_figure(t, i, fit=True))
     return {"summary": visual.step_summary_md(t, i), "tree": trie_view.figure(t, i, tree_view, compact),
-            "key": trie_view.key_html(t, tree_view), "candidates": visual.candidates_figure(t, i, fit=True),
-            "retrieval": visual.retrieval_html(t, i)}
+            "key": trie_view.key_html(t, tree_view), "candidates": beside, "retrieval": visual.retrieval_html(t, i)}
 
 
 class ExplorerTab:

@@ -3,6 +3,7 @@
 Every function takes a `logitspec.trace.RunTrace` (and a step index) and returns a Plotly
 figure, an HTML or markdown string, or plain data for a Gradio component.
 """
+from .baselines import METHODS as BASELINE_METHODS, baseline_figure
 from .candidates import candidates_figure
 from .observations import (
     accepted_hist_figure,
@@ -21,10 +22,12 @@ from .tree import tree_figure
 
 __all__ = [
     "ACCEPT_COLORS",
+    "BASELINE_METHODS",
     "PALETTE",
     "PLOT_CONFIG",
     "accepted_hist_figure",
     "answer_text",
+    "baseline_figure",
     "budget_figure",
     "candidates_figure",
     "debugger_rows",

@@ -132,6 +132,11 @@ def query_tail(step: StepRecord, q: QueryRecord, ctx: Sequence[int]) -> list[int
     return seq
 
 
+# How the baselines' one lookup a step reads (logitspec.lookahead, logitspec.rest).
+BASELINE_QUERIES = {"lookahead": "Lookahead's pool: the n-grams its Jacobi window made that start with x_{i+1}",
+                    "rest": "REST: the continuations of the context's longest suffix found in the datastore"}
+
+
 def query_name(trace: RunTrace, step: StepRecord, qi: int | None, ctx: Sequence[int] = ()) -> str:
     if qi is None or not 0 <= qi < len(step.queries):
         return "none (the root is the previous pass's argmax)"
@@ -140,6 +145,8 @@ def query_name(trace: RunTrace, step: StepRecord, qi: int | None, ctx: Sequence[
         return "g1: look up what followed x_{i+1} before"
     if q.kind == "pld":
         return "prompt lookup: what followed the last tokens before"
+    if q.kind in BASELINE_QUERIES:
+        return BASELINE_QUERIES[q.kind]
     c = candidate_by_rank(step).get(q.candidate_rank)
     ctext = f" {ngram_text(trace, [c.token], list(ctx) + [step.root])}" if c is not None else ""
     return f"g2 for candidate rank {q.candidate_rank}{ctext}"
@@ -148,9 +155,13 @@ def query_name(trace: RunTrace, step: StepRecord, qi: int | None, ctx: Sequence[
 def match_text(trace: RunTrace, q: QueryRecord, seq: Sequence[int] = ()) -> str:
     """The query's verdict in words; `seq` (see query_tail) lets the n-gram join the text before it."""
     a = matched_attempt(q)
+    if q.kind == "lookahead":  # the pool is keyed by the root alone
+        return "the pool held n-grams starting with it" if a else "the pool held no n-gram starting with it"
     if a is None:
         tried = ", ".join(f"{x.n}-gram" for x in q.attempts) or "nothing to try"
         return f"no match (tried {tried})"
+    if q.kind == "rest":  # found in the datastore, not in the context
+        return f"found the {a.n}-token suffix {ngram_text(trace, a.ngram, ngram_before(seq, a.ngram))} in the datastore"
     return f"matched the {a.n}-gram {ngram_text(trace, a.ngram, ngram_before(seq, a.ngram))} at context position {q.match_pos}"
 
 

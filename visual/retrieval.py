@@ -12,7 +12,8 @@ from logitspec.trace import (BOTH_FAILED, G1_MATCHED, G2_RESCUED, NO_RETRIEVAL, 
                              PLD_MATCHED, QueryRecord,
                              RunTrace, StepRecord, TreeNode)
 
-from .counts import passes_words, run_counts
+from .baselines import MAX_ROWS, drafted_paths, taken_paths, window_levels
+from .counts import passes_words, plural, run_counts
 from .data import (
     OUTCOMES_LOGITSPEC,
     branch_nodes,
@@ -29,7 +30,7 @@ from .data import (
     token_labels,
     token_pieces,
 )
-from .style import PALETTE
+from .style import PALETTE, sub_x
 
 SNIPPET_BEFORE = 12  # context tokens shown before a match
 SNIPPET_AFTER = 4  # context tokens shown after the continuation
@@ -56,6 +57,13 @@ OUTCOME_WORDS = {
     PLD_MATCHED: "prompt lookup matched",
     PLD_FAILED: "prompt lookup failed",
     NO_RETRIEVAL: "no retrieval (this decoder drafts nothing)",
+}
+# A one-lookup outcome of the baselines, in their own words (prompt lookup's are OUTCOME_WORDS').
+BASELINE_OUTCOME_WORDS = {
+    ("lookahead", PLD_MATCHED): "Lookahead's pool held n-grams starting with x_{i+1}",
+    ("lookahead", PLD_FAILED): "Lookahead's pool held no n-gram starting with x_{i+1}",
+    ("rest", PLD_MATCHED): "REST found a suffix of the context in its datastore",
+    ("rest", PLD_FAILED): "REST found no suffix of the context in its datastore",
 }
 RECYCLED_WORDS = "no lookup: Token Recycling drafts from its matrix of the successors past passes predicted"
 
@@ -158,19 +166,118 @@ def _query_block(trace: RunTrace, s: StepRecord, qi: int, ctx: list[int]) -> str
         f'border-radius:6px;{_TEXT}">'
         f'<div style="font-weight:600;margin-bottom:4px">{head}</div>'
         f"<div>{_attempts(trace, q, query_tail(s, q, ctx))}</div>{_snippet(trace, ctx, q)}"
-        f"{_which_occurrence(trace, q)}{_continuation(trace, s, qi, ctx)}</div>"
+        f"{_which_occurrence(trace, s, q, ctx)}{_continuation(trace, s, qi, ctx)}</div>"
     )
 
 
-def _which_occurrence(trace: RunTrace, q: QueryRecord) -> str:
-    """Why the pool continued this occurrence of the n-gram: the run's pool setting in words."""
+def _which_occurrence(trace: RunTrace, s: StepRecord, q: QueryRecord, ctx: list[int]) -> str:
+    """Which occurrence of the matched n-gram the pool continued, and why: the run's pool setting,
+    told against the n-gram's other occurrences in the context."""
     if not q.matched or q.match_pos is None or q.kind not in ("g1", "pld"):
         return ""
     pool = trace.settings.get("pool", "recent")  # runs from before the setting used the latest occurrence
-    span = trace.settings.get("continuation", 20)
-    why = (f"the occurrence with the longest continuation (up to {span} tokens), the latest among equals"
-           if pool == "longest" else "the latest occurrence")
-    return f'<div style="margin-top:3px">continued from position {q.match_pos}: {why} (pool: {pool})</div>'
+    span = int(trace.settings.get("continuation", 20))
+    gram = query_tail(s, q, ctx)[-q.matched_n:]
+    why = occurrence_words(pool, span, occurrences(ctx, gram), q.match_pos, len(ctx) - q.matched_n)
+    return f'<div style="margin-top:3px">continued from position {q.match_pos}: {_e(why)} (pool: {pool})</div>'
+
+
+def occurrences(ctx: list[int], gram: list[int]) -> list[int]:
+    """Where `gram` starts in the context with a token after it (what the pool can continue), in order."""
+    n = len(gram)
+    return [i for i in range(len(ctx) - n) if ctx[i:i + n] == gram]
+
+
+def occurrence_words(pool: str, span: int, starts: list[int], chosen: int, end: int) -> str:
+    """Why the pool continued the occurrence at `chosen` among `starts` (tokens after one at i: end - i,
+    up to `span`): the latest ("recent"), or the latest with `span` tokens after it, else the
+    earliest ("longest", the paper's)."""
+    after = {i: min(span, end - i) for i in starts}
+    rule = ("the occurrence with the longest continuation (up to {span} tokens), the latest among equals"
+            if pool == "longest" else "the latest occurrence").format(span=span)
+    if chosen not in after:  # a trace whose context the lookup did not see whole: the rule alone
+        return rule
+    k, latest = len(starts), starts[-1]
+    if k == 1:
+        return f"the only occurrence, {plural(after[chosen], 'token')} after it"
+    if pool != "longest":
+        best = max(starts, key=lambda i: (after[i], i))
+        if after[best] <= after[chosen]:
+            return f"the latest of {k} occurrences, {plural(after[chosen], 'token')} after it"
+        return (f"the latest of {k} occurrences, with only {plural(after[chosen], 'token')} after it; position "
+                f"{best} has {after[best]} (the longest pool would continue that one)")
+    if after[chosen] >= span:
+        said = f"of {k} occurrences, the latest with the full {span} tokens after it"
+        return said + (f"; the latest, at position {latest}, has only {after[latest]}" if chosen != latest else "")
+    return f"of {k} occurrences none has {span} tokens after it, so the earliest, with the most ({after[chosen]})"
+
+
+def _drafts_html(trace: RunTrace, s: StepRecord, paths: list[list[TreeNode]], ctx: list[int], name: str) -> str:
+    """Each drafted branch under the root, one a line, every token with its fate (at most MAX_ROWS)."""
+    lines = []
+    for j, path in enumerate(paths[:MAX_ROWS]):
+        labels = token_labels(trace, [n.token for n in path], ctx + [s.root], final=False)
+        chips = "".join(_chip(label, *_fate(s, n)) for n, label in zip(path, labels))
+        lines.append(f'<div style="margin-top:2px">{name} {j + 1}: {chips}</div>')
+    if len(paths) > MAX_ROWS:
+        lines.append(f'<div style="{_MUTED}">and {len(paths) - MAX_ROWS} more (the draft tree shows them)</div>')
+    return "".join(lines)
+
+
+def _drafts_why(trace: RunTrace, s: StepRecord, paths: list[list[TreeNode]], ctx: list[int], name: str) -> str:
+    """Which drafted branch the model went on along, or the token it wanted that none held."""
+    taken = taken_paths(s, paths)
+    if taken:
+        which = " and ".join(str(j + 1) for j in taken)
+        return f"the model went on along {name} {which} for {plural(s.drafts_accepted, 'token')}"
+    want = s.tokens[1] if len(s.tokens) > 1 else s.bonus
+    if want is None:
+        return "the run ended at the root"
+    said = ngram_text(trace, [want], ctx + [s.root])
+    return f"the model went on with {said}, which no {name} held after x_{{i+1}}" if paths else ""
+
+
+def _lookahead_block(trace: RunTrace, s: StepRecord, ctx: list[int]) -> str:
+    """Lookahead's lookup: the pool's n-grams for the root, their fates, and why it missed."""
+    paths = drafted_paths(s, "pool")
+    levels = [lv for lv in window_levels(s) if lv]
+    n = trace.settings.get("lookahead_ngram", 5)
+    if paths:
+        said = (f"{plural(len(paths), 'n-gram')} held (the pool keeps at most "
+                f"{trace.settings.get('lookahead_guesses', 7)} for a token, the least recently seen dropped first)")
+    elif len(levels) < n - 1:
+        said = f"none: the Jacobi window is still warming up ({len(levels)} of its {n - 1} levels) and has made no n-gram yet"
+    else:
+        said = "none: the Jacobi window has made no n-gram starting with this token yet"
+    why = _drafts_why(trace, s, paths, ctx, "n-gram")
+    return _baseline_box(s.queries[0].matched, "Lookahead · the pool's n-grams that start with x<sub>i+1</sub> = "
+                         + _e(ngram_text(trace, [s.root], ctx)), _e(said) + _drafts_html(trace, s, paths, ctx, "n-gram"), why)
+
+
+def _rest_block(trace: RunTrace, s: StepRecord, ctx: list[int]) -> str:
+    """REST's lookup: the suffixes tried, the one found, the continuations drafted and why it missed."""
+    q = next(q for q in s.queries if q.kind == "rest")
+    seq = query_tail(s, q, ctx)
+    if q.matched:
+        found = ngram_text(trace, seq[-q.matched_n:], seq[:-q.matched_n])
+        longer = f" (longer suffixes, up to {q.tried[0]} tokens, not found)" if len(q.tried) > 1 else ""
+        said = _chip(f"{q.matched_n}-token suffix {found} ✓ found", "hit") + _e(longer)
+    else:
+        tried = f"suffixes of {q.tried[0]} down to {q.tried[-1]} tokens" if q.tried else "no suffix (too few tokens)"
+        said = _chip(f"{tried} ✗", "miss") + " → none occurs in the datastore"
+    paths = drafted_paths(s, "retrieved")
+    why = _drafts_why(trace, s, paths, ctx, "continuation")
+    return _baseline_box(q.matched, "REST · the longest suffix of the context (x<sub>i+1</sub> included) found in "
+                         "the datastore, and its most frequent continuations",
+                         said + _drafts_html(trace, s, paths, ctx, "continuation"), why)
+
+
+def _baseline_box(matched: bool, head: str, body: str, why: str) -> str:
+    color = _SOLID["hit"] if matched else _SOLID["miss"]
+    return (f'<div style="margin:8px 0;padding:8px 10px;border:1px solid {_BORDER};border-left:6px solid {color};'
+            f'border-radius:6px;{_TEXT}"><div style="font-weight:600;margin-bottom:4px">{head}</div>'
+            f"<div>{body}</div>" + (f'<div style="{_MUTED};margin-top:3px">{sub_x(_e(why))}</div>' if why else "")
+            + "</div>")
 
 
 def recycled_row(s: StepRecord) -> list[TreeNode]:
@@ -230,7 +337,7 @@ def retrieval_html(trace: RunTrace, step: int) -> str:
         f"{len(trace.steps) - 1}: x<sub>i+1</sub> = {_e(ngram_text(trace, [s.root], ctx))}</div>"
         f'<div style="{_MUTED};margin-bottom:6px">searched {len(ctx)} context tokens '
         f"(prompt {len(trace.prompt_tokens)} + generated {gen}) · "
-        f"{_e(RECYCLED_WORDS if recycled and not s.queries else OUTCOME_WORDS.get(out, out))}</div>"
+        f"{sub_x(_e(RECYCLED_WORDS if recycled and not s.queries else _outcome_words(trace, out)))}</div>"
         f'<div style="margin-bottom:6px">{_legend()}</div>'
     )
     if not s.queries:
@@ -238,6 +345,7 @@ def retrieval_html(trace: RunTrace, step: int) -> str:
                else "" if recycled else "this decoder does no lookups")
         return head + recycled + (f'<div style="{_MUTED}">{_e(why)}</div>' if why else "") + "</div>"
     blocks = [_query_block(trace, s, qi, ctx) for qi, q in enumerate(s.queries) if q.kind in ("g1", "pld")]
+    blocks += [BASELINE_BLOCKS[q.kind](trace, s, ctx) for q in s.queries[:1] if q.kind in BASELINE_BLOCKS]
     g2 = [qi for qi, q in enumerate(s.queries) if q.kind == "g2"]
     body = "".join(blocks)
     if g2:
@@ -248,6 +356,14 @@ def retrieval_html(trace: RunTrace, step: int) -> str:
                  "</summary>"
                  + "".join(_query_block(trace, s, qi, ctx) for qi in g2) + "</details>")
     return head + body + recycled + "</div>"
+
+
+# The one lookup a step of the paper's baselines makes, drawn by its own block.
+BASELINE_BLOCKS = {"lookahead": _lookahead_block, "rest": _rest_block}
+
+
+def _outcome_words(trace: RunTrace, out: str) -> str:
+    return BASELINE_OUTCOME_WORDS.get((trace.method, out)) or OUTCOME_WORDS.get(out, out)
 
 
 def _legend() -> str:
@@ -267,8 +383,7 @@ def failure_rows(trace: RunTrace) -> list[dict[str, Any]]:
             continue
         first = next((q for q in s.queries if q.kind in ("g1", *ONE_QUERY_KINDS)), None)
         seq = query_tail(s, first, ctx) if first else []
-        tried = " · ".join(f"{a.n}-gram {ngram_text(trace, a.ngram, ngram_before(seq, a.ngram))} "
-                           f"{'✓' if a.matched else '✗'}" for a in first.attempts) if first else ""
+        tried = _tried_cell(trace, first, seq) if first else ""
         g2 = [q for q in s.queries if q.kind == "g2"]
         rows.append({
             "step": i,
@@ -282,6 +397,18 @@ def failure_rows(trace: RunTrace) -> list[dict[str, Any]]:
             "recycled": recycled_cell(trace, s, ctx),
         })
     return rows
+
+
+def _tried_cell(trace: RunTrace, q: QueryRecord, seq: list[int]) -> str:
+    """The n-grams a query tried, ✓ on the one that matched; REST's suffixes (up to 16 tokens, a
+    dozen of them) as the one found, or the lengths tried when none was."""
+    attempts = q.attempts
+    if q.kind == "rest":
+        if not q.matched:
+            return f"suffixes of {q.tried[0]}…{q.tried[-1]} tokens ✗" if q.tried else ""
+        attempts = [a for a in attempts if a.matched]
+    return " · ".join(f"{a.n}-gram {ngram_text(trace, a.ngram, ngram_before(seq, a.ngram))} "
+                      f"{'✓' if a.matched else '✗'}" for a in attempts)
 
 
 def recycled_cell(trace: RunTrace, s: StepRecord, ctx: list[int]) -> str:

@@ -37,6 +37,9 @@ from .data import (
     tok,
     token_pieces,
 )
+from .baselines import METHODS as BASELINES
+from .baselines import lane_names as baseline_lane_names
+from .baselines import step_lanes as baseline_lanes
 from .counts import plural
 from .fit import (
     APP_WIDE_PLOT_W,
@@ -242,6 +245,8 @@ def node_lanes(trace: RunTrace, s: StepRecord) -> dict[int, int]:
     if trace.method == "recycling":
         lanes = branch_lanes(trace)
         return {i: lanes[p] for i, p in _rank_paths(s).items()}
+    if trace.method in BASELINES:
+        return baseline_lanes(trace, s)
     k = int(trace.settings.get("k") or 0)
     return {n.id: _lane(n, k) for n in s.tree}
 
@@ -264,12 +269,16 @@ def lane_count(trace: RunTrace) -> int:
         return 2
     if trace.method == "recycling":
         return max(branch_lanes(trace).values()) + 1
+    if trace.method in BASELINES:
+        return 1 + len(baseline_lane_names(trace))
     return 2 + _max_rank(trace)
 
 
 def lane_names(trace: RunTrace) -> list[str]:
     names = ["x_{i+1} · bonus"]
-    if trace.method == "pld":
+    if trace.method in BASELINES:
+        names += baseline_lane_names(trace)
+    elif trace.method == "pld":
         names.append("prompt lookup")
     elif trace.method == "recycling":
         lanes = branch_lanes(trace)
@@ -345,7 +354,8 @@ def select(trace: RunTrace, step: int, look: TreeLook) -> Selection:
     lanes, depth, folded = _slide_cut(s, lanes, lane_of)
     if folded:
         notes.append(plural(folded, "one-token candidate") + ", verified and rejected")
-    chain = trace.method != "recycling"  # lane 1 is a lookup's chain; in a recycled tree, a branch
+    # lane 1 is a lookup's chain; in a recycled tree or a baseline's, a branch
+    chain = trace.method != "recycling" and trace.method not in BASELINES
     tail = sum(1 for n in s.tree if chain and lane_of[n.id] == 1 and n.depth > depth)
     if tail:
         notes.append(plural(tail, "more lookup-chain token"))

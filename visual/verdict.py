@@ -30,7 +30,7 @@ def lane_words(name: str, trace: RunTrace) -> str:
         return f"the paper's {trace.settings.get('capacity', 64)}-token tree"
     if name == "recycling":
         return "Token Recycling"
-    return name
+    return {"lookahead": "Lookahead decoding", "rest": "REST"}.get(name, name)
 
 
 def counts_over(trace: RunTrace, n: int) -> RunCounts:

@@ -27,7 +27,7 @@ def raced(tiny_llama):
     s = DecodeSettings(max_new_tokens=32)
     earlier = run_trace(lm, PROMPT, "vanilla", DecodeSettings(max_new_tokens=24))
     rest.attach(tiny_llama, store=rest.Datastore(earlier.prompt_tokens + earlier.tokens))
-    lanes = model_lanes(lm, PROMPT, ["vanilla", *BASELINES], s)
+    lanes = model_lanes(lm, PROMPT, ["vanilla", "logitspec", *BASELINES], s)
     list(interleave(lanes))
     yield {ln.name: ln.trace for ln in lanes}
     vars(tiny_llama)[rest.ATTRIBUTE] = before
@@ -54,6 +54,14 @@ def test_the_baseline_lanes_have_their_own_colours(raced):
         assert [t.line.color for t in fig.data if t.mode == "lines" and t.name == m] == [colours[m]]
 
 
+def test_the_verdict_names_the_baselines_in_words(raced):
+    from visual.verdict import counters_html
+
+    verdict = counters_html(raced, running=False).split("class='verdict'>", 1)[1]
+    assert "Lookahead decoding's" in verdict and "REST's" in verdict, verdict
+    assert "identical to vanilla" in verdict and "DIFFERENT" not in verdict, verdict
+
+
 def test_the_explorer_draws_the_baselines_steps(raced):
     from ui.debugger import OUTCOMES
     from ui.page import Page
@@ -67,9 +75,14 @@ def test_the_explorer_draws_the_baselines_steps(raced):
     for lane, origin in (("lookahead", "window"), ("rest", "retrieved")):
         ui.pick_lane(lane, OUTCOMES, view)
         step = next(i for i, s in enumerate(raced[lane].steps) if any(n.origin == origin for n in s.tree))
-        fig = ui.explorer.step_outputs(view, step)[ui.explorer.tree_plot]
+        out = ui.explorer.step_outputs(view, step)
+        fig = out[ui.explorer.tree_plot]
         # an accepted box is filled with its origin's colour, a rejected one outlined in it
         assert any(PALETTE[origin] in (sh.fillcolor, sh.line.color) for sh in fig.layout.shapes), lane
+        # beside it, in the next-next candidates' place: the window and pool, or the continuations
+        beside = out[ui.explorer.cand_plot]
+        assert beside.layout.meta["caption"]["title"].startswith({"lookahead": "Lookahead", "rest": "REST"}[lane])
+        assert any(sh.name == "node 0" for sh in beside.layout.shapes), lane
 
 
 def test_the_debugger_lists_the_baselines_lookups_hits_and_misses(raced):

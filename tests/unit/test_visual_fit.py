@@ -19,7 +19,7 @@ from visual.explain import ACCEPT_BOX, choose_step, walkthrough
 from visual.style import MIN_FONT, MONO_CHAR_EM, lane_color, sub_x
 from visual.tree import BOX_H, BOX_W, LABEL_FONT, label_chars, lane_count, shown_lanes, tree_layout, TreeLook, wanted_ids
 
-FIGURE_FILES = ("visual/tree.py", "visual/candidates.py", "visual/race.py", "visual/observations.py",
+FIGURE_FILES = ("visual/tree.py", "visual/baselines.py", "visual/candidates.py", "visual/race.py", "visual/observations.py",
                 "visual/explain.py", "visual/fit.py", "visual/render.py", "visual/bench.py", "ui/figures.py")
 MAX_LINES = 50
 

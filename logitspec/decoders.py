@@ -16,24 +16,25 @@ from typing import TYPE_CHECKING
 import torch
 from transformers import Cache, LogitsProcessor, PreTrainedModel
 
-from .errors import DecodeError
-from .lookahead import GuessPool, JacobiWindow, lookahead_tree, most_nodes
-from .rest import datastore_of, retrieve_tree
+from .core.errors import DecodeError
+from .drafters.lookahead import GuessPool, JacobiWindow, lookahead_tree, most_nodes
+from .drafters.rest import datastore_of, retrieve_tree
 from .runtime.kvcache import new_cache
 from .runtime.tuner import ThreadTuner, thread_tuner
-from .retrieval import NgramPool, retrieve
-from .processors import Processing, processing_for
-from .sampling import Lead
-from .settings import METHODS, DecodeSettings
-from .speculation import speculate
-from .trace import Candidate, QueryRecord, StepRecord, TreeNode, TreeSizing
-from .tree import build_static_tree, chain_tree
-from .recycling import (TEMPLATE_NODES, HybridCostTree, RecycledCostTree, SuccessorMatrix, mark_recycled, matrix_for,
-                        rank_stats_for, recycled_candidates, static_sizing, static_tree)
-from .verify import LazyHead, WalkLog, compact_cache, crop_cache, head_batch_rows, prepare_inputs, trial_pass, verify_tree
+from .core.retrieval import NgramPool, retrieve
+from .core.processors import Processing, processing_for
+from .core.sampling import Lead
+from .core.settings import METHODS, DecodeSettings
+from .core.speculation import speculate
+from .core.trace import Candidate, QueryRecord, StepRecord, TreeNode, TreeSizing
+from .core.tree import build_static_tree, chain_tree
+from .drafters.recycling import (TEMPLATE_NODES, HybridCostTree, RecycledCostTree, SuccessorMatrix, mark_recycled,
+                                 matrix_for, rank_stats_for, recycled_candidates, static_sizing, static_tree)
+from .core.verify import (LazyHead, WalkLog, compact_cache, crop_cache, head_batch_rows, prepare_inputs, trial_pass,
+                          verify_tree)
 
 if TYPE_CHECKING:
-    from .costtree import CostAwareDrafter
+    from .sizing.costtree import CostAwareDrafter
 
 
 @dataclass
@@ -104,7 +105,7 @@ class LogitSpecDrafter(Drafter):
         self.s = s
         self.cost = None
         if s.tree == "cost":
-            from .costtree import stats_for
+            from .sizing.costtree import stats_for
 
             # Acceptance falls as the temperature rises: each temperature learns its own rates.
             stats = stats_for(model, s.temperature) if model is not None else None
@@ -112,7 +113,7 @@ class LogitSpecDrafter(Drafter):
         self.cost_capacity = cost_capacity(s, model)
 
     def cost_tree(self, model: PreTrainedModel | None, stats) -> "CostAwareDrafter":
-        from .costtree import CostAwareDrafter
+        from .sizing.costtree import CostAwareDrafter
 
         return CostAwareDrafter(model, stats)
 
@@ -146,7 +147,7 @@ class LogitSpecDrafter(Drafter):
 
 class RecyclingDrafter(Drafter):
     """Token Recycling: the tree grown from each token's top successors in past passes
-    (logitspec/recycling.py), the paper's static template or sized by c(n) as LogitSpec's is."""
+    (logitspec/drafters/recycling.py), the paper's static template or sized by c(n) as LogitSpec's is."""
 
     method = "recycling"
     wants_logits = True
@@ -215,7 +216,7 @@ class HybridDrafter(LogitSpecDrafter):
 
 
 class LookaheadDrafter(Drafter):
-    """Lookahead decoding (logitspec/lookahead.py): the verification branch holds the pool's
+    """Lookahead decoding (logitspec/drafters/lookahead.py): the verification branch holds the pool's
     N-grams that start with the root; the Jacobi window rides in the same pass and feeds the pool."""
 
     method = "lookahead"
@@ -243,7 +244,7 @@ class LookaheadDrafter(Drafter):
 
 
 class RestDrafter(Drafter):
-    """REST (logitspec/rest.py): the tree of the most frequent continuations, in the model's
+    """REST (logitspec/drafters/rest.py): the tree of the most frequent continuations, in the model's
     datastore, of the longest suffix of the context found there."""
 
     method = "rest"
@@ -253,7 +254,7 @@ class RestDrafter(Drafter):
         self.store = datastore_of(model)
         if self.store is None:
             raise DecodeError("REST has no datastore for this model: load it with logitspec.models.load_model, "
-                              "or give it one with logitspec.rest.attach")
+                              "or give it one with logitspec.drafters.rest.attach")
         # A pass holds at most `capacity` tokens, the root included: the one shape a GPU pads every pass to.
         self.drafts = min(s.rest_drafts, s.capacity - 1)
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from .decoders import DecodeSettings, decode
 from .models import LoadedModel
 from .tokens import token_bytes_hex
-from .trace import RunTrace, StepRecord
+from .core.trace import RunTrace, StepRecord
 
 
 class Run:

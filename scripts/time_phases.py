@@ -57,7 +57,8 @@ class CollectorPauses:
 
 def wrap_phases(store: dict[str, list[float]]) -> None:
     """Put a timer around each phase, where decoders.py and costtree.py look it up."""
-    from logitspec import costtree, decoders
+    from logitspec.sizing import costtree
+    from logitspec import decoders
 
     for name in ("speculate", "retrieve", "prepare_inputs", "compact_cache"):
         setattr(decoders, name, timed(store, name, getattr(decoders, name)))
@@ -77,7 +78,7 @@ def main(argv: list[str] | None = None) -> None:
     from logitspec.decoders import decode
     from logitspec.models import load_model
     from logitspec.runtime.threads import configure_threads
-    from logitspec.settings import DecodeSettings
+    from logitspec.core.settings import DecodeSettings
 
     configure_threads()
     lm = load_model(None, None, "float32")

@@ -1,5 +1,5 @@
 """Figures of a bench report: speed-up and accepted tokens per category, c(n), and tokens per pass
-against tree budget (logitspec.budget)."""
+against tree budget (logitspec.analysis.budget)."""
 from __future__ import annotations
 
 import subprocess
@@ -137,7 +137,7 @@ BUDGET_DASH = {"paper": "dash", "cost": "solid", "pld": "dot"}
 
 def budget_curve_figure(report: dict):
     """Tokens per pass trees of at most B nodes would have accepted in the bench's runs of one
-    method, pooled over its questions (logitspec.budget), with the mean tree it used."""
+    method, pooled over its questions (logitspec.analysis.budget), with the mean tree it used."""
     import plotly.graph_objects as go
 
     method = next((m for m in ("logitspec", "logitspec-static", "pld")

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from logitspec.trace import (BOTH_FAILED, G1_MATCHED, G2_RESCUED, PLD_FAILED, PLD_MATCHED, QueryRecord, RunTrace,
-                             StepRecord, TreeNode)
-from logitspec.tree import TreeIndex
+from logitspec.core.trace import (BOTH_FAILED, G1_MATCHED, G2_RESCUED, PLD_FAILED, PLD_MATCHED, QueryRecord, RunTrace,
+                                  StepRecord, TreeNode)
+from logitspec.core.tree import TreeIndex
 
 from .pieces import TokenPiece, join_pieces
 from .style import visible

@@ -16,13 +16,13 @@ from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
 
-from ..budget import pooled, replay_budgets
-from ..drafts import drafted_bound
-from ..lanes import lane, names, run_spec
-from ..parting import Choices, parting
+from ..analysis.budget import pooled, replay_budgets
+from ..analysis.drafts import drafted_bound
+from ..analysis.lanes import lane, names, run_spec
+from ..analysis.parting import Choices, parting
 from ..runtime.fewrows import kernel_status
-from ..settings import POOLS, DecodeSettings
-from ..trace import G2_RESCUED, RunTrace
+from ..core.settings import POOLS, DecodeSettings
+from ..core.trace import G2_RESCUED, RunTrace
 from .questions import QuestionFileError, load_questions
 
 
@@ -206,7 +206,7 @@ def _curves(lm, methods: list[str]) -> list[dict]:
     """The cost curves in use now (as decoding has corrected them), for the report."""
     if not any(run_spec(m)[1] == "cost" for m in methods):
         return []
-    from ..costcurve import measured_curves
+    from ..sizing.costcurve import measured_curves
 
     return [c.to_dict() for c in measured_curves(lm.model)]
 
@@ -237,7 +237,7 @@ class BusyLoad:
 def prepare(args: argparse.Namespace, lm, prompts: dict, settings: DecodeSettings) -> None:
     """Warm up every method once so first-call costs (allocations, the cost curves) stay out
     of the timed runs: every context length the runs will reach is measured beforehand."""
-    from ..costcurve import warm_up
+    from ..sizing.costcurve import warm_up
 
     if any(run_spec(m)[1] == "cost" for m in args.methods):
         warm_up(lm.model, max(len(p) for p in prompts.values()) + args.max_new_tokens, settings.capacity)
@@ -319,7 +319,7 @@ def resolve_auto(args: argparse.Namespace):
     the report); the pass costs default to the dtypes benched."""
     pick = None
     if args.dtypes == ["auto"]:
-        from ..runtime.dtype_pick import pick_dtype
+        from ..dtype_pick import pick_dtype
         from ..runtime.threads import configure_threads
 
         configure_threads(args.threads)
@@ -465,7 +465,7 @@ def print_versus(method: str, vs: dict, cats: list[str]) -> None:
 def decode_settings(args: argparse.Namespace) -> DecodeSettings:
     """The settings every method decodes with, checked (InputError for bad sampling values)."""
     from ..cli import processor_options
-    from ..limits import checked_settings
+    from ..core.limits import checked_settings
 
     return checked_settings(dict(max_new_tokens=args.max_new_tokens, temperature=args.temperature,
                                  top_p=args.top_p, seed=args.seed, pool=args.pool,
@@ -511,7 +511,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ..limits import InputError
+    from ..core.limits import InputError
     from ..models import DTYPES, ModelLoadError
 
     args = build_parser().parse_args(argv)

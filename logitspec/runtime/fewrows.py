@@ -285,7 +285,7 @@ def row_attention_kernel(isa: str | None = None) -> Callable | None:
 def invariant_rows() -> int:
     """Passes of up to this many tokens run on the row-invariant kernels in half precision:
     the largest tree the input limits allow (a longer prefill is the same in every decoder)."""
-    from ..limits import Limits
+    from ..core.limits import Limits
 
     return Limits.from_env().capacity
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from ..trace import TreeNode
+from ..core.trace import TreeNode
 from .fewrows import invariant_rows
 
 HALF = (torch.bfloat16, torch.float16)

@@ -24,7 +24,7 @@ def client(app_url):
 def test_race_trace_equals_vanilla(client, bundled):
     from logitspec.decoders import DecodeSettings
     from logitspec.runner import run_trace
-    from logitspec.trace import RunTrace
+    from logitspec.core.trace import RunTrace
 
     result = client.predict(*race_args(PROMPT).values(), api_name="/race")
     trace = RunTrace.load(trace_file(result))
@@ -43,7 +43,7 @@ def test_race_trace_equals_vanilla(client, bundled):
 def test_a_sampled_race_equals_vanilla_sampling_and_names_its_seed(client, bundled):
     from logitspec.decoders import DecodeSettings
     from logitspec.runner import run_trace
-    from logitspec.trace import RunTrace
+    from logitspec.core.trace import RunTrace
 
     result = client.predict(*race_args(PROMPT, temperature=1.0, top_p=0.9, seed=7).values(), api_name="/race")
     trace = RunTrace.load(trace_file(result))

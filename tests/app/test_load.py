@@ -36,7 +36,7 @@ def test_eight_simultaneous_sessions_complete_without_cross_talk(app_url, bundle
 
     from logitspec.decoders import DecodeSettings
     from logitspec.runner import run_trace
-    from logitspec.trace import RunTrace
+    from logitspec.core.trace import RunTrace
 
     url = app_url
     results: dict[int, dict] = {}

@@ -87,7 +87,7 @@ def test_without_the_padding_and_the_blocked_attention_a_tree_decoder_parts(padd
     this mode), a tree decoder parts from vanilla in bfloat16 on these prompts. On this CPU
     neither half alone was seen to part: the tiny model's margins absorb the last bits of the
     attention alone, and the CPU's stock GEMM kept one order across these row counts."""
-    from logitspec import verify
+    from logitspec.core import verify
     from logitspec.runtime import attention
 
     model = tiny("llama", "bfloat16")

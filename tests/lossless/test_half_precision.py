@@ -20,8 +20,8 @@ from helpers.tiny_models import greedy_reference, sampling_reference, tiny_promp
 from logitspec.decoders import DecodeSettings, decode
 from logitspec.models import prepare_model
 from logitspec.runner import run_trace
-from logitspec.serve.race import result_of
-from logitspec import verify
+from serve.race import result_of
+from logitspec.core import verify
 from logitspec.runtime import attention, fewrows, linear
 
 pytestmark = pytest.mark.lossless

@@ -236,7 +236,7 @@ def test_the_bundled_model_equals_greedy_generate_with_processors(bundled):
 
 def test_an_unknown_processor_option_is_refused_in_one_line():
     from logitspec.api import settings_of
-    from logitspec.limits import InputError
+    from logitspec.core.limits import InputError
 
     with pytest.raises(InputError, match="unknown processor option 'colour'"):
         settings_of("logitspec", {"processors": {"colour": 1}})

@@ -95,7 +95,7 @@ def test_json_output(bundled, method, tmp_path, capsys, monkeypatch):
     assert out["seconds"] > 0
     assert out["prompt_tokens"] == len(bundled.encode_chat(prompt))
     # The saved trace is the run the JSON describes.
-    from logitspec.trace import RunTrace
+    from logitspec.core.trace import RunTrace
 
     saved = RunTrace.load(trace_file)
     assert saved.tokens == out["tokens"] and saved.forward_steps == out["steps"]

@@ -8,7 +8,7 @@ import pytest
 
 from helpers.paths import ROOT
 from logitspec.decoders import DecodeSettings
-from logitspec.limits import InputError, Limits, check_context, check_prompt, check_settings
+from logitspec.core.limits import InputError, Limits, check_context, check_prompt, check_settings
 
 
 @pytest.mark.parametrize("prompt, message", [

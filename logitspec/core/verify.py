@@ -13,11 +13,11 @@ from transformers import Cache, PreTrainedModel
 
 from .profile import profile_of
 from .families import FULL, SLIDING, attention_layout
-from .runtime.kvcache import COMPACTABLE
+from ..runtime.kvcache import COMPACTABLE
 from .processors import Processing
 from .sampling import Lead, leads_of, perturbed, probabilities
 from .trace import TreeNode
-from .runtime.fixedshape import fixed_rows, pad_nodes, pad_rows
+from ..runtime.fixedshape import fixed_rows, pad_nodes, pad_rows
 from .tree import TreeIndex, layered_tree_inputs
 
 

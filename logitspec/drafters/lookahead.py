@@ -19,8 +19,8 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from .trace import QueryRecord, TreeNode
-from .tree import DraftTree
+from ..core.trace import QueryRecord, TreeNode
+from ..core.tree import DraftTree
 
 WINDOW, POOL = "window", "pool"  # TreeNode.origin of the two branches
 

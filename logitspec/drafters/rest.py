@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .trace import QueryRecord, TreeNode
-from .tree import DraftTree
+from ..core.trace import QueryRecord, TreeNode
+from ..core.tree import DraftTree
 
 ORIGIN = "retrieved"  # TreeNode.origin of a datastore continuation's token
 ATTRIBUTE = "logitspec_rest"  # the model's datastore source (attach)

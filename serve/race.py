@@ -12,14 +12,14 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from .. import lanes
-from ..lanes import race_order
-from ..parting import Choices, Parting, parting
-from ..settings import DecodeSettings
-from ..trace import RunTrace, StepRecord, TraceFileError, read_json_file, trace_from_data
+from logitspec.analysis import lanes
+from logitspec.analysis.lanes import race_order
+from logitspec.analysis.parting import Choices, Parting, parting
+from logitspec.core.settings import DecodeSettings
+from logitspec.core.trace import RunTrace, StepRecord, TraceFileError, read_json_file, trace_from_data
 
 if TYPE_CHECKING:  # the engine imports torch; replaying saved traces must not need it
-    from ..models import LoadedModel
+    from logitspec.models import LoadedModel
 
 
 
@@ -201,7 +201,7 @@ def model_lanes(lm: LoadedModel, prompt_text: str, methods: Iterable[str],
     Token texts are attached to a lane's trace when its run ends; call `lane.finish()` to
     attach them to a lane that was stopped.
     """
-    from ..runner import Run
+    from logitspec.runner import Run
 
     lanes = []
     for m in lane_order(methods):

@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from .profile import profile_of
-from .costtree import AcceptanceStats, CostAwareDrafter, _Trie, rank_bucket, temperature_bucket
-from .costcurve import observe_forward
-from .trace import Candidate, TreeNode, TreeSizing
+from ..core.profile import profile_of
+from ..sizing.costtree import AcceptanceStats, CostAwareDrafter, _Trie, rank_bucket, temperature_bucket
+from ..sizing.costcurve import observe_forward
+from ..core.trace import Candidate, TreeNode, TreeSizing
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel

@@ -17,7 +17,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from serve.race import interleave, model_lanes, result_of, save_race  # noqa: E402
+from serve.race import interleave, model_lanes
+from logitspec.analysis.race import result_of, save_race  # noqa: E402
 from serve.model_cache import warm_cost_curves  # noqa: E402
 from logitspec.core.settings import DecodeSettings  # noqa: E402
 from logitspec.analysis.lanes import lane, race_order  # noqa: E402

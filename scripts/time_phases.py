@@ -56,12 +56,13 @@ class CollectorPauses:
 
 
 def wrap_phases(store: dict[str, list[float]]) -> None:
-    """Put a timer around each phase, where decoders.py and costtree.py look it up."""
+    """Put a timer around each phase, where the core's drafter and loop and costtree.py look it up."""
+    from logitspec.core import drafter, loop
     from logitspec.sizing import costtree
-    from logitspec import decoders
 
-    for name in ("speculate", "retrieve", "prepare_inputs", "compact_cache"):
-        setattr(decoders, name, timed(store, name, getattr(decoders, name)))
+    for module, name in ((drafter, "speculate"), (drafter, "retrieve"), (loop, "prepare_inputs"),
+                         (loop, "compact_cache")):
+        setattr(module, name, timed(store, name, getattr(module, name)))
     drafter = costtree.CostAwareDrafter
     drafter.build = timed(store, "build the tree", drafter.build)
     drafter.observe = timed(store, "learn", drafter.observe)

@@ -101,7 +101,7 @@ class ModelCache:
 
     def get(self, name: str):
         """The loaded model, loading it first if needed; raises ModelLoadError with the reason."""
-        from logitspec.models import ModelLoadError
+        from logitspec.core.errors import ModelLoadError
         from logitspec.runtime.heap import refreeze_heap
         from logitspec.runtime.threads import configure_threads
 
@@ -183,7 +183,7 @@ def warm_cost_curves(lm, capacity: int | None = None, background: bool | None = 
     """
     from logitspec.sizing.calibration import BackgroundCalibration, start_curves
     from logitspec.sizing.costcurve import measuring_allowed
-    from logitspec.decoders import cost_capacity
+    from logitspec.core.drafter import cost_capacity
     from logitspec.core.verify import head_batch_rows
 
     head_batch_rows(lm.model)  # measured once per model, before any timed step

@@ -17,7 +17,8 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 
 from logitspec.core.trace import StepRecord
-from .race import Lane, lane_order, lane_run, model_lanes
+from .race import Lane, lane_run, model_lanes
+from logitspec.analysis.race import lane_order
 
 # A lane's token on ZeroGPU's GPUs takes well under this; the duration asks for the whole run.
 SECONDS_PER_TOKEN = 0.05

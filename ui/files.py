@@ -9,7 +9,7 @@ from pathlib import Path
 from logitspec.bench.questions import load_questions
 from logitspec.core.limits import Limits
 from serve.model_cache import BUNDLED, ModelCache
-from serve.race import load_race
+from logitspec.analysis.race import load_race
 from logitspec.core.trace import RunTrace
 
 ROOT = Path(__file__).resolve().parents[1]

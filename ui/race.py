@@ -13,7 +13,8 @@ import visual
 from logitspec.core.errors import DecodeError
 from logitspec.core.limits import InputError, Limits, check_context, check_prompt
 from serve.model_cache import allowed_models, check_model_choice, model_label
-from serve.race import RaceStopped, interleave, result_of
+from serve.race import RaceStopped, interleave
+from logitspec.analysis.race import result_of
 from serve.stop import run_deadline
 from serve.zerogpu import race_lanes
 from logitspec.core.settings import DecodeSettings

@@ -10,7 +10,7 @@ from pathlib import Path
 import gradio as gr
 
 from logitspec.core.limits import InputError
-from serve.race import load_race
+from logitspec.analysis.race import load_race
 from visual.counts import run_counts, run_words
 from visual.verdict import counters_html
 

@@ -14,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-from serve.race import load_race
+from logitspec.analysis.race import load_race
 from logitspec.core.trace import RunTrace, TraceFileError
 
 from . import (

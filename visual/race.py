@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import plotly.graph_objects as go
 
-from serve.race import RaceResult, result_of
+from logitspec.analysis.race import RaceResult, result_of
 from logitspec.core.trace import RunTrace
 
 from .counts import run_counts, run_words

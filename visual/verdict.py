@@ -9,7 +9,7 @@ import html
 from statistics import mean
 
 from logitspec.analysis.parting import near_tie_words
-from serve.race import RaceResult, lane_stats, result_of, seconds_to_reach
+from logitspec.analysis.race import RaceResult, lane_stats, result_of, seconds_to_reach
 from logitspec.core.settings import INERT
 from logitspec.core.trace import RunTrace
 

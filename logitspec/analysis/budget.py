@@ -57,7 +57,7 @@ from ..core.tree import TreeIndex, build_static_tree
 
 BUDGET_MAX = 64  # the paper's capacity: what a GPU verifies in one pass
 ORDERINGS = ("paper", "cost", "pld")
-PLD_MAX_N = 3  # prompt lookup's longest n-gram (as decoders.PromptLookupDrafter)
+PLD_MAX_N = 3  # prompt lookup's longest n-gram (as drafters/lookup.py's PromptLookupDrafter)
 
 
 def true_path(nodes: Sequence[TreeNode], truth: Sequence[int]) -> list[int]:

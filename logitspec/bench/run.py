@@ -512,7 +512,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from ..core.limits import InputError
-    from ..models import DTYPES, ModelLoadError
+    from ..models import DTYPES
+    from ..core.errors import ModelLoadError
 
     args = build_parser().parse_args(argv)
     try:

@@ -228,7 +228,7 @@ class WalkLog:
     sampled: list[int] = field(default_factory=list)
     leads: list[Lead] = field(default_factory=list)  # each sampled token's lead over the runner-up
     child_prob: dict[int, float] = field(default_factory=dict)
-    head: LazyHead | None = None  # the pass's logits, for a drafter that recycles them (decoders.py)
+    head: LazyHead | None = None  # the pass's logits, for a drafter that recycles them (core/loop.py)
 
 
 # A leaf's chance of ending the walk, above which it is worth a row of the head's first

@@ -22,7 +22,7 @@ def client(app_url):
 
 @pytest.mark.slow
 def test_race_trace_equals_vanilla(client, bundled):
-    from logitspec.decoders import DecodeSettings
+    from logitspec.core.settings import DecodeSettings
     from logitspec.runner import run_trace
     from logitspec.core.trace import RunTrace
 
@@ -41,7 +41,7 @@ def test_race_trace_equals_vanilla(client, bundled):
 
 @pytest.mark.slow
 def test_a_sampled_race_equals_vanilla_sampling_and_names_its_seed(client, bundled):
-    from logitspec.decoders import DecodeSettings
+    from logitspec.core.settings import DecodeSettings
     from logitspec.runner import run_trace
     from logitspec.core.trace import RunTrace
 

@@ -11,7 +11,7 @@ import pytest
 
 from helpers.paths import FIXTURES
 from logitspec.core.limits import InputError, Limits
-from logitspec.models import ModelLoadError
+from logitspec.core.errors import ModelLoadError
 from logitspec.runtime.heap import freeze_heap
 from serve.model_cache import BUNDLED, ModelCache, allowed_models, check_model_choice
 from serve.stop import StopSignals

@@ -12,7 +12,8 @@ import pytest
 
 from helpers.paths import FIXTURES
 from helpers.race import replay_lanes
-from serve.race import Lane, RaceStopped, interleave, lane_order, lane_stats, result_of, seconds_to_reach, speedup
+from serve.race import Lane, RaceStopped, interleave
+from logitspec.analysis.race import lane_order, lane_stats, result_of, seconds_to_reach, speedup
 from logitspec.core.trace import RunTrace
 
 

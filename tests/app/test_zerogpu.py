@@ -11,7 +11,7 @@ import pickle
 
 import pytest
 
-from logitspec.decoders import DecodeSettings
+from logitspec.core.settings import DecodeSettings
 from serve import zerogpu
 from serve.race import interleave, model_lanes
 

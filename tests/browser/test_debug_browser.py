@@ -17,7 +17,7 @@ PHONE = {"width": 390, "height": 844}
 
 
 def _first_trace():
-    from serve.race import load_race
+    from logitspec.analysis.race import load_race
 
     return load_race(FIRST_RACE)[0]["logitspec"]
 

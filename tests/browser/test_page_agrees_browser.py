@@ -11,7 +11,7 @@ import pytest
 
 from helpers.browser import fresh_page, text_of
 from helpers.paths import ROOT
-from serve.race import load_race, result_of, save_race
+from logitspec.analysis.race import load_race, result_of, save_race
 from logitspec.analysis.whatif import recorded_k
 from logitspec.core.trace import RunTrace
 

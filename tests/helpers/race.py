@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from serve.race import Lane, lane_order
+from serve.race import Lane
+from logitspec.analysis.race import lane_order
 from logitspec.core.trace import RunTrace, StepRecord
 
 

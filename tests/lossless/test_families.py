@@ -15,7 +15,8 @@ import torch
 
 from helpers.families import WINDOWED, WORKS, prepared
 from helpers.tiny_models import greedy_reference, repetitive_prompt
-from logitspec.decoders import DecodeSettings, decode
+from logitspec.core.settings import DecodeSettings
+from logitspec.decoders import decode
 from logitspec.core.errors import ModelLoadError
 from logitspec.core.families import attention_layout, unsupported_reason
 from logitspec.models import load_model, prepare_model

@@ -13,7 +13,8 @@ import torch
 
 from helpers.families import WORKS
 from helpers.tiny_models import tiny_prompts
-from logitspec.decoders import DecodeSettings, decode
+from logitspec.core.settings import DecodeSettings
+from logitspec.decoders import decode
 from logitspec.models import prepare_model
 from logitspec.runtime import fixedshape, linear
 from logitspec.runtime.blocked_attention import blocked_row_attention

@@ -16,7 +16,8 @@ from transformers import LogitsProcessor, LogitsProcessorList
 from helpers.families import WORKS
 from helpers.tiny_models import IdsTokenizer, tiny_prompts
 from logitspec.custom_generate import generate as logitspec_generate
-from logitspec.decoders import DecodeSettings, decode
+from logitspec.core.settings import DecodeSettings
+from logitspec.decoders import decode
 
 pytestmark = [pytest.mark.lossless, pytest.mark.usefixtures("one_thread")]
 

@@ -21,7 +21,8 @@ from helpers.families import WORKS, prepared
 from helpers.lossless_prompts import lossless_prompts
 from helpers.references import BUNDLED_MAX_NEW, vanilla_run
 from helpers.tiny_models import greedy_reference, repetitive_prompt, sampling_reference
-from logitspec.decoders import DecodeSettings, decode
+from logitspec.core.settings import DecodeSettings
+from logitspec.decoders import decode
 from logitspec.drafters.recycling import ORIGIN, SuccessorMatrix
 from logitspec.runner import run_trace
 

@@ -17,7 +17,8 @@ from helpers.families import prepared
 from helpers.lossless_prompts import lossless_prompts
 from helpers.references import BUNDLED_MAX_NEW
 from helpers.tiny_models import greedy_reference, sampling_reference, tiny_prompts
-from logitspec.decoders import DecodeSettings, decode
+from logitspec.core.settings import DecodeSettings
+from logitspec.decoders import decode
 from logitspec.runner import run_trace
 from logitspec.core.sampling import SamplingRule
 from logitspec.core.verify import LazyHead

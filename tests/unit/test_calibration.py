@@ -86,7 +86,8 @@ def test_a_damaged_stored_curve_is_not_trusted(cache_dir, damage):
 
 
 def test_the_app_starts_on_the_default_shape_without_measuring(cache_dir, measured):
-    from logitspec.decoders import DecodeSettings, decode
+    from logitspec.core.settings import DecodeSettings
+    from logitspec.decoders import decode
 
     model = tiny_llama(seed=2)
     starts = calibration.start_curves(model, max_context=1024, capacity=8)

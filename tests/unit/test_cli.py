@@ -8,7 +8,7 @@ import torch
 
 from helpers.commands import assert_refused, cli
 from logitspec.cli import main
-from logitspec.decoders import DecodeSettings
+from logitspec.core.settings import DecodeSettings
 from logitspec.runner import run_trace
 
 

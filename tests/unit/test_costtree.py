@@ -318,7 +318,8 @@ def test_a_fixed_curve_never_probes():
 
 def test_decoding_reports_each_forward_pass_to_the_live_curve(one_thread, monkeypatch):
     from logitspec.sizing import costcurve
-    from logitspec.decoders import DecodeSettings, decode
+    from logitspec.core.settings import DecodeSettings
+    from logitspec.decoders import decode
     from helpers.tiny_models import tiny_llama
 
     # The stall guard (tested on its own below) would hold out a pass slowed by other work
@@ -546,7 +547,9 @@ def test_on_a_cpu_the_cost_tree_keeps_within_cpu_capacity_and_an_accelerator_wit
     import torch
 
     from helpers.tiny_models import greedy_reference, repetitive_prompt, tiny_llama
-    from logitspec.decoders import DecodeSettings, cost_capacity, decode
+    from logitspec.core.settings import DecodeSettings
+    from logitspec.core.drafter import cost_capacity
+    from logitspec.decoders import decode
 
     s = DecodeSettings(capacity=64, cpu_capacity=4, max_new_tokens=40)
     assert cost_capacity(s, SimpleNamespace(device=torch.device("cuda"))) == 64

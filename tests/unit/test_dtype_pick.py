@@ -46,7 +46,7 @@ def test_an_answer_is_timed_as_prefill_plus_one_token_passes(tiny_llama, one_thr
 
 
 def test_the_apps_loader_takes_the_dtype_from_the_environment(monkeypatch):
-    from logitspec.models import ModelLoadError
+    from logitspec.core.errors import ModelLoadError
     from serve.model_cache import load_for_app
 
     with pytest.raises(ModelLoadError, match="unknown dtype 'float8'"):

@@ -6,7 +6,8 @@ import pytest
 
 from logitspec.analysis import lanes
 from logitspec.bench.paper import headline_columns
-from serve.race import lane_order, lane_run
+from logitspec.analysis.race import lane_order
+from serve.race import lane_run
 from logitspec.core.settings import DecodeSettings
 from visual.style import lane_color
 

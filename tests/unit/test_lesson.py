@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from helpers.paths import FIXTURES, ROOT
-from serve.race import load_race
+from logitspec.analysis.race import load_race
 from logitspec.core.trace import RunTrace
 from visual.counts import run_counts
 from visual.trie import FOLD_SHOW

@@ -17,7 +17,8 @@ import serve
 import ui
 import visual
 from helpers.tiny_models import tiny_prompts
-from logitspec.decoders import DecodeSettings, decode
+from logitspec.core.settings import DecodeSettings
+from logitspec.decoders import decode
 from logitspec.core.profile import fresh_profile, profile_of
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,7 +11,8 @@ import pytest
 from helpers.figures import trace_named
 from helpers.paths import FIXTURES, ROOT
 from logitspec.analysis.lanes import race_order
-from serve.race import lane_run, load_race, result_of
+from serve.race import lane_run
+from logitspec.analysis.race import load_race, result_of
 from logitspec.core.settings import DecodeSettings
 from logitspec.core.trace import RunTrace
 from visual.counts import run_counts, run_words

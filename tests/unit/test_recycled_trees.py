@@ -10,7 +10,10 @@ import torch
 from logitspec.bench.run import summarise
 from logitspec.analysis.lanes import run_spec
 from logitspec.sizing.costcurve import CostCurve
-from logitspec.decoders import DecodeSettings, RecyclingDrafter, computed_rows, make_drafter
+from logitspec.core.settings import DecodeSettings
+from logitspec.drafters.recycling import RecyclingDrafter
+from logitspec.core.loop import computed_rows
+from logitspec.decoders import make_drafter
 from logitspec.drafters.recycling import (ORIGIN, TEMPLATE_NODES, TEMPLATE_WIDTHS, HybridCostTree, RecycledCostTree,
                                           SuccessorMatrix, mark_recycled, matrix_for, recycled_candidates, static_tree)
 from logitspec.core.speculation import speculate

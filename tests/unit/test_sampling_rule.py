@@ -12,7 +12,8 @@ import torch
 
 from helpers.tiny_models import tiny_from_config, tiny_prompts
 from logitspec.sizing.costtree import stats_for, temperature_bucket
-from logitspec.decoders import DecodeSettings, decode
+from logitspec.core.settings import DecodeSettings
+from logitspec.decoders import decode
 from logitspec.core.sampling import SamplingRule, gumbel, probabilities, process, sample
 from logitspec.core.trace import RunTrace
 

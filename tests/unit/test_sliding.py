@@ -11,7 +11,8 @@ from transformers import DynamicCache
 
 import logitspec.core.tree as tree_module
 from helpers.tiny_models import greedy_reference, repetitive_prompt, tiny_from_config
-from logitspec.decoders import DecodeSettings, decode
+from logitspec.core.settings import DecodeSettings
+from logitspec.decoders import decode
 from logitspec.runtime.kvcache import WindowedLayer, new_cache
 from logitspec.models import prepare_model
 from logitspec.core.trace import TreeNode

@@ -6,7 +6,7 @@ import pytest
 import torch
 from transformers import DynamicCache, LlamaConfig, MistralConfig
 
-from logitspec.decoders import prefill
+from logitspec.core.loop import prefill
 from logitspec.runtime.kvcache import new_cache
 from logitspec.core.trace import TreeNode
 from logitspec.core.verify import UnsupportedCache, accept_walk, compact_cache, prepare_inputs

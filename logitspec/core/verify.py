@@ -17,12 +17,18 @@ from ..runtime.kvcache import COMPACTABLE
 from .processors import Processing
 from .sampling import Lead, leads_of, perturbed, probabilities
 from .trace import TreeNode
-from ..runtime.fixedshape import fixed_rows, pad_nodes, pad_rows
+from ..runtime.fixedshape import fixed_rows, pad_rows
 from .tree import TreeIndex, layered_tree_inputs
 
 
 class UnsupportedCache(RuntimeError):
     """The model's cache cannot be compacted (e.g. the stock sliding-window layers)."""
+
+
+def pad_nodes(nodes: list[TreeNode], rows: int) -> list[TreeNode]:
+    """`nodes` and then leaves under the root up to `rows` in all (the root's token: any would do)."""
+    root = nodes[0]
+    return nodes + [TreeNode(len(nodes) + i, root.token, 0, 1, "root") for i in range(rows - len(nodes))]
 
 
 def prepare_inputs(model: PreTrainedModel, nodes: Sequence[TreeNode],

@@ -3,6 +3,7 @@
 Methods run interleaved per question (their order rotating each repetition) on the same
 model in one process, so load on a shared machine hits them alike. Each method's output is
 checked against vanilla greedy token for token. Figures are medians over repetitions.
+The report's figures are drawn from its JSON by `python -m visual.bench REPORT --out DIR`.
 """
 from __future__ import annotations
 
@@ -506,7 +507,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help="which occurrence of an n-gram retrieval continues: the latest, or the one with the "
                         "longest continuation (the paper's code)")
     p.add_argument("--out", type=Path, default=None, help="write the JSON report here")
-    p.add_argument("--plot", type=Path, default=None, help="write figures (HTML, PNG) to this folder")
     return p
 
 
@@ -555,10 +555,5 @@ def main(argv: list[str] | None = None) -> int:
             table = args.out.with_suffix(".md")
             table.write_text(markdown(report) + "\n")
             print(f"the paper's table: {table}")
-    if args.plot:
-        from visual.bench import write_plots
-
-        for path in write_plots(report, args.plot):
-            print(f"figure: {path}")
     return 0 if report["lossless"] else 1
 

@@ -15,7 +15,7 @@ from transformers import Cache, LogitsProcessor, PreTrainedModel
 
 from ..runtime.kvcache import new_cache
 from ..runtime.tuner import ThreadTuner, thread_tuner
-from .drafter import Drafter
+from .drafter import Draft, Drafter
 from .errors import DecodeError
 from .processors import Processing, processing_for
 from .retrieval import NgramPool
@@ -148,23 +148,78 @@ def decode_step(run: Decoding, pool: NgramPool, root: int, root_lead: Lead, logi
     Commits at most `remaining` tokens, up to the first EOS; the pool then holds them, and
     the cache too unless the run ends with this step.
     """
-    context_len = len(pool)
+    context_len, clock, log = len(pool), StepClock(), WalkLog()
     # The thread count for this step's pass, probed first when due: outside the step's clock.
     tuning = run.tuner.between(lambda: root_pass(run, root, context_len))
-    t_draft = time.perf_counter()
-    draft = run.drafter.draft(root, logits, pool, context_len)  # speculate, retrieve, build tree
+    clock.stamp("draft")
+    draft = run.drafter.draft(root, logits, pool, context_len)  # speculate, retrieve, build the tree
     verified = [n for n in draft.nodes if not n.pruned]
-    t_prep = time.perf_counter()
-    log = WalkLog()
-    path, bonus, next_logits, t_fwd = verify_fitting(run.model, run.cache, verified, context_len, run.head_rows,
-                                                     run.processing, log, pool.tokens)  # verify, accept
-    t_book = time.perf_counter()
-    run.tuner.heard(t_book - t_fwd)
-    if run.drafter.wants_logits and log.head is not None:
-        run.drafter.observe_logits(*computed_rows(log.head, verified))
+    clock.stamp("prep")
+    path, bonus, next_logits, clock.forward = verify_fitting(run.model, run.cache, verified, context_len,
+                                                             run.head_rows, run.processing, log, pool.tokens)  # verify
+    clock.stamp("book")
+    run.tuner.heard(clock.forward_seconds)
+    hear_logits(run.drafter, draft, verified, log)
+    tokens, done = accept(run, pool, verified, path, log, remaining, context_len)  # accept: commit the path
+    run.drafter.observe(tokens if done else tokens + [bonus], len(verified), clock.forward_seconds, run.tuner.now)
+    clock.stamp("end")
+    accepted = Accepted(path, tokens, None if done else bonus, log)
+    step = record_step(run, index, context_len, root, root_lead, draft, accepted, clock, tuning)
+    return step, next_logits, log.leads[len(path) - 1]
+
+
+@dataclass
+class StepClock:
+    """A step's stamps (perf_counter): drafting starts, the inputs' preparation starts, the
+    forward pass starts (taken inside verify_fitting) and ends, the bookkeeping ends."""
+
+    draft: float = 0.0
+    prep: float = 0.0
+    forward: float = 0.0
+    book: float = 0.0
+    end: float = 0.0
+
+    def stamp(self, name: str) -> None:
+        setattr(self, name, time.perf_counter())
+
+    def draft_seconds(self, calibration: float) -> float:
+        """Drafting, less the one-off measuring of c(n) that happened inside it."""
+        return self.prep - self.draft - calibration
+
+    @property
+    def forward_seconds(self) -> float:
+        return self.book - self.forward
+
+    @property
+    def bookkeeping_seconds(self) -> float:
+        """Preparing the tree's inputs, and everything after the forward pass."""
+        return (self.forward - self.prep) + (self.end - self.book)
+
+
+@dataclass
+class Accepted:
+    """What a step committed: the accepted path (node indices), its tokens, the bonus token
+    (None when the run ends with this step) and the walk's log."""
+
+    path: list[int]
+    tokens: list[int]
+    bonus: int | None
+    log: WalkLog
+
+
+def hear_logits(drafter: Drafter, draft: Draft, verified: list[TreeNode], log: WalkLog) -> None:
+    """Hand the drafter the logits rows the pass computed anyway, where it listens for them."""
+    if drafter.wants_logits and log.head is not None:
+        drafter.observe_logits(*computed_rows(log.head, verified))
     if draft.read_rows and log.head is not None:
         read = [i for i in draft.read_rows if i < len(verified)]  # a pass halved for memory verified fewer
-        run.drafter.observe_rows([verified[i] for i in read], log.head.rows(read))
+        drafter.observe_rows([verified[i] for i in read], log.head.rows(read))
+
+
+def accept(run: Decoding, pool: NgramPool, verified: list[TreeNode], path: list[int], log: WalkLog,
+           remaining: int, context_len: int) -> tuple[list[int], bool]:
+    """Commit the accepted path, up to the first EOS and `remaining` tokens: to the pool, and
+    to the cache unless the run ends here. Returns the tokens and whether the run ends."""
     for node in verified:
         node.target_prob = log.child_prob.get(node.id)
     tokens, eos_hit = cut_at_eos([verified[i].token for i in path][:remaining], run.eos)
@@ -172,21 +227,25 @@ def decode_step(run: Decoding, pool: NgramPool, root: int, root_lead: Lead, logi
     if not done:
         compact_cache(run.cache, context_len, path)
     pool.extend(tokens)
-    run.drafter.observe(tokens if done else tokens + [bonus], len(verified), t_book - t_fwd, run.tuner.now)
-    t_end = time.perf_counter()
+    return tokens, done
+
+
+def record_step(run: Decoding, index: int, context_len: int, root: int, root_lead: Lead, draft: Draft,
+                accepted: Accepted, clock: StepClock, tuning: float) -> StepRecord:
+    """The step's record: what was drafted, what was accepted, and where the time went."""
+    tokens, log = accepted.tokens, accepted.log
     # Token i > 0 was taken after path node i - 1; the bonus after the last.
     leads = [root_lead] + log.leads[: len(tokens) - 1]
-    step = StepRecord(
+    return StepRecord(
         index=index, method=run.method, context_len=context_len, root=root, tokens=tokens,
-        bonus=None if done else bonus, candidates=draft.candidates, queries=draft.queries,
-        tree=draft.nodes, accepted_path=path[: len(tokens)],
-        draft_seconds=t_prep - t_draft - draft.calibration_seconds, forward_seconds=t_book - t_fwd,
-        bookkeeping_seconds=(t_fwd - t_prep) + (t_end - t_book), sizing=draft.sizing,
+        bonus=accepted.bonus, candidates=draft.candidates, queries=draft.queries,
+        tree=draft.nodes, accepted_path=accepted.path[: len(tokens)],
+        draft_seconds=clock.draft_seconds(draft.calibration_seconds), forward_seconds=clock.forward_seconds,
+        bookkeeping_seconds=clock.bookkeeping_seconds, sizing=draft.sizing,
         root_prob=draft.root_prob, calibration_seconds=draft.calibration_seconds + tuning,
         sampled=log.sampled[: len(tokens)], threads=run.tuner.now if run.model.device.type == "cpu" else None,
         leads=[ld.ulps for ld in leads], runners_up=[ld.runner_up for ld in leads],
     )
-    return step, next_logits, log.leads[len(path) - 1]
 
 
 def computed_rows(head: LazyHead, nodes: Sequence[TreeNode]) -> tuple[list[int], torch.Tensor]:

@@ -72,8 +72,8 @@ class TreeSizer(Protocol):
 
     calibration_seconds: float  # the seconds spent measuring c(n) so far
 
-    def build(self, root: int, g1: QueryRecord, pairs: list[tuple[Candidate, QueryRecord]], capacity: int,
-              continuation: int, context_len: int) -> tuple[list[TreeNode], TreeSizing]: ...
+    def build(self, root: int, g1: QueryRecord | None, g2: Sequence[tuple[Candidate, QueryRecord]], capacity: int,
+              g1_len: int, context_len: int) -> tuple[list[TreeNode], TreeSizing]: ...
 
     def observe(self, truth: Sequence[int], verified: int | None = None, seconds: float | None = None,
                 threads: int | None = None) -> None: ...

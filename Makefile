@@ -81,11 +81,13 @@ AVX2_ONLY := ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CP
 	LOGITSPEC_FEW_ROWS_ISA=avx2
 
 bench: $(STAMP) $(TOOLCHAIN_STAMP)
-	$(BIN)/python -m logitspec.bench $(BENCH_ARGS) --out artifacts/bench/report.json --plot artifacts/bench
+	$(BIN)/python -m logitspec.bench $(BENCH_ARGS) --out artifacts/bench/report.json
+	$(BIN)/python -m visual.bench artifacts/bench/report.json --out artifacts/bench
 
 bench-avx2: $(STAMP) $(TOOLCHAIN_STAMP)
 	$(AVX2_ONLY) $(BIN)/python -m logitspec.bench $(BENCH_ARGS) \
-		--out artifacts/bench-avx2/report.json --plot artifacts/bench-avx2
+		--out artifacts/bench-avx2/report.json
+	$(BIN)/python -m visual.bench artifacts/bench-avx2/report.json --out artifacts/bench-avx2
 
 # The first screen's race, recorded as the app races (vanilla, LogitSpec, prompt lookup): run it on
 # an idle machine, since the page shows its speeds; its caption names the CPU.

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import gradio as gr
 
-from logitspec.limits import Limits
-from logitspec.serve.examples import example_cache_folder
-from logitspec.serve.model_cache import allowed_models
-from logitspec.serve.zerogpu import on_zerogpu
+from logitspec.core.limits import Limits
+from serve.examples import example_cache_folder
+from serve.model_cache import allowed_models
+from serve.zerogpu import on_zerogpu
 from ui.figures import FIGURES_CSS
 from ui.files import ROOT, shipped_traces
 from ui.page import CSS, Page
@@ -27,7 +27,7 @@ def build_app(services: Services) -> gr.Blocks:
     examples is kept as long as the traces and the code that draws them are unchanged."""
     drawn_from = (shipped_traces() + [Path(__file__)] + sorted((ROOT / "visual").glob("*.py"))
                   + sorted((ROOT / "ui").glob("*.py"))
-                  + [ROOT / "logitspec" / f"{m}.py" for m in ("whatif", "retrieval", "drafts")])
+                  + [ROOT / "logitspec" / m for m in ("analysis/whatif.py", "core/retrieval.py", "analysis/drafts.py")])
     os.environ.setdefault("GRADIO_EXAMPLES_CACHE",
                           str(example_cache_folder(ROOT / ".gradio" / "cached_examples", drawn_from)))
     return Page(services).build()

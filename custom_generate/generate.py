@@ -12,7 +12,7 @@ from transformers.generation.stopping_criteria import StopStringCriteria
 def generate(model, *args, tokenizer=None, stop_strings=None, assistant_model=None, stopping_criteria=None,
              **kwargs):
     from logitspec.custom_generate import generate as logitspec_generate
-    from logitspec.limits import InputError
+    from logitspec.core.limits import InputError
 
     if assistant_model is not None:
         raise InputError("assistant_model: LogitSpec drafts by itself; pass method='pld' for prompt lookup")

@@ -17,10 +17,10 @@ import dataclasses
 import threading
 from collections.abc import Iterator
 
-from .errors import ModelLoadError
-from .limits import InputError, check_prompt, checked_settings
-from .settings import METHODS, DecodeSettings
-from .trace import RunTrace, StepRecord
+from .core.errors import ModelLoadError
+from .core.limits import InputError, check_prompt, checked_settings
+from .core.settings import METHODS, DecodeSettings
+from .core.trace import RunTrace, StepRecord
 
 SETTING_NAMES = tuple(f.name for f in dataclasses.fields(DecodeSettings))
 DTYPE_NAMES = {"torch.float32": "float32", "torch.bfloat16": "bfloat16", "torch.float16": "float16"}
@@ -90,7 +90,7 @@ def loaded(model, tokenizer):
 def with_config(model, config, settings: dict) -> dict:
     """The settings a call runs: what the generation config sets (the model's own when `config`
     is None, as generate takes it), then the caller's; the caller's processors join the config's."""
-    from .processors import config_values
+    from .core.processors import config_values
 
     config = config if config is not None else getattr(model, "generation_config", None)
     if config is None:

@@ -5,7 +5,7 @@ import argparse
 import json
 import sys
 
-from .settings import METHODS, POOLS, DecodeSettings
+from .core.settings import METHODS, POOLS, DecodeSettings
 
 
 def parse_ngrams(text: str) -> tuple[int, ...]:
@@ -65,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def add_processor_options(p: argparse.ArgumentParser) -> None:
     """generate's most used logits processors, applied to every tree node with its own prefix;
-    left out, each applies nothing (logitspec.settings.INERT)."""
+    left out, each applies nothing (logitspec.core.settings.INERT)."""
     p.add_argument("--repetition-penalty", type=number, help="above 1 makes tokens already in the text less likely")
     p.add_argument("--no-repeat-ngram-size", type=number, help="no n-gram of this size appears twice")
     p.add_argument("--min-new-tokens", type=number, help="no end of text before this many new tokens")
@@ -79,7 +79,7 @@ def processor_options(args: argparse.Namespace) -> dict:
 
 
 def generate(args: argparse.Namespace) -> int:
-    from .limits import check_context, check_prompt, checked_settings
+    from .core.limits import check_context, check_prompt, checked_settings
 
     settings = checked_settings(dict(max_new_tokens=args.max_new_tokens, k=args.k, capacity=args.capacity,
                                      cpu_capacity=args.cpu_capacity,
@@ -96,7 +96,7 @@ def generate(args: argparse.Namespace) -> int:
     configure_threads()
     pick = None
     if args.dtype == "auto":
-        from .runtime.dtype_pick import pick_dtype
+        from .dtype_pick import pick_dtype
 
         lm, pick = pick_dtype(args.model, args.device, settings.max_new_tokens)
         print(pick.words(), file=sys.stderr)
@@ -137,8 +137,8 @@ def one_line(e: BaseException) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Run the command; every failure reaches the user as one line on stderr and a non-zero
     exit status (2: refused input or model, 1: anything that went wrong while running)."""
-    from .errors import DecodeError, ModelLoadError
-    from .limits import InputError
+    from .core.errors import DecodeError, ModelLoadError
+    from .core.limits import InputError
 
     args = build_parser().parse_args(argv)
     try:

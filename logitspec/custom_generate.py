@@ -29,10 +29,10 @@ from transformers import GenerationMixin
 from transformers.generation.utils import GenerateDecoderOnlyOutput
 
 from .api import installed, loaded, settings_of
-from .limits import InputError
-from .processors import config_values
-from .processors import refusal as processor_refusal
-from .trace import RunTrace
+from .core.limits import InputError
+from .core.processors import config_values
+from .core.processors import refusal as processor_refusal
+from .core.trace import RunTrace
 
 
 @dataclass

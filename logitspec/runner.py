@@ -3,10 +3,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .decoders import DecodeSettings, decode
+from .core.settings import DecodeSettings
+from .decoders import decode
 from .models import LoadedModel
 from .tokens import token_bytes_hex
-from .trace import RunTrace, StepRecord
+from .core.trace import RunTrace, StepRecord
 
 
 class Run:

@@ -24,8 +24,8 @@ sys.path.insert(0, str(ROOT))
 
 
 def our_lanes() -> list[str]:
-    """The lanes measured: every race lane of logitspec/lanes.py that drafts, prompt lookup's included."""
-    from logitspec import lanes
+    """The lanes measured: every race lane of logitspec/analysis/lanes.py that drafts, prompt lookup's included."""
+    from logitspec.analysis import lanes
 
     return [n for n in lanes.race_order() if lanes.run_spec(n) != ("vanilla", None)]
 
@@ -68,10 +68,10 @@ def transformers_pld(lm, ids: list[int], settings, lookup: int) -> tuple[int, in
 
 def main(argv: list[str] | None = None) -> int:
     from logitspec.bench.questions import load_questions
-    from logitspec.lanes import run_spec
+    from logitspec.analysis.lanes import run_spec
     from logitspec.models import load_model
     from logitspec.runner import run_trace
-    from logitspec.settings import DecodeSettings
+    from logitspec.core.settings import DecodeSettings
     from logitspec.runtime.threads import configure_threads
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])

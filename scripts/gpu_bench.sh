@@ -29,4 +29,5 @@ $PY -m logitspec.bench --questions data/spec_bench_subset.jsonl \
     --limit-per-category "${LIMIT:-3}" --max-new-tokens "${MAX_NEW:-128}" \
     --methods vanilla,pld,logitspec-static,logitspec --repeats "${REPEATS:-3}" \
     --device cuda --dtype "${DTYPE:-float32}" --model "$MODEL" \
-    --out "$OUT/report.json" --plot "$OUT" 2>&1 | tee "$OUT/bench.log"
+    --out "$OUT/report.json" 2>&1 | tee "$OUT/bench.log"
+$PY -m visual.bench "$OUT/report.json" --out "$OUT"

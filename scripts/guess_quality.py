@@ -100,7 +100,7 @@ def tally(lm, prompt: list[int], settings, rows: list, count: dict) -> None:
 
 
 def report(questions: int, rows: list, count: dict) -> None:
-    from logitspec.costtree import rank_bucket
+    from logitspec.sizing.costtree import rank_bucket
 
     n = count["steps"]
     print(f"{questions} questions, {n} steps with a known x_(i+2)")
@@ -122,9 +122,9 @@ def report(questions: int, rows: list, count: dict) -> None:
 
 def main() -> int:
     from logitspec.bench.questions import load_questions
-    from logitspec.costcurve import warm_up
+    from logitspec.sizing.costcurve import warm_up
     from logitspec.models import load_model
-    from logitspec.settings import DecodeSettings
+    from logitspec.core.settings import DecodeSettings
     from logitspec.runtime.threads import configure_threads
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

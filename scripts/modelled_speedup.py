@@ -12,14 +12,14 @@ reads them back). Prompt lookup and LogitSpec are then replayed over those runs 
 Python: each step drafts from the real retrieval and the real cost-aware tree, the true
 tokens decide what it accepts, and its forward pass is priced by one fixed curve c(n) (a
 bench report's shortest-context curve with `--curve-from`, else the built-in default,
-`logitspec.calibration`); vanilla's n tokens cost n - 1 passes of c(1). A replay takes
+`logitspec.sizing.calibration`); vanilla's n tokens cost n - 1 passes of c(1). A replay takes
 seconds where decoding takes minutes, so variants of the tree can be set side by side.
 
 The modelled speed-up is vanilla's cost over the method's, per category and overall, on
 the last of `--passes` passes over the questions (the earlier ones teach the process-wide
 chances, as a bench's repetitions do). `--drafting-ms PLD,LOGITSPEC` adds a drafting time
 per step (0 by default: the tree's choices alone). `--ngram-evidence-only` keys acceptance
-by the matched n-gram's length alone (`logitspec.costtree.evidence`), `--without-run-fit`
+by the matched n-gram's length alone (`logitspec.sizing.costtree.evidence`), `--without-run-fit`
 leaves each run's fit of the chances out (`costtree.RunFit`), `--fit-without-evidence` fits
 it per origin and kind only (`costtree.fit_group` without the evidence level), and
 `--rate-memory` sets how fast the run's rate forgets (`costtree.RATE_MEMORY`; 1 never forgets).
@@ -41,8 +41,8 @@ TOP = 65  # logits kept per output token: k = 64 candidates besides the root
 
 def fixed_curve(report: Path | None):
     """The shortest-context curve of a bench report, or the built-in default, as a CostCurve."""
-    from logitspec.calibration import DEFAULT_MS, DEFAULT_SIZES
-    from logitspec.costcurve import CostCurve
+    from logitspec.sizing.calibration import DEFAULT_MS, DEFAULT_SIZES
+    from logitspec.sizing.costcurve import CostCurve
 
     if report is None:
         return CostCurve(list(DEFAULT_SIZES), [ms / 1e3 for ms in DEFAULT_MS], 512, "cpu", "float32")
@@ -61,7 +61,7 @@ def record(questions: Path, limit: int, max_new_tokens: int) -> list[dict]:
     from logitspec.bench.questions import load_questions
     from logitspec.decoders import decode
     from logitspec.models import load_model
-    from logitspec.settings import DecodeSettings
+    from logitspec.core.settings import DecodeSettings
 
     lm, runs = load_model(), []
     for q in load_questions(questions, None, limit):
@@ -83,15 +83,15 @@ def record(questions: Path, limit: int, max_new_tokens: int) -> list[dict]:
 
 def candidates(run: dict, i: int, k: int) -> list:
     """The next-next candidates of output position i, as `speculate` makes them."""
-    from logitspec.speculation import rank_candidates
+    from logitspec.core.speculation import rank_candidates
 
     return rank_candidates(run["top_ids"][i], run["top_logits"][i], run["top_probs"][i], run["tokens"][i], k)[0]
 
 
 def draft(run: dict, i: int, pool, method: str, s, drafter) -> tuple[int, int]:
     """One step at output position i: (tree tokens verified, drafted tokens accepted)."""
-    from logitspec.budget import accepted, chain_accepted, prompt_lookup
-    from logitspec.retrieval import retrieve
+    from logitspec.analysis.budget import accepted, chain_accepted, prompt_lookup
+    from logitspec.core.retrieval import retrieve
 
     root, truth = run["tokens"][i], run["tokens"][i:]
     if method == "pld":
@@ -101,7 +101,7 @@ def draft(run: dict, i: int, pool, method: str, s, drafter) -> tuple[int, int]:
     if method == "static":  # the paper's tree at its fixed capacity
         from dataclasses import replace
 
-        from logitspec.tree import build_static_tree
+        from logitspec.core.tree import build_static_tree
 
         st = replace(s, tree="static")
         queries = retrieve(root, cands, pool, st)
@@ -116,7 +116,7 @@ def draft(run: dict, i: int, pool, method: str, s, drafter) -> tuple[int, int]:
 
 def replay(run: dict, method: str, s, curve, drafter=None) -> tuple[float, int]:
     """Modelled seconds and forward passes of one run decoded by `method`, lossless by construction."""
-    from logitspec.retrieval import NgramPool
+    from logitspec.core.retrieval import NgramPool
 
     tokens, i, seconds, passes = run["tokens"], 0, 0.0, 0
     pool = NgramPool(s.ngram_sizes, run["prompt"], s.pool, s.continuation)
@@ -134,8 +134,8 @@ def replay(run: dict, method: str, s, curve, drafter=None) -> tuple[float, int]:
 def modelled(runs: list[dict], curve, passes: int, drafting: tuple[float, float], pool: str = "recent") -> dict:
     """Modelled seconds per method and category on the last of `passes` passes; under
     "passes:" + method, its forward passes (tokens per pass: vanilla's count over them)."""
-    from logitspec.costtree import AcceptanceStats, CostAwareDrafter
-    from logitspec.settings import DecodeSettings
+    from logitspec.sizing.costtree import AcceptanceStats, CostAwareDrafter
+    from logitspec.core.settings import DecodeSettings
 
     s, stats = DecodeSettings(max_new_tokens=max(len(r["tokens"]) for r in runs), pool=pool), AcceptanceStats()
     for _ in range(passes):
@@ -166,7 +166,7 @@ def print_table(cost: dict) -> None:
 
 def variants(args: argparse.Namespace) -> None:
     """Switch the tree to the variant the flags ask for."""
-    from logitspec import costtree
+    from logitspec.sizing import costtree
 
     if args.ngram_evidence_only:
         costtree.evidence = lambda q: (q.matched_n or 0) if q is not None else 0

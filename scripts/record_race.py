@@ -2,7 +2,7 @@
 
     python scripts/record_race.py OUT.json [--question-id 242] [--max-new-tokens 128] [--pld] [--static] [--recycling]
 
-The lanes are decoded exactly as the app's race decodes them (logitspec.serve.race.model_lanes,
+The lanes are decoded exactly as the app's race decodes them (serve.race.model_lanes,
 one step of each lane in turn, each on its own measured clock) and saved in one file with
 the machine they ran on, so the page can say where the recorded figures came from.
 """
@@ -17,10 +17,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from logitspec.serve.race import interleave, model_lanes, result_of, save_race  # noqa: E402
-from logitspec.serve.model_cache import warm_cost_curves  # noqa: E402
-from logitspec.settings import DecodeSettings  # noqa: E402
-from logitspec.lanes import lane, race_order  # noqa: E402
+from serve.race import interleave, model_lanes
+from logitspec.analysis.race import result_of, save_race  # noqa: E402
+from serve.model_cache import warm_cost_curves  # noqa: E402
+from logitspec.core.settings import DecodeSettings  # noqa: E402
+from logitspec.analysis.lanes import lane, race_order  # noqa: E402
 from ui.form import RACED_ALWAYS  # noqa: E402
 
 
@@ -53,7 +54,7 @@ def main() -> int:
     ap.add_argument("out", type=Path)
     ap.add_argument("--question-id", type=int, default=242)
     ap.add_argument("--max-new-tokens", type=int, default=DecodeSettings().max_new_tokens)
-    for name in optional_lanes():  # --pld, --static, --recycling, ...: each race lane of logitspec/lanes.py
+    for name in optional_lanes():  # --pld, --static, --recycling, ...: each race lane of logitspec/analysis/lanes.py
         ap.add_argument(f"--{name.removeprefix('logitspec-')}", action="append_const", const=name, dest="lanes",
                         default=[], help=f"race {lane(name).label} too")
     ap.add_argument("--questions", type=Path, default=ROOT / "data" / "spec_bench_subset.jsonl")

@@ -16,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from logitspec.decoders import DecodeSettings  # noqa: E402
+from logitspec.core.settings import DecodeSettings  # noqa: E402
 from logitspec.models import load_model  # noqa: E402
 from logitspec.runner import run_trace  # noqa: E402
 from logitspec.runtime.threads import configure_threads  # noqa: E402

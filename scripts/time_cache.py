@@ -26,8 +26,8 @@ def main() -> int:
     from logitspec.runtime.kvcache import new_cache
     from logitspec.models import load_model
     from logitspec.runtime.threads import configure_threads
-    from logitspec.trace import TreeNode
-    from logitspec.verify import crop_cache, prepare_inputs, verify_tree
+    from logitspec.core.trace import TreeNode
+    from logitspec.core.verify import crop_cache, prepare_inputs, verify_tree
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--context", type=int, nargs="+", default=[512, 1500])

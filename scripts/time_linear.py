@@ -65,11 +65,11 @@ def model_curves(passes: int, kernels: dict[str, Callable]) -> None:
     """c(n) of the bundled model without the kernel and with each variant, interleaved."""
     import numpy as np
 
-    from logitspec.costcurve import measure_cost_curve
+    from logitspec.sizing.costcurve import measure_cost_curve
     from logitspec.runtime.fewrows import kernel_fits
     from logitspec.models import load_model
     from logitspec.runtime.linear import FewRowLinear
-    from logitspec.profile import profile_of
+    from logitspec.core.profile import profile_of
 
     model = load_model().model
     layers = [m for m in model.modules() if isinstance(m, FewRowLinear)]

@@ -23,7 +23,7 @@ SIZES = (1, 16, 64)
 
 
 def timed_curve(model, max_n: int) -> dict:
-    from logitspec.costcurve import measure_cost_curve
+    from logitspec.sizing.costcurve import measure_cost_curve
 
     curve = measure_cost_curve(model, context_len=CONTEXT, max_n=max_n).to_dict()
     ms = dict(zip(curve["sizes"], (s * 1e3 for s in curve["seconds"])))
@@ -32,7 +32,7 @@ def timed_curve(model, max_n: int) -> dict:
 
 def attention_share(model, n: int = 64) -> float:
     """Share of an n-token pass spent in the attention kernel (torch's profiler, one pass)."""
-    from logitspec.costcurve import CurveMeasurement
+    from logitspec.sizing.costcurve import CurveMeasurement
 
     m = CurveMeasurement(model, context_len=CONTEXT, max_n=n, rounds=1)
     m._prepare()
@@ -70,7 +70,7 @@ def main(argv=None) -> int:
     torch.set_num_threads(args.threads)
     from logitspec.models import load_model
     from logitspec.runtime.oneshape import OneShape, apply_half_mode, choose_half_mode
-    from logitspec.settings import DecodeSettings
+    from logitspec.core.settings import DecodeSettings
 
     want = args.modes.split(",")
     results = []

@@ -56,11 +56,13 @@ class CollectorPauses:
 
 
 def wrap_phases(store: dict[str, list[float]]) -> None:
-    """Put a timer around each phase, where decoders.py and costtree.py look it up."""
-    from logitspec import costtree, decoders
+    """Put a timer around each phase, where the core's drafter and loop and costtree.py look it up."""
+    from logitspec.core import drafter, loop
+    from logitspec.sizing import costtree
 
-    for name in ("speculate", "retrieve", "prepare_inputs", "compact_cache"):
-        setattr(decoders, name, timed(store, name, getattr(decoders, name)))
+    for module, name in ((drafter, "speculate"), (drafter, "retrieve"), (loop, "prepare_inputs"),
+                         (loop, "compact_cache")):
+        setattr(module, name, timed(store, name, getattr(module, name)))
     drafter = costtree.CostAwareDrafter
     drafter.build = timed(store, "build the tree", drafter.build)
     drafter.observe = timed(store, "learn", drafter.observe)
@@ -77,7 +79,7 @@ def main(argv: list[str] | None = None) -> None:
     from logitspec.decoders import decode
     from logitspec.models import load_model
     from logitspec.runtime.threads import configure_threads
-    from logitspec.settings import DecodeSettings
+    from logitspec.core.settings import DecodeSettings
 
     configure_threads()
     lm = load_model(None, None, "float32")

@@ -139,7 +139,7 @@ def debugger_filter(browser, url: str) -> list[float]:
 def race(browser, url: str, max_new: int) -> dict:
     """The first screen's prompt, with prompt lookup: wall clock from Run to Done, and the lanes'
     compute as the counters say."""
-    from logitspec.serve.race import load_race
+    from logitspec.analysis.race import load_race
 
     prompt = load_race(ROOT / "traces" / "races" / "summarization-242.json")[0]["vanilla"].prompt_text
     page = open_page(browser, url)
@@ -173,7 +173,7 @@ def api_race(url: str, max_new: int) -> dict:
     visitor's browser runs on their own device)."""
     from gradio_client import Client
 
-    from logitspec.serve.race import load_race
+    from logitspec.analysis.race import load_race
     from ui.form import default_values
 
     prompt = load_race(ROOT / "traces" / "races" / "summarization-242.json")[0]["vanilla"].prompt_text

@@ -31,7 +31,7 @@ def one_setup(setup: str, max_new_tokens: int, runs: int) -> None:
     from logitspec.bench.questions import load_questions
     from logitspec.decoders import decode
     from logitspec.models import load_model
-    from logitspec.settings import DecodeSettings
+    from logitspec.core.settings import DecodeSettings
     from logitspec.runtime.threads import ModelThread, configure_threads
 
     load_on, decode_on = setup.split("/")

@@ -1,16 +1,16 @@
 """The Retrieval debugger tab: every step by retrieval outcome, and what-if retrieval.
 
 Layout and wiring only: the rows and sentences come from visual.retrieval, the replay from
-logitspec.whatif and its pictures from visual.whatif.
+logitspec.analysis.whatif and its pictures from visual.whatif.
 """
 from __future__ import annotations
 
 import gradio as gr
 
-from logitspec.limits import InputError, Limits
-from logitspec.settings import DecodeSettings
-from logitspec.trace import RunTrace
-from logitspec.whatif import RetrievalSetting, own_setting, recorded_k, what_if
+from logitspec.core.limits import InputError, Limits
+from logitspec.core.settings import DecodeSettings
+from logitspec.core.trace import RunTrace
+from logitspec.analysis.whatif import RetrievalSetting, own_setting, recorded_k, what_if
 from visual.data import OUTCOMES_LOGITSPEC
 from visual.fit import caption_html
 from visual.retrieval import DEBUG_TABLE_CSS, debugger_html, debugger_note, debugger_rows

@@ -15,8 +15,8 @@ from collections.abc import Callable, Hashable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
-from logitspec.trace import RunTrace
-from ui.figures import run_stamp
+from logitspec.core.trace import RunTrace
+from .figures import run_stamp
 
 T = TypeVar("T")
 

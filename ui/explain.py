@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from logitspec.trace import RunTrace
+from logitspec.core.trace import RunTrace
 from visual.counts import run_counts, run_words
 from visual.explain import TITLES, Panel, choose_step, walkthrough
 from visual.style import sub_x

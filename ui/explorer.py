@@ -13,7 +13,7 @@ import time
 import gradio as gr
 
 import visual
-from logitspec.trace import RunTrace
+from logitspec.core.trace import RunTrace
 
 from . import trie_view
 from .drawings import trace_key

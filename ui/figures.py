@@ -14,7 +14,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from logitspec.trace import RunTrace
+from logitspec.core.trace import RunTrace
 from visual.fit import SLIDE_H, SLIDE_SCALE, SLIDE_W, caption_html
 from visual.tree import tree_key_html
 

@@ -7,10 +7,10 @@ import tempfile
 from pathlib import Path
 
 from logitspec.bench.questions import load_questions
-from logitspec.limits import Limits
-from logitspec.serve.model_cache import BUNDLED, ModelCache
-from logitspec.serve.race import load_race
-from logitspec.trace import RunTrace
+from logitspec.core.limits import Limits
+from serve.model_cache import BUNDLED, ModelCache
+from logitspec.analysis.race import load_race
+from logitspec.core.trace import RunTrace
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACES_DIR = ROOT / "traces"

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 
 import gradio as gr
 
-from logitspec import lanes
-from logitspec.limits import MAX_TEMPERATURE, Limits, checked_settings
-from logitspec.settings import INERT, DecodeSettings
+from logitspec.analysis import lanes
+from logitspec.core.limits import MAX_TEMPERATURE, Limits, checked_settings
+from logitspec.core.settings import INERT, DecodeSettings
 from visual.data import OUTCOMES_LOGITSPEC
 
 RACED_ALWAYS = ("vanilla", "logitspec")  # the race's two fixed lanes; every other race lane is a checkbox
@@ -95,7 +95,7 @@ SETTINGS: tuple[Setting, ...] = (
 
 @dataclass(frozen=True)
 class LaneBox:
-    """A checkbox that adds a lane of logitspec/lanes.py to the race."""
+    """A checkbox that adds a lane of logitspec/analysis/lanes.py to the race."""
 
     lane: str
     name: str  # the API's argument

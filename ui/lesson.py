@@ -9,7 +9,7 @@ import re
 
 import gradio as gr
 
-from logitspec.trace import RunTrace
+from logitspec.core.trace import RunTrace
 from visual.lesson import STAGES, TEXT_PX, g2_step, glossary_html, glossary_words, lesson, lesson_intro
 
 # Large words and a visible mark on every defined term; a stage is at most one screen tall.

@@ -4,7 +4,7 @@ from __future__ import annotations
 import gradio as gr
 
 import visual
-from logitspec.trace import RunTrace
+from logitspec.core.trace import RunTrace
 
 from .figures import figure_slot
 

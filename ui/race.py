@@ -1,6 +1,6 @@
 """The top of the page: the statuses, the race's form, and the race as it runs.
 
-Layout and the race's handlers: the lanes come from logitspec.serve.race, the counters and
+Layout and the race's handlers: the lanes come from serve.race, the counters and
 figures from visual/. What a finished race fills in the tabs below, the page decides.
 """
 from __future__ import annotations
@@ -10,13 +10,14 @@ import time
 import gradio as gr
 
 import visual
-from logitspec.errors import DecodeError
-from logitspec.limits import InputError, Limits, check_context, check_prompt
-from logitspec.serve.model_cache import allowed_models, check_model_choice, model_label
-from logitspec.serve.race import RaceStopped, interleave, result_of
-from logitspec.serve.stop import run_deadline
-from logitspec.serve.zerogpu import race_lanes
-from logitspec.settings import DecodeSettings
+from logitspec.core.errors import DecodeError
+from logitspec.core.limits import InputError, Limits, check_context, check_prompt
+from serve.model_cache import allowed_models, check_model_choice, model_label
+from serve.race import RaceStopped, interleave
+from logitspec.analysis.race import result_of
+from serve.stop import run_deadline
+from serve.zerogpu import race_lanes
+from logitspec.core.settings import DecodeSettings
 from visual.verdict import counters_html, verdict_text
 
 from .figures import figure_slot

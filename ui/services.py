@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from logitspec.serve.model_cache import ModelCache, warm_cost_curves
-from logitspec.serve.stop import StopSignals
+from serve.model_cache import ModelCache, warm_cost_curves
+from serve.stop import StopSignals
 
 from .drawings import Drawings
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import gradio as gr
 
-from logitspec.limits import InputError
-from logitspec.serve.race import load_race
+from logitspec.core.limits import InputError
+from logitspec.analysis.race import load_race
 from visual.counts import run_counts, run_words
 from visual.verdict import counters_html
 

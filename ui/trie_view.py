@@ -8,7 +8,7 @@ from pathlib import Path
 import gradio as gr
 
 import visual
-from logitspec.trace import RunTrace
+from logitspec.core.trace import RunTrace
 from visual.tree import tree_key_html
 from visual.trie import node_link_json, trie_figure, trie_key_html
 

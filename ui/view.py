@@ -5,7 +5,7 @@ import threading
 from copy import deepcopy
 from dataclasses import dataclass, field, fields
 
-from logitspec.trace import RunTrace
+from logitspec.core.trace import RunTrace
 
 
 @dataclass

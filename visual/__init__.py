@@ -1,6 +1,6 @@
 """Pictures of a LogitSpec run, drawn purely from its trace (no torch, no model).
 
-Every function takes a `logitspec.trace.RunTrace` (and a step index) and returns a Plotly
+Every function takes a `logitspec.core.trace.RunTrace` (and a step index) and returns a Plotly
 figure, an HTML or markdown string, or plain data for a Gradio component.
 """
 from .baselines import METHODS as BASELINE_METHODS, baseline_figure

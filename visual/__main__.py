@@ -14,8 +14,8 @@ import json
 import sys
 from pathlib import Path
 
-from logitspec.serve.race import load_race
-from logitspec.trace import RunTrace, TraceFileError
+from logitspec.analysis.race import load_race
+from logitspec.core.trace import RunTrace, TraceFileError
 
 from . import (
     accepted_hist_figure,

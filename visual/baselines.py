@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import plotly.graph_objects as go
 
-from logitspec.trace import RunTrace, StepRecord, TreeNode
+from logitspec.core.trace import RunTrace, StepRecord, TreeNode
 
 from .counts import plural
 from .data import context_before, get_step, ngram_text, query_tail, step_position, token_labels
@@ -66,7 +66,7 @@ class Grid:
 
 def window_levels(s: StepRecord) -> list[list[TreeNode]]:
     """The Jacobi window's levels, level 0 first, each in column order. Level 0 is the chain of
-    window nodes from the root (they come first, logitspec.lookahead.JacobiWindow.nodes); each
+    window nodes from the root (they come first, logitspec.drafters.lookahead.JacobiWindow.nodes); each
     upper level holds one more node, column i at depth i + level."""
     win = [n for n in s.tree if n.origin == "window"]
     level0: list[TreeNode] = []

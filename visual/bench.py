@@ -1,7 +1,12 @@
 """Figures of a bench report: speed-up and accepted tokens per category, c(n), and tokens per pass
-against tree budget (logitspec.budget)."""
+against tree budget (logitspec.analysis.budget).
+
+    python -m visual.bench REPORT.json --out DIR    # the report `python -m logitspec.bench --out` wrote
+"""
 from __future__ import annotations
 
+import argparse
+import json
 import subprocess
 import sys
 import tempfile
@@ -137,7 +142,7 @@ BUDGET_DASH = {"paper": "dash", "cost": "solid", "pld": "dot"}
 
 def budget_curve_figure(report: dict):
     """Tokens per pass trees of at most B nodes would have accepted in the bench's runs of one
-    method, pooled over its questions (logitspec.budget), with the mean tree it used."""
+    method, pooled over its questions (logitspec.analysis.budget), with the mean tree it used."""
     import plotly.graph_objects as go
 
     method = next((m for m in ("logitspec", "logitspec-static", "pld")
@@ -212,3 +217,22 @@ def _png(fig, png: Path, chromium: str) -> Path:
         page = Path(tmp) / "figure.html"
         fig.write_html(page, include_plotlyjs=True, full_html=True, config={"displayModeBar": False})
         return screenshot(page, png, 1400, 700, chromium, timeout=120)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m visual.bench", description=__doc__.splitlines()[0])
+    p.add_argument("report", type=Path, help="a bench report (python -m logitspec.bench --out)")
+    p.add_argument("--out", type=Path, required=True, help="write figures (HTML, PNG) to this folder")
+    args = p.parse_args(argv)
+    try:
+        report = json.loads(args.report.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        print(f"error: cannot read the bench report {args.report}: {e}", file=sys.stderr)
+        return 2
+    for path in write_plots(report, args.out):
+        print(f"figure: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import plotly.graph_objects as go
 
-from logitspec.trace import RunTrace, StepRecord
+from logitspec.core.trace import RunTrace, StepRecord
 
 from .data import (
     branch_nodes, context_before, g2_query_of_rank, get_step, match_text, ngram_text, query_tail, step_position, tok,

@@ -18,8 +18,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from logitspec.drafts import drafted_per_step
-from logitspec.trace import BOTH_FAILED, G1_MATCHED, G2_RESCUED, RunTrace, StepRecord
+from logitspec.analysis.drafts import drafted_per_step
+from logitspec.core.trace import BOTH_FAILED, G1_MATCHED, G2_RESCUED, RunTrace, StepRecord
 
 PASSES = "forward passes"
 

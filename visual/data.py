@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from logitspec.trace import (BOTH_FAILED, G1_MATCHED, G2_RESCUED, PLD_FAILED, PLD_MATCHED, QueryRecord, RunTrace,
-                             StepRecord, TreeNode)
-from logitspec.tree import TreeIndex
+from logitspec.core.trace import (BOTH_FAILED, G1_MATCHED, G2_RESCUED, PLD_FAILED, PLD_MATCHED, QueryRecord, RunTrace,
+                                  StepRecord, TreeNode)
+from logitspec.core.tree import TreeIndex
 
 from .pieces import TokenPiece, join_pieces
 from .style import visible
@@ -132,7 +132,7 @@ def query_tail(step: StepRecord, q: QueryRecord, ctx: Sequence[int]) -> list[int
     return seq
 
 
-# How the baselines' one lookup a step reads (logitspec.lookahead, logitspec.rest).
+# How the baselines' one lookup a step reads (logitspec.drafters.lookahead, logitspec.drafters.rest).
 BASELINE_QUERIES = {"lookahead": "Lookahead's pool: the n-grams its Jacobi window made that start with x_{i+1}",
                     "rest": "REST: the continuations of the context's longest suffix found in the datastore"}
 

@@ -8,7 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from logitspec.trace import RunTrace
+from logitspec.core.trace import RunTrace
 
 from . import retrieval_success_figure, topk_hit_figure, tree_figure
 from .render import Shooter

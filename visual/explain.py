@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from logitspec.drafts import drafted_chains
-from logitspec.trace import G2_RESCUED, QueryRecord, RunTrace, StepRecord
+from logitspec.analysis.drafts import drafted_chains
+from logitspec.core.trace import G2_RESCUED, QueryRecord, RunTrace, StepRecord
 
 from .counts import drafts_accepted_words, plural, run_counts
 from .data import (

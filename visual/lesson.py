@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import plotly.graph_objects as go
 
-from logitspec.trace import RunTrace, StepRecord, TreeNode
+from logitspec.core.trace import RunTrace, StepRecord, TreeNode
 
 from .counts import RunCounts, plural, run_counts
 from .data import context_before, step_position, tok, true_next_next

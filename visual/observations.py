@@ -9,9 +9,9 @@ from collections import Counter
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from logitspec.budget import BUDGET_MAX, BudgetReplay, replay_budgets
-from logitspec.limits import InputError
-from logitspec.trace import BOTH_FAILED, G1_MATCHED, G2_RESCUED, NO_RETRIEVAL, PLD_MATCHED, RunTrace
+from logitspec.analysis.budget import BUDGET_MAX, BudgetReplay, replay_budgets
+from logitspec.core.limits import InputError
+from logitspec.core.trace import BOTH_FAILED, G1_MATCHED, G2_RESCUED, NO_RETRIEVAL, PLD_MATCHED, RunTrace
 
 from .counts import passes_words, plural, run_counts
 from .data import OUTCOMES_LOGITSPEC, OUTCOMES_PLD, forward_steps, outcome, true_next_next
@@ -402,7 +402,7 @@ def _draw_budget(trace: RunTrace, rep: BudgetReplay | str, theme: str, mode: str
 
 
 def budget_replay(trace: RunTrace) -> BudgetReplay | str:
-    """The run replayed at every budget (logitspec.budget), or why it cannot be, in words."""
+    """The run replayed at every budget (logitspec.analysis.budget), or why it cannot be, in words."""
     try:
         rep = replay_budgets(trace)
     except InputError as e:
@@ -412,5 +412,5 @@ def budget_replay(trace: RunTrace) -> BudgetReplay | str:
 
 def budget_figure(trace: RunTrace, theme: str = "light", fit: bool = False) -> go.Figure:
     """Tokens per forward pass a tree of at most B nodes would have accepted on this run, B = 1..64
-    (logitspec.budget), for the paper's tree, the cost tree's ranking and prompt lookup's chain."""
+    (logitspec.analysis.budget), for the paper's tree, the cost tree's ranking and prompt lookup's chain."""
     return _fitted(_draw_budget, _budget_words(trace), fit, trace, budget_replay(trace), theme)

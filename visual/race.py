@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import plotly.graph_objects as go
 
-from logitspec.serve.race import RaceResult, result_of
-from logitspec.trace import RunTrace
+from logitspec.analysis.race import RaceResult, result_of
+from logitspec.core.trace import RunTrace
 
 from .counts import run_counts, run_words
 from .data import is_finished

@@ -8,9 +8,8 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from logitspec.trace import (BOTH_FAILED, G1_MATCHED, G2_RESCUED, NO_RETRIEVAL, ONE_QUERY_KINDS, PLD_FAILED,
-                             PLD_MATCHED, QueryRecord,
-                             RunTrace, StepRecord, TreeNode)
+from logitspec.core.trace import (BOTH_FAILED, G1_MATCHED, G2_RESCUED, NO_RETRIEVAL, ONE_QUERY_KINDS, PLD_FAILED,
+                                  PLD_MATCHED, QueryRecord, RunTrace, StepRecord, TreeNode)
 
 from .baselines import MAX_ROWS, drafted_paths, taken_paths, window_levels
 from .counts import passes_words, plural, run_counts

@@ -10,7 +10,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from logitspec.lanes import LANES, colour
+from logitspec.analysis.lanes import LANES, colour
 
 # Okabe-Ito: black 000000, orange E69F00, sky blue 56B4E9, bluish green 009E73,
 # yellow F0E442, blue 0072B2, vermillion D55E00, reddish purple CC79A7.
@@ -35,7 +35,7 @@ PALETTE: dict[str, str] = {
     "accepted": "#009E73",
     "rejected": "#D55E00",
     "pruned": "#999999",
-    **{ln.name: ln.colour for ln in LANES},  # the lanes' own colours (logitspec/lanes.py)
+    **{ln.name: ln.colour for ln in LANES},  # the lanes' own colours (logitspec/analysis/lanes.py)
     # retrieval outcomes
     "g1 matched": "#E69F00",
     "g2 rescued": "#0072B2",

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import re
 
-from logitspec.drafts import best_drafted_match, truth_after
-from logitspec.trace import NO_RETRIEVAL, RunTrace
+from logitspec.analysis.drafts import best_drafted_match, truth_after
+from logitspec.core.trace import NO_RETRIEVAL, RunTrace
 
 from .counts import drafts_accepted_words, passes_words, plural, run_counts
 from .data import (

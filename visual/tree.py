@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import plotly.graph_objects as go
 
-from logitspec.trace import RunTrace, StepRecord, TreeNode
+from logitspec.core.trace import RunTrace, StepRecord, TreeNode
 
 from .data import (
     candidate_by_rank,

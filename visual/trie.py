@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import networkx as nx
 import plotly.graph_objects as go
 
-from logitspec.drafts import drafted_chains
-from logitspec.trace import QueryRecord, RunTrace, StepRecord
+from logitspec.analysis.drafts import drafted_chains
+from logitspec.core.trace import QueryRecord, RunTrace, StepRecord
 
 from .data import branch_nodes, context_before, get_step, step_position, tok
 from .fit import SLIDER_PX

@@ -1,17 +1,17 @@
 """The race's counters and verdict in words, computed from the lanes' traces only.
 
 A verdict never compares unequal things: a race stopped or cut short is judged over the
-tokens every lane reached (logitspec.serve.race.result_of), and says that it was cut short.
+tokens every lane reached (serve.race.result_of), and says that it was cut short.
 """
 from __future__ import annotations
 
 import html
 from statistics import mean
 
-from logitspec.parting import near_tie_words
-from logitspec.serve.race import RaceResult, lane_stats, result_of, seconds_to_reach
-from logitspec.settings import INERT
-from logitspec.trace import RunTrace
+from logitspec.analysis.parting import near_tie_words
+from logitspec.analysis.race import RaceResult, lane_stats, result_of, seconds_to_reach
+from logitspec.core.settings import INERT
+from logitspec.core.trace import RunTrace
 
 from .counts import RunCounts, run_counts
 from .style import lane_color

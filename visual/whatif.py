@@ -1,6 +1,6 @@
 """What-if retrieval drawn: the run's own lookups beside a replay at another setting.
 
-Drawn from logitspec.whatif.WhatIf (pure data): a figure with the tokens the drafts held per
+Drawn from logitspec.analysis.whatif.WhatIf (pure data): a figure with the tokens the drafts held per
 step and the retrieval outcome of every step for both (for a page, or for the app with its
 16:9 slide, visual.fit), and an HTML summary of the totals that wraps at any width.
 """
@@ -11,8 +11,8 @@ import html
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from logitspec.trace import NO_RETRIEVAL, RunTrace
-from logitspec.whatif import Replay, WhatIf, recorded_k
+from logitspec.core.trace import NO_RETRIEVAL, RunTrace
+from logitspec.analysis.whatif import Replay, WhatIf, recorded_k
 
 from .counts import RunCounts, held_tokens, plural, run_counts, run_words
 from .data import OUTCOMES_LOGITSPEC, OUTCOMES_PLD

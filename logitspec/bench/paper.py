@@ -60,7 +60,7 @@ def _cell(value, kind: str) -> str:
 
 def headline_columns() -> list[tuple[str, str]]:
     """The headline's columns, (label, lane): every lane but vanilla, in the lane table's order."""
-    from .. import lanes
+    from ..analysis import lanes
 
     return [(ln.label, ln.name) for ln in lanes.LANES if ln.name != "vanilla"]
 

@@ -18,7 +18,7 @@ class PassCost:
     floor: dict  # MemoryFloor.to_dict()
 
     def c(self, n: int) -> float:
-        from ..costcurve import interp_sorted
+        from ..sizing.costcurve import interp_sorted
 
         return interp_sorted([n], self.curve["sizes"], self.curve["seconds"])[0]
 
@@ -32,7 +32,7 @@ class PassCost:
 def pass_cost(lm) -> PassCost:
     """c(n) for n = 1..64 over a 512-token cache, and the floor on the same threads, of a loaded
     CPU model."""
-    from ..costcurve import measure_cost_curve
+    from ..sizing.costcurve import measure_cost_curve
     from ..runtime.bandwidth import memory_floor
 
     curve = measure_cost_curve(lm.model, context_len=CONTEXT, max_n=MAX_N)

@@ -3,6 +3,7 @@
 Methods run interleaved per question (their order rotating each repetition) on the same
 model in one process, so load on a shared machine hits them alike. Each method's output is
 checked against vanilla greedy token for token. Figures are medians over repetitions.
+The report's figures are drawn from its JSON by `python -m visual.bench REPORT --out DIR`.
 """
 from __future__ import annotations
 
@@ -16,13 +17,13 @@ from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
 
-from ..budget import pooled, replay_budgets
-from ..drafts import drafted_bound
-from ..lanes import lane, names, run_spec
-from ..parting import Choices, parting
+from ..analysis.budget import pooled, replay_budgets
+from ..analysis.drafts import drafted_bound
+from ..analysis.lanes import lane, names, run_spec
+from ..analysis.parting import Choices, parting
 from ..runtime.fewrows import kernel_status
-from ..settings import POOLS, DecodeSettings
-from ..trace import G2_RESCUED, RunTrace
+from ..core.settings import POOLS, DecodeSettings
+from ..core.trace import G2_RESCUED, RunTrace
 from .questions import QuestionFileError, load_questions
 
 
@@ -206,7 +207,7 @@ def _curves(lm, methods: list[str]) -> list[dict]:
     """The cost curves in use now (as decoding has corrected them), for the report."""
     if not any(run_spec(m)[1] == "cost" for m in methods):
         return []
-    from ..costcurve import measured_curves
+    from ..sizing.costcurve import measured_curves
 
     return [c.to_dict() for c in measured_curves(lm.model)]
 
@@ -237,7 +238,7 @@ class BusyLoad:
 def prepare(args: argparse.Namespace, lm, prompts: dict, settings: DecodeSettings) -> None:
     """Warm up every method once so first-call costs (allocations, the cost curves) stay out
     of the timed runs: every context length the runs will reach is measured beforehand."""
-    from ..costcurve import warm_up
+    from ..sizing.costcurve import warm_up
 
     if any(run_spec(m)[1] == "cost" for m in args.methods):
         warm_up(lm.model, max(len(p) for p in prompts.values()) + args.max_new_tokens, settings.capacity)
@@ -319,7 +320,7 @@ def resolve_auto(args: argparse.Namespace):
     the report); the pass costs default to the dtypes benched."""
     pick = None
     if args.dtypes == ["auto"]:
-        from ..runtime.dtype_pick import pick_dtype
+        from ..dtype_pick import pick_dtype
         from ..runtime.threads import configure_threads
 
         configure_threads(args.threads)
@@ -465,7 +466,7 @@ def print_versus(method: str, vs: dict, cats: list[str]) -> None:
 def decode_settings(args: argparse.Namespace) -> DecodeSettings:
     """The settings every method decodes with, checked (InputError for bad sampling values)."""
     from ..cli import processor_options
-    from ..limits import checked_settings
+    from ..core.limits import checked_settings
 
     return checked_settings(dict(max_new_tokens=args.max_new_tokens, temperature=args.temperature,
                                  top_p=args.top_p, seed=args.seed, pool=args.pool,
@@ -506,13 +507,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="which occurrence of an n-gram retrieval continues: the latest, or the one with the "
                         "longest continuation (the paper's code)")
     p.add_argument("--out", type=Path, default=None, help="write the JSON report here")
-    p.add_argument("--plot", type=Path, default=None, help="write figures (HTML, PNG) to this folder")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ..limits import InputError
-    from ..models import DTYPES, ModelLoadError
+    from ..core.limits import InputError
+    from ..models import DTYPES
+    from ..core.errors import ModelLoadError
 
     args = build_parser().parse_args(argv)
     try:
@@ -554,10 +555,5 @@ def main(argv: list[str] | None = None) -> int:
             table = args.out.with_suffix(".md")
             table.write_text(markdown(report) + "\n")
             print(f"the paper's table: {table}")
-    if args.plot:
-        from visual.bench import write_plots
-
-        for path in write_plots(report, args.plot):
-            print(f"figure: {path}")
     return 0 if report["lossless"] else 1
 

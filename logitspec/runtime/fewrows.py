@@ -285,9 +285,10 @@ def row_attention_kernel(isa: str | None = None) -> Callable | None:
 def invariant_rows() -> int:
     """Passes of up to this many tokens run on the row-invariant kernels in half precision:
     the largest tree the input limits allow (a longer prefill is the same in every decoder)."""
-    from ..limits import Limits
+    from . import MAX_TREE_ROWS
 
-    return Limits.from_env().capacity
+    # The environment variable core/limits.py's Limits.from_env reads for its tree capacity.
+    return int(os.environ.get("LOGITSPEC_CAPACITY") or MAX_TREE_ROWS)
 
 
 def built_top_k() -> Callable | None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import torch
 
-from ..trace import TreeNode
 from .fewrows import invariant_rows
 
 HALF = (torch.bfloat16, torch.float16)
@@ -35,12 +34,6 @@ def fixed_rows(model) -> int | None:
     except StopIteration:
         return None
     return invariant_rows() if padded_device(param.device, param.dtype) else None
-
-
-def pad_nodes(nodes: list[TreeNode], rows: int) -> list[TreeNode]:
-    """`nodes` and then leaves under the root up to `rows` in all (the root's token: any would do)."""
-    root = nodes[0]
-    return nodes + [TreeNode(len(nodes) + i, root.token, 0, 1, "root") for i in range(rows - len(nodes))]
 
 
 def pad_rows(x: torch.Tensor, rows: int) -> torch.Tensor:

@@ -47,9 +47,9 @@ def load(name: str, device: str, dtype: str):
 
 
 def curve(name: str, device: str, dtype: str, context: int, max_n: int) -> dict:
-    from logitspec.costcurve import measure_cost_curve
+    from logitspec.sizing.costcurve import measure_cost_curve
     from logitspec.runtime.bandwidth import memory_floor
-    from logitspec.verify import fixed_rows
+    from logitspec.core.verify import fixed_rows
 
     t = time.perf_counter()
     model = load(name, device, dtype)

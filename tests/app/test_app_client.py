@@ -22,9 +22,9 @@ def client(app_url):
 
 @pytest.mark.slow
 def test_race_trace_equals_vanilla(client, bundled):
-    from logitspec.decoders import DecodeSettings
+    from logitspec.core.settings import DecodeSettings
     from logitspec.runner import run_trace
-    from logitspec.trace import RunTrace
+    from logitspec.core.trace import RunTrace
 
     result = client.predict(*race_args(PROMPT).values(), api_name="/race")
     trace = RunTrace.load(trace_file(result))
@@ -41,9 +41,9 @@ def test_race_trace_equals_vanilla(client, bundled):
 
 @pytest.mark.slow
 def test_a_sampled_race_equals_vanilla_sampling_and_names_its_seed(client, bundled):
-    from logitspec.decoders import DecodeSettings
+    from logitspec.core.settings import DecodeSettings
     from logitspec.runner import run_trace
-    from logitspec.trace import RunTrace
+    from logitspec.core.trace import RunTrace
 
     result = client.predict(*race_args(PROMPT, temperature=1.0, top_p=0.9, seed=7).values(), api_name="/race")
     trace = RunTrace.load(trace_file(result))

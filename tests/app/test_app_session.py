@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from helpers.paths import FIXTURES
-from logitspec.limits import InputError, Limits
-from logitspec.models import ModelLoadError
+from logitspec.core.limits import InputError, Limits
+from logitspec.core.errors import ModelLoadError
 from logitspec.runtime.heap import freeze_heap
-from logitspec.serve.model_cache import BUNDLED, ModelCache, allowed_models, check_model_choice
-from logitspec.serve.stop import StopSignals
-from logitspec.trace import read_trace_file
+from serve.model_cache import BUNDLED, ModelCache, allowed_models, check_model_choice
+from serve.stop import StopSignals
+from logitspec.core.trace import read_trace_file
 
 LIMIT = Limits().trace_bytes
 
@@ -235,7 +235,7 @@ def test_warm_up_runs_on_a_fresh_model_before_it_is_ready():
 
 
 def test_the_example_cache_folder_follows_the_content_it_is_drawn_from(tmp_path):
-    from logitspec.serve.examples import example_cache_folder
+    from serve.examples import example_cache_folder
 
     a, b = tmp_path / "a.json", tmp_path / "b.py"
     a.write_text("{}")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from logitspec import lanes
-from logitspec.limits import InputError, Limits
-from logitspec.settings import DecodeSettings
+from logitspec.analysis import lanes
+from logitspec.core.limits import InputError, Limits
+from logitspec.core.settings import DecodeSettings
 from ui.form import SETTINGS, default_values, lane_boxes, race_inputs, race_lanes_of, sampling_note, settings_from
 
 FORM = dict(k=64, capacity=64, ngram=[1, 2, 3], continuation=20, max_new=128, tree="cost")

@@ -34,9 +34,9 @@ PROMPTS = [
 def test_eight_simultaneous_sessions_complete_without_cross_talk(app_url, bundled):
     from gradio_client import Client
 
-    from logitspec.decoders import DecodeSettings
+    from logitspec.core.settings import DecodeSettings
     from logitspec.runner import run_trace
-    from logitspec.trace import RunTrace
+    from logitspec.core.trace import RunTrace
 
     url = app_url
     results: dict[int, dict] = {}

@@ -12,9 +12,9 @@ import pytest
 
 from helpers.paths import FIXTURES
 from helpers.race import replay_lanes
-from logitspec.serve.race import (Lane, RaceStopped, interleave, lane_order, lane_stats, result_of,
-                                  seconds_to_reach, speedup)
-from logitspec.trace import RunTrace
+from serve.race import Lane, RaceStopped, interleave
+from logitspec.analysis.race import lane_order, lane_stats, result_of, seconds_to_reach, speedup
+from logitspec.core.trace import RunTrace
 
 
 @pytest.fixture(scope="module")
@@ -169,7 +169,7 @@ def test_the_stopped_verdict_says_so_and_claims_nothing_false(summ):
 
 
 def test_a_slower_logitspec_is_explained_in_one_sentence(summ):
-    from logitspec.trace import TreeSizing
+    from logitspec.core.trace import TreeSizing
     from visual.verdict import shortfall
 
     van = _as(summ, "vanilla")
@@ -206,7 +206,7 @@ def test_drafts_rarely_right_are_blamed_on_a_repetition_penalty_where_one_ran(su
 def _slower(summ, forward: float, draft: float = 0.0, prefill: float = 0.0):
     """A race of `summ` against a one-token-a-step vanilla whose passes take 50 ms, LogitSpec's
     steps taking `forward` and `draft` times (50 ms x its tokens per pass) each."""
-    from logitspec.trace import StepRecord
+    from logitspec.core.trace import StepRecord
     from visual.counts import run_counts
 
     van = _as(summ, "vanilla")

@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 
 from helpers.tiny_models import char_lm
-from logitspec import rest
-from logitspec.serve.race import interleave, lane_order, model_lanes, result_of
-from logitspec.settings import DecodeSettings
+from logitspec.drafters import rest
+from serve.race import interleave, model_lanes
+from logitspec.analysis.race import lane_order, result_of
+from logitspec.core.settings import DecodeSettings
 from visual.race import race_figure
 from visual.style import PALETTE, lane_color
 

@@ -36,7 +36,7 @@ def _race_rates(client) -> dict[str, float]:
 
 def _alone_rates(lm) -> dict[str, float]:
     from logitspec.runner import run_trace
-    from logitspec.settings import DecodeSettings
+    from logitspec.core.settings import DecodeSettings
 
     s = DecodeSettings(max_new_tokens=MAX_NEW)
     return {m: len(t.tokens) / t.seconds for m in LANES for t in [run_trace(lm, PROMPT, m, s)]}

@@ -8,10 +8,11 @@ import pickle
 import pytest
 
 from helpers.tiny_models import char_lm
-from logitspec.recycling import ORIGIN
-from logitspec.serve import zerogpu
-from logitspec.serve.race import interleave, lane_order, lane_run, model_lanes, result_of
-from logitspec.settings import DecodeSettings
+from logitspec.drafters.recycling import ORIGIN
+from serve import zerogpu
+from serve.race import interleave, lane_run, model_lanes
+from logitspec.analysis.race import lane_order, result_of
+from logitspec.core.settings import DecodeSettings
 from visual.race import passes_figure, race_figure
 from visual.style import PALETTE, lane_color
 from visual.verdict import counters_html

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from helpers.app_server import race_args
-from logitspec.serve.race import interleave, model_lanes
-from logitspec.settings import DecodeSettings
+from serve.race import interleave, model_lanes
+from logitspec.core.settings import DecodeSettings
 
 PROMPT = "List the planets of the solar system, one per line, then say which is largest."
 

@@ -54,7 +54,7 @@ def test_a_bad_upload_says_why_and_leaves_the_view(client, tmp_path):
 def test_a_trace_over_the_limit_is_refused_before_it_is_read(app_url):
     import httpx
 
-    from logitspec.limits import Limits
+    from logitspec.core.limits import Limits
 
     limit = Limits.from_env().trace_bytes
     config = httpx.get(app_url + "config", timeout=30).json()

@@ -11,9 +11,9 @@ import pickle
 
 import pytest
 
-from logitspec.decoders import DecodeSettings
-from logitspec.serve import zerogpu
-from logitspec.serve.race import interleave, model_lanes
+from logitspec.core.settings import DecodeSettings
+from serve import zerogpu
+from serve.race import interleave, model_lanes
 
 
 def test_only_a_zerogpu_space_takes_the_gpu_path(monkeypatch):

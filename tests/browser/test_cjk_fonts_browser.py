@@ -20,7 +20,7 @@ import pytest
 
 from helpers.browser import SHOTS
 from logitspec.runner import run_trace
-from logitspec.settings import DecodeSettings
+from logitspec.core.settings import DecodeSettings
 from visual import tree_figure
 from visual.render import write_figure_html
 

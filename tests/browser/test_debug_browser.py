@@ -17,7 +17,7 @@ PHONE = {"width": 390, "height": 844}
 
 
 def _first_trace():
-    from logitspec.serve.race import load_race
+    from logitspec.analysis.race import load_race
 
     return load_race(FIRST_RACE)[0]["logitspec"]
 
@@ -61,7 +61,7 @@ def test_the_debugger_table_fits(browser, app_url, width):
 @pytest.mark.slow
 @pytest.mark.browser
 def test_an_empty_filter_says_so(browser, app_url):
-    from logitspec.trace import BOTH_FAILED
+    from logitspec.core.trace import BOTH_FAILED
 
     trace = _first_trace()
     failed = [s for s in trace.steps if s.forward and s.outcome == BOTH_FAILED]
@@ -81,7 +81,7 @@ def test_an_empty_filter_says_so(browser, app_url):
 @pytest.mark.slow
 @pytest.mark.browser
 def test_the_whatif_panel_shows_both_runs(browser, app_url):
-    from logitspec.whatif import RetrievalSetting, own_setting, what_if
+    from logitspec.analysis.whatif import RetrievalSetting, own_setting, what_if
     from visual.counts import held_tokens
 
     trace = _first_trace()
@@ -110,8 +110,8 @@ def test_the_whatif_panel_shows_both_runs(browser, app_url):
 @pytest.mark.slow
 @pytest.mark.browser
 def test_an_upload_error_keeps_the_view(browser, app_url, tmp_path):
-    from logitspec.limits import Limits
-    from logitspec.trace import TraceFileError, read_trace_file
+    from logitspec.core.limits import Limits
+    from logitspec.core.trace import TraceFileError, read_trace_file
 
     page = fresh_page(browser, app_url, PHONE)
     page.wait_for_selector("#tree-plot .js-plotly-plot", timeout=90_000)

@@ -202,7 +202,7 @@ def download_slide(page, elem: str, fmt: str) -> tuple[str, tuple[float, float],
 
 
 def _big_tree_trace():
-    from logitspec.serve.race import load_race
+    from logitspec.analysis.race import load_race
 
     lanes, _ = load_race(ROOT / "traces" / "summarization-242.json")
     return lanes.get("logitspec") or next(iter(lanes.values()))

@@ -13,7 +13,7 @@ import pytest
 
 from helpers.browser import fresh_page, shot, text_of
 from helpers.paths import ROOT
-from logitspec.trace import RunTrace
+from logitspec.core.trace import RunTrace
 from visual.lesson import GLOSSARY, ON_SCREEN, STAGES, lesson
 
 SCREENS = {"1920": {"width": 1920, "height": 1080}, "1280": {"width": 1280, "height": 720}}

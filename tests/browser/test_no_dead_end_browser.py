@@ -81,7 +81,7 @@ def test_a_refused_upload_says_why_beside_the_box(browser, app_url, tmp_path):
     page.locator("#upload input[type=file]").set_input_files(str(RACE))
     page.wait_for_function("() => (document.querySelector('#status')?.innerText || '').includes('Exploring')",
                            timeout=60_000)
-    from logitspec.serve.race import load_race
+    from logitspec.analysis.race import load_race
 
     lanes = load_race(RACE)[0]
     assert f"a race of {', '.join(lanes)}" in text_of(page, "#status")

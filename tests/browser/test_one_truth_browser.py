@@ -206,7 +206,7 @@ def test_log_axes_label_one_two_and_five_times_a_power_of_ten(request, screen):
 @pytest.mark.slow
 @pytest.mark.browser
 def test_the_prompt_box_shows_the_prompt_of_the_run_on_screen(browser, app_url, tmp_path):
-    from logitspec.serve.race import load_race
+    from logitspec.analysis.race import load_race
 
     prompt_of = {p.name: next(iter(load_race(p)[0].values())).prompt_text for p in (RACE, SHIPPED)}
     page = _page(browser, app_url, DESKTOP, "")  # the first screen: the recorded race
@@ -233,7 +233,7 @@ def test_the_prompt_box_shows_the_prompt_of_the_run_on_screen(browser, app_url, 
 @pytest.mark.slow
 @pytest.mark.browser
 def test_a_live_race_clears_the_recordings_answer_and_figures_at_once(browser, app_url):
-    from logitspec.serve.race import load_race, result_of
+    from logitspec.analysis.race import load_race, result_of
 
     speedup = f"{result_of(load_race(RACE)[0]).speedups['logitspec']:.2f}×"  # the recording's, on the first screen
     page = _page(browser, app_url, DESKTOP, "")

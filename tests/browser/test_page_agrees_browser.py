@@ -11,9 +11,9 @@ import pytest
 
 from helpers.browser import fresh_page, text_of
 from helpers.paths import ROOT
-from logitspec.serve.race import load_race, result_of, save_race
-from logitspec.whatif import recorded_k
-from logitspec.trace import RunTrace
+from logitspec.analysis.race import load_race, result_of, save_race
+from logitspec.analysis.whatif import recorded_k
+from logitspec.core.trace import RunTrace
 
 RACE = ROOT / "traces" / "races" / "summarization-242.json"
 SHIPPED = "coding-122.json"

@@ -2,8 +2,8 @@
 the Step explorer and in Explain's detail, Play pauses on the first press, the debugger's filter
 answers within a second, and space moves on where a slide clicker would.
 
-The timings use scripts/time_presenting.py's own measures (its run on an idle machine is in
-docs/performance.md, "Presenting"); the bounds here are three times the aim where the aim was met,
+The timings use scripts/time_presenting.py's own measures (its runs on an idle machine are in
+docs/performance-history.md, "Presenting: the two runs of 2026-12-03"); the bounds here are three times the aim where the aim was met,
 and three times the measured figure where it was not, so that a regression fails on a busy CI
 machine and the shortfall stays written down rather than hidden in a bound.
 """

@@ -194,7 +194,7 @@ def test_stop_reaches_the_final_state_within_one_step(stopped):
     expect(button).to_be_visible(timeout=10_000)
     with page.expect_download(timeout=30_000) as info:
         button.click()
-    from logitspec.trace import RunTrace
+    from logitspec.core.trace import RunTrace
 
     text = Path(info.value.path()).read_text(encoding="utf-8")
     data = json.loads(text)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from helpers.browser import MODEL_WAIT_MS, fresh_page, set_max_new, shot, text_of, tree_data
-from logitspec.trace import RunTrace
+from logitspec.core.trace import RunTrace
 
 SHORT_RACE = 24  # new tokens: enough for a few steps, quick on two busy cores
 

@@ -1,5 +1,6 @@
 """The project's command lines run as real processes: `python -m logitspec generate`,
-`python -m logitspec.bench` and `python -m visual`, and the check that a refusal is one line."""
+`python -m logitspec.bench`, `python -m visual` and `python -m visual.bench`, and the check
+that a refusal is one line."""
 from __future__ import annotations
 
 import os
@@ -30,6 +31,11 @@ def assert_refused(proc: subprocess.CompletedProcess, *must_contain: str) -> Non
 def bench(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "logitspec.bench", *args], cwd=ROOT,
                           capture_output=True, text=True, timeout=timeout)
+
+
+def visual_bench(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "visual.bench", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
 
 
 def visual_cli(*args: str) -> subprocess.CompletedProcess:

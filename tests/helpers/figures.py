@@ -6,7 +6,7 @@ import json
 import struct
 
 from helpers.paths import FIXTURES, ROOT
-from logitspec.trace import RunTrace
+from logitspec.core.trace import RunTrace
 
 FIXTURE_NAMES = ("summarization-241", "coding-121", "writing-81")
 # What `python -m visual` writes: one figure page each, and the HTML-only pages.

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from logitspec.serve.race import Lane, lane_order
-from logitspec.trace import RunTrace, StepRecord
+from serve.race import Lane
+from logitspec.analysis.race import lane_order
+from logitspec.core.trace import RunTrace, StepRecord
 
 
 def replay_lanes(traces: dict[str, RunTrace]) -> list[Lane]:

@@ -3,8 +3,8 @@ lossless checks of several modules then compare their drafters against one refer
 from __future__ import annotations
 
 from logitspec.runner import run_trace
-from logitspec.settings import DecodeSettings
-from logitspec.trace import RunTrace
+from logitspec.core.settings import DecodeSettings
+from logitspec.core.trace import RunTrace
 
 # The length of the float32 lossless runs on the bundled model: several tree steps on every
 # prompt (structural faults part within the first steps), and one vanilla run for all modules.

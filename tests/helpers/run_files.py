@@ -26,7 +26,7 @@ TRACE_REFUSALS = {
 
 def saved_trace(tmp: Path) -> Path:
     """A trace as `python -m logitspec generate --save-trace` writes it (RunTrace.save, format 2)."""
-    from logitspec.trace import RunTrace
+    from logitspec.core.trace import RunTrace
 
     path = tmp / "saved-trace.json"
     RunTrace.load(FIXTURES / "writing-81.json").save(path)

@@ -60,8 +60,8 @@ def greedy_reference(model, prompt: Sequence[int], n: int, eos_ids: Sequence[int
 @torch.inference_mode()
 def sampling_reference(model, prompt: Sequence[int], n: int, settings, eos_ids: Sequence[int] = ()) -> list[int]:
     """Plain sampling, one token per forward with the library's cache, no drafting: the
-    token at absolute position j drawn by logitspec.sampling.sample(logits, j, settings)."""
-    from logitspec.sampling import sample
+    token at absolute position j drawn by logitspec.core.sampling.sample(logits, j, settings)."""
+    from logitspec.core.sampling import sample
 
     cache = DynamicCache(config=model.config)
     ids = torch.tensor([list(prompt)], dtype=torch.long)

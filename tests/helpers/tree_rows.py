@@ -11,9 +11,9 @@ from logitspec.runtime.kvcache import new_cache
 def tree_rows_and_single_rows(model, prompt: list[int], root: int, branches: list[list[int]]):
     """Final hidden states [T, d] of a tree (root, then each branch under it) verified in one
     masked pass, and the same nodes' states from one-token passes along each branch."""
-    from logitspec.decoders import prefill
-    from logitspec.tree import DraftTree
-    from logitspec.verify import prepare_inputs
+    from logitspec.core.loop import prefill
+    from logitspec.core.tree import DraftTree
+    from logitspec.core.verify import prepare_inputs
 
     def cache():
         c = new_cache(model.config, len(prompt) + 1 + max(map(len, branches)))

@@ -14,15 +14,16 @@ from functools import cache
 
 import pytest
 
-import logitspec.verify as verify
+import logitspec.core.verify as verify
 from helpers.faults import all_visible, flat_positions
 from helpers.families import prepared
 from helpers.lossless_prompts import lossless_prompts
 from helpers.references import BUNDLED_MAX_NEW, vanilla_run
 from helpers.tiny_models import greedy_reference, repetitive_prompt, sampling_reference
-from logitspec import rest
-from logitspec.decoders import DecodeSettings, decode
-from logitspec.lookahead import POOL, WINDOW
+from logitspec.drafters import rest
+from logitspec.core.settings import DecodeSettings
+from logitspec.decoders import decode
+from logitspec.drafters.lookahead import POOL, WINDOW
 from logitspec.runner import run_trace
 
 pytestmark = [pytest.mark.lossless]
@@ -93,7 +94,7 @@ def test_a_broken_mask_or_position_breaks_the_baselines(tiny_llama, monkeypatch,
 
 
 def test_rest_without_a_datastore_says_so_in_one_line(tiny_gpt2):
-    from logitspec.errors import DecodeError
+    from logitspec.core.errors import DecodeError
 
     vars(tiny_gpt2).pop(rest.ATTRIBUTE, None)
     with pytest.raises(DecodeError, match="REST has no datastore"):

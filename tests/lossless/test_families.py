@@ -15,9 +15,10 @@ import torch
 
 from helpers.families import WINDOWED, WORKS, prepared
 from helpers.tiny_models import greedy_reference, repetitive_prompt
-from logitspec.decoders import DecodeSettings, decode
-from logitspec.errors import ModelLoadError
-from logitspec.families import attention_layout, unsupported_reason
+from logitspec.core.settings import DecodeSettings
+from logitspec.decoders import decode
+from logitspec.core.errors import ModelLoadError
+from logitspec.core.families import attention_layout, unsupported_reason
 from logitspec.models import load_model, prepare_model
 
 pytestmark = [pytest.mark.lossless, pytest.mark.usefixtures("one_thread")]
@@ -134,7 +135,7 @@ def test_family_is_refused_from_its_config_before_any_weight(tmp_path, name, con
 
 
 def test_a_mixed_model_is_refused_when_it_cannot_take_one_mask_per_layer_type(monkeypatch):
-    import logitspec.families as families
+    import logitspec.core.families as families
 
     model = WINDOWED["gemma2-window8"].build()
     monkeypatch.setattr(families, "takes_mask_dict", lambda m: False)

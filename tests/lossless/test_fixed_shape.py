@@ -13,7 +13,8 @@ import torch
 
 from helpers.families import WORKS
 from helpers.tiny_models import tiny_prompts
-from logitspec.decoders import DecodeSettings, decode
+from logitspec.core.settings import DecodeSettings
+from logitspec.decoders import decode
 from logitspec.models import prepare_model
 from logitspec.runtime import fixedshape, linear
 from logitspec.runtime.blocked_attention import blocked_row_attention
@@ -87,7 +88,7 @@ def test_without_the_padding_and_the_blocked_attention_a_tree_decoder_parts(padd
     this mode), a tree decoder parts from vanilla in bfloat16 on these prompts. On this CPU
     neither half alone was seen to part: the tiny model's margins absorb the last bits of the
     attention alone, and the CPU's stock GEMM kept one order across these row counts."""
-    from logitspec import verify
+    from logitspec.core import verify
     from logitspec.runtime import attention
 
     model = tiny("llama", "bfloat16")

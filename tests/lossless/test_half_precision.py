@@ -17,11 +17,12 @@ from helpers.lossless_prompts import lossless_prompts
 from helpers.references import vanilla_run
 from helpers.tree_rows import tree_rows_and_single_rows
 from helpers.tiny_models import greedy_reference, sampling_reference, tiny_prompts
-from logitspec.decoders import DecodeSettings, decode
+from logitspec.core.settings import DecodeSettings
+from logitspec.decoders import decode
 from logitspec.models import prepare_model
 from logitspec.runner import run_trace
-from logitspec.serve.race import result_of
-from logitspec import verify
+from logitspec.analysis.race import result_of
+from logitspec.core import verify
 from logitspec.runtime import attention, fewrows, linear
 
 pytestmark = pytest.mark.lossless

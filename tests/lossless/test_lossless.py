@@ -14,9 +14,10 @@ import torch
 from helpers.lossless_prompts import LosslessPrompt, lossless_prompts
 from helpers.references import BUNDLED_MAX_NEW, vanilla_run
 from helpers.tiny_models import greedy_reference, repetitive_prompt
-from logitspec.decoders import DecodeSettings, decode
+from logitspec.core.settings import DecodeSettings
+from logitspec.decoders import decode
 from logitspec.runner import run_trace
-from logitspec.trace import RunTrace
+from logitspec.core.trace import RunTrace
 
 pytestmark = pytest.mark.lossless
 

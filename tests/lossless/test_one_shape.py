@@ -18,7 +18,8 @@ from helpers.families import WORKS
 from helpers.references import vanilla_run
 from helpers.tree_rows import tree_rows_and_single_rows
 from helpers.tiny_models import greedy_reference, sampling_reference, tiny_prompts
-from logitspec.decoders import DecodeSettings, decode
+from logitspec.core.settings import DecodeSettings
+from logitspec.decoders import decode
 from logitspec.models import load_model, prepare_model
 from logitspec.runner import run_trace
 from logitspec.runtime import fewrows, oneshape

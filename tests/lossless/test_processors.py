@@ -16,7 +16,8 @@ from transformers import LogitsProcessor, LogitsProcessorList
 from helpers.families import WORKS
 from helpers.tiny_models import IdsTokenizer, tiny_prompts
 from logitspec.custom_generate import generate as logitspec_generate
-from logitspec.decoders import DecodeSettings, decode
+from logitspec.core.settings import DecodeSettings
+from logitspec.decoders import decode
 
 pytestmark = [pytest.mark.lossless, pytest.mark.usefixtures("one_thread")]
 
@@ -236,7 +237,7 @@ def test_the_bundled_model_equals_greedy_generate_with_processors(bundled):
 
 def test_an_unknown_processor_option_is_refused_in_one_line():
     from logitspec.api import settings_of
-    from logitspec.limits import InputError
+    from logitspec.core.limits import InputError
 
     with pytest.raises(InputError, match="unknown processor option 'colour'"):
         settings_of("logitspec", {"processors": {"colour": 1}})

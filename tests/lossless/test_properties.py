@@ -8,7 +8,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers.tiny_models import VOCAB, greedy_reference
-from logitspec.decoders import DecodeSettings, decode
+from logitspec.core.settings import DecodeSettings
+from logitspec.decoders import decode
 
 pytestmark = [pytest.mark.lossless, pytest.mark.usefixtures("one_thread")]
 

@@ -15,14 +15,15 @@ from functools import cache
 import pytest
 import torch
 
-import logitspec.verify as verify
+import logitspec.core.verify as verify
 from helpers.faults import all_visible
 from helpers.families import WORKS, prepared
 from helpers.lossless_prompts import lossless_prompts
 from helpers.references import BUNDLED_MAX_NEW, vanilla_run
 from helpers.tiny_models import greedy_reference, repetitive_prompt, sampling_reference
-from logitspec.decoders import DecodeSettings, decode
-from logitspec.recycling import ORIGIN, SuccessorMatrix
+from logitspec.core.settings import DecodeSettings
+from logitspec.decoders import decode
+from logitspec.drafters.recycling import ORIGIN, SuccessorMatrix
 from logitspec.runner import run_trace
 
 pytestmark = [pytest.mark.lossless]

@@ -1,7 +1,7 @@
 """Sampling that stays lossless: every decoder equals plain sampling with the same seed,
 token for token.
 
-The noise of position j depends only on (seed, j) (logitspec/sampling.py), so the tree
+The noise of position j depends only on (seed, j) (logitspec/core/sampling.py), so the tree
 decoders reproduce one-token-at-a-time sampling exactly; the tests below check that, and
 check that keying the noise by anything else breaks it. The rule itself and the sampler's
 distribution are checked in tests/unit/test_sampling_rule.py.
@@ -12,15 +12,16 @@ from dataclasses import replace
 
 import pytest
 
-import logitspec.sampling as sampling
+import logitspec.core.sampling as sampling
 from helpers.families import prepared
 from helpers.lossless_prompts import lossless_prompts
 from helpers.references import BUNDLED_MAX_NEW
 from helpers.tiny_models import greedy_reference, sampling_reference, tiny_prompts
-from logitspec.decoders import DecodeSettings, decode
+from logitspec.core.settings import DecodeSettings
+from logitspec.decoders import decode
 from logitspec.runner import run_trace
-from logitspec.sampling import SamplingRule
-from logitspec.verify import LazyHead
+from logitspec.core.sampling import SamplingRule
+from logitspec.core.verify import LazyHead
 
 pytestmark = [pytest.mark.lossless, pytest.mark.usefixtures("one_thread")]
 

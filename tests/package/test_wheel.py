@@ -46,7 +46,7 @@ def test_the_wheel_installs_into_a_fresh_venv_and_decodes_outside_the_checkout(t
     wheel = next((tmp_path / "dist").glob("logitspec-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
     assert "logitspec/runtime/csrc/few_linear.cpp" in names and "visual/tree.py" in names  # sources ship
-    assert not any(n.startswith(("tests/", "app.py")) for n in names)
+    assert not any(n.startswith(("tests/", "app.py", "ui/", "serve/")) for n in names)  # the app stays out
     venv = tmp_path / "venv"
     run([sys.executable, "-m", "venv", str(venv)], tmp_path)
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q"]

@@ -13,8 +13,8 @@ import logitspec
 from helpers.families import WORKS
 from helpers.tiny_models import IdsTokenizer, sampling_reference, tiny_prompts
 from logitspec.custom_generate import generate as logitspec_generate
-from logitspec.decoders import DecodeSettings
-from logitspec.limits import InputError
+from logitspec.core.settings import DecodeSettings
+from logitspec.core.limits import InputError
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 ROOT = Path(__file__).resolve().parents[2]

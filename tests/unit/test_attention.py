@@ -8,9 +8,10 @@ import torch
 from transformers import DynamicCache
 
 from logitspec.runtime.attention import NAME, use_grouped_tree_attention
-from logitspec.decoders import DecodeSettings, decode
-from logitspec.trace import TreeNode
-from logitspec.tree import tree_inputs
+from logitspec.core.settings import DecodeSettings
+from logitspec.decoders import decode
+from logitspec.core.trace import TreeNode
+from logitspec.core.tree import tree_inputs
 from helpers.tiny_models import greedy_reference, repetitive_prompt, tiny_gpt2, tiny_llama
 
 

@@ -7,12 +7,12 @@ import random
 import numpy as np
 import pytest
 
-from logitspec.limits import InputError, check_settings
-from logitspec.lookahead import POOL, WINDOW, GuessPool, JacobiWindow, lookahead_tree, most_nodes
-from logitspec.rest import Datastore, frequent_prefixes, retrieve_tree, suffix_array
-from logitspec.retrieval import NgramPool
-from logitspec.settings import DecodeSettings
-from logitspec.tree import TreeIndex
+from logitspec.core.limits import InputError, check_settings
+from logitspec.drafters.lookahead import POOL, WINDOW, GuessPool, JacobiWindow, lookahead_tree, most_nodes
+from logitspec.drafters.rest import Datastore, frequent_prefixes, retrieve_tree, suffix_array
+from logitspec.core.retrieval import NgramPool
+from logitspec.core.settings import DecodeSettings
+from logitspec.core.tree import TreeIndex
 
 
 # ----- Lookahead --------------------------------------------------------------------------------------

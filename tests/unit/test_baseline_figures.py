@@ -8,10 +8,10 @@ import random
 
 import pytest
 
-from logitspec.lookahead import GuessPool, JacobiWindow, lookahead_tree
-from logitspec.rest import Datastore, retrieve_tree
-from logitspec.settings import DecodeSettings
-from logitspec.trace import RunTrace, StepRecord
+from logitspec.drafters.lookahead import GuessPool, JacobiWindow, lookahead_tree
+from logitspec.drafters.rest import Datastore, retrieve_tree
+from logitspec.core.settings import DecodeSettings
+from logitspec.core.trace import RunTrace, StepRecord
 from visual import PALETTE, baseline_figure, retrieval_html, tree_figure
 from visual.baselines import drafted_paths, lookahead_grid, rest_grid, window_levels
 from visual.data import match_text, query_name

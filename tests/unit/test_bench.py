@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from helpers.commands import bench
+from helpers.commands import bench, visual_bench
 from helpers.paths import ROOT
 from logitspec.bench.run import main
 
@@ -62,8 +62,10 @@ def test_bench_end_to_end_reports_lossless_and_every_figure(tmp_path):
     r = bench("--questions", str(ROOT / "data" / "spec_bench_subset.jsonl"), "--categories", "translation,qa",
               "--limit-per-category", "1", "--max-new-tokens", "12",
               "--methods", "vanilla,pld,logitspec,logitspec-static", "--repeats", "2",
-              "--out", str(out), "--plot", str(tmp_path / "fig"))
+              "--out", str(out))
     assert r.returncode == 0, r.stderr[-2000:]
+    drawn = visual_bench(str(out), "--out", str(tmp_path / "fig"))  # the figures, from the report alone
+    assert drawn.returncode == 0, drawn.stderr[-2000:]
     report = json.loads(out.read_text())
     assert report["lossless"] is True and report["mismatches"] == []
     assert set(report["methods"]) == {"vanilla", "pld", "logitspec", "logitspec-static"}
@@ -104,7 +106,7 @@ def test_bench_end_to_end_reports_lossless_and_every_figure(tmp_path):
     md = (tmp_path / "report.md").read_text()
     assert "tok/pass, static tree" in md and "| **overall** |" in md and "| qa |" in md
     assert report["paper_table"]["rows"]["overall"]["tok/pass, cost tree"] == ls["mean_accepted_tokens"]
-    for name in ("pld", "logitspec", "logitspec-static"):  # every run replayed at budgets 1..64 (logitspec.budget)
+    for name in ("pld", "logitspec", "logitspec-static"):  # every run replayed at budgets 1..64 (logitspec.analysis.budget)
         o = report["methods"][name]["overall"]
         b = o["budget"]
         assert set(b["curves"]) == {"pld"} | ({"paper", "cost"} if name == "logitspec" else set()) | (
@@ -144,8 +146,8 @@ def test_a_calibration_inside_a_run_is_kept_out_of_its_seconds(monkeypatch):
 
     from logitspec import decoders
     from logitspec.bench import run as bench
-    from logitspec.settings import DecodeSettings
-    from logitspec.trace import QueryRecord, StepRecord
+    from logitspec.core.settings import DecodeSettings
+    from logitspec.core.trace import QueryRecord, StepRecord
 
     def fake_decode(model, prompt, method, settings, eos_ids):
         _time.sleep(0.3)  # c(n) re-measured while drafting this step

@@ -1,17 +1,17 @@
-"""logitspec.budget: accepted tokens against tree budget, on hand-built runs (values worked out
+"""logitspec.analysis.budget: accepted tokens against tree budget, on hand-built runs (values worked out
 by hand) and on every shipped trace (the replay's own budget gives back the run's real count)."""
 from __future__ import annotations
 
 import pytest
 
 from helpers.figures import shipped_traces
-from logitspec.budget import (BUDGET_MAX, accepted, cost_order, paper_order, pooled, prompt_lookup,
-                              replay_budgets)
-from logitspec.limits import InputError
-from logitspec.retrieval import NgramPool
-from logitspec.settings import PruningRule
-from logitspec.trace import Candidate, QueryRecord, RunTrace, StepRecord, TreeNode, TreeSizing
-from logitspec.tree import build_static_tree, chain_tree
+from logitspec.analysis.budget import (BUDGET_MAX, accepted, cost_order, paper_order, pooled, prompt_lookup,
+                                       replay_budgets)
+from logitspec.core.limits import InputError
+from logitspec.core.retrieval import NgramPool
+from logitspec.core.settings import PruningRule
+from logitspec.core.trace import Candidate, QueryRecord, RunTrace, StepRecord, TreeNode, TreeSizing
+from logitspec.core.tree import build_static_tree, chain_tree
 from visual.counts import run_counts
 
 

@@ -1,5 +1,5 @@
 """The budget figure (visual.observations.budget_figure) builds for every shipped trace, for the
-page and for the app with its slide, and draws exactly what logitspec.budget replays."""
+page and for the app with its slide, and draws exactly what logitspec.analysis.budget replays."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from helpers.figures import shipped_traces, trace_named
-from logitspec.budget import BUDGET_MAX, replay_budgets
+from logitspec.analysis.budget import BUDGET_MAX, replay_budgets
 from visual import budget_figure, fit
 from visual.observations import BUDGET_NAMES, GPU_BUDGET_WORDS, _own_name
 
@@ -42,7 +42,7 @@ def test_a_run_without_a_pass_or_whose_steps_do_not_add_up_says_why():
 
 
 def test_the_bench_figure_draws_the_curves_pooled_over_its_runs():
-    from logitspec.budget import pooled
+    from logitspec.analysis.budget import pooled
     from visual.bench import BUDGET_NAMES as BENCH_NAMES, budget_curve_figure
 
     runs = [t for _, t in SHIPPED if t.method == "logitspec" and t.settings.get("tree") == "static"]

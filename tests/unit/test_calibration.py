@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from logitspec import calibration, costcurve
-from logitspec.costcurve import CostCurve
+from logitspec.sizing import calibration, costcurve
+from logitspec.sizing.costcurve import CostCurve
 from helpers.tiny_models import tiny_llama
 
 pytestmark = pytest.mark.usefixtures("one_thread", "curve_timing")
@@ -86,7 +86,8 @@ def test_a_damaged_stored_curve_is_not_trusted(cache_dir, damage):
 
 
 def test_the_app_starts_on_the_default_shape_without_measuring(cache_dir, measured):
-    from logitspec.decoders import DecodeSettings, decode
+    from logitspec.core.settings import DecodeSettings
+    from logitspec.decoders import decode
 
     model = tiny_llama(seed=2)
     starts = calibration.start_curves(model, max_context=1024, capacity=8)
@@ -170,7 +171,7 @@ def test_model_thread_idleness_ignores_background_work():
 def test_warm_up_at_load_measures_nothing_in_front_and_leaves_the_rest_to_the_background(cache_dir, measured):
     from types import SimpleNamespace
 
-    from logitspec.serve.model_cache import warm_cost_curves
+    from serve.model_cache import warm_cost_curves
 
     model = tiny_llama(seed=6)
     job = warm_cost_curves(SimpleNamespace(model=model), capacity=8)
@@ -185,7 +186,7 @@ def test_warm_up_at_load_measures_nothing_in_front_and_leaves_the_rest_to_the_ba
 def test_no_background_measuring_when_the_environment_says_so(cache_dir, measured, monkeypatch):
     from types import SimpleNamespace
 
-    from logitspec.serve.model_cache import warm_cost_curves
+    from serve.model_cache import warm_cost_curves
 
     monkeypatch.setenv("LOGITSPEC_MEASURE_CURVES", "0")
     model = tiny_llama(seed=7)

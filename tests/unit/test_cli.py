@@ -8,7 +8,7 @@ import torch
 
 from helpers.commands import assert_refused, cli
 from logitspec.cli import main
-from logitspec.decoders import DecodeSettings
+from logitspec.core.settings import DecodeSettings
 from logitspec.runner import run_trace
 
 
@@ -95,7 +95,7 @@ def test_json_output(bundled, method, tmp_path, capsys, monkeypatch):
     assert out["seconds"] > 0
     assert out["prompt_tokens"] == len(bundled.encode_chat(prompt))
     # The saved trace is the run the JSON describes.
-    from logitspec.trace import RunTrace
+    from logitspec.core.trace import RunTrace
 
     saved = RunTrace.load(trace_file)
     assert saved.tokens == out["tokens"] and saved.forward_steps == out["steps"]

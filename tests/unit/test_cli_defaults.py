@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import fields
 
 from logitspec.cli import build_parser
-from logitspec.settings import DecodeSettings
+from logitspec.core.settings import DecodeSettings
 
 # DecodeSettings field -> the `generate` option that sets it.
 OPTION_OF = {"max_new_tokens": "max_new_tokens", "k": "k", "capacity": "capacity", "cpu_capacity": "cpu_capacity",

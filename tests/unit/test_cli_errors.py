@@ -7,7 +7,7 @@ import json
 import pytest
 from transformers import BloomConfig
 
-import logitspec.decoders
+import logitspec.core.loop
 import logitspec.models
 from helpers.commands import cli
 from helpers.gguf_files import write_gguf
@@ -36,7 +36,7 @@ def test_a_failure_inside_decoding_is_one_line(capsys, monkeypatch, tmp_path):
     def broken(*args, **kwargs):
         raise IndexError("index 7 is out of bounds")
 
-    monkeypatch.setattr(logitspec.decoders, "verify_tree", broken)
+    monkeypatch.setattr(logitspec.core.loop, "verify_tree", broken)
     code, lines = run_main(capsys, "t1 t2 t3", "--model", str(path), "--no-chat", "--max-new-tokens", "4")
     assert code == 1 and lines[-1] == "error: IndexError: index 7 is out of bounds"
 

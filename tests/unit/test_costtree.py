@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import pytest
 
-from logitspec.costcurve import CostCurve
-from logitspec.costtree import FIT_EVIDENCE, AcceptanceStats, CostAwareDrafter, RunFit, RunRate, evidence, fit_group
-from logitspec.retrieval import NgramPool
-from logitspec.trace import Candidate
+from logitspec.sizing.costcurve import CostCurve
+from logitspec.sizing.costtree import (FIT_EVIDENCE, AcceptanceStats, CostAwareDrafter, RunFit, RunRate, evidence,
+                                       fit_group)
+from logitspec.core.retrieval import NgramPool
+from logitspec.core.trace import Candidate
 
 
 def curve(fn, max_n: int = 256) -> CostCurve:
@@ -190,7 +191,7 @@ def cheap_trees(n: int) -> float:
 @pytest.fixture
 def no_measuring(monkeypatch):
     """cost_curve_for must use the installed curve; measuring here would be a failure."""
-    from logitspec import costcurve
+    from logitspec.sizing import costcurve
 
     def refuse(*a, **k):
         raise AssertionError("measured c(n) in front of decoding")
@@ -201,7 +202,7 @@ def no_measuring(monkeypatch):
 def run_steps(model, steps: int, true_cost, start: float = 0.0, load: float = 1.0):
     """Draft on step_inputs with the model's live curve; each pass 'takes' true_cost(n) * load
     seconds, 0.1 s apart. Returns (size, probed) per step."""
-    from logitspec.costcurve import observe_forward
+    from logitspec.sizing.costcurve import observe_forward
 
     root, g1, g2 = step_inputs()
     out = []
@@ -214,7 +215,7 @@ def run_steps(model, steps: int, true_cost, start: float = 0.0, load: float = 1.
 
 
 def test_trees_of_one_token_from_a_loaded_curve_grow_back_after_probes(no_measuring):
-    from logitspec.costcurve import PROBE_EVERY, install_curve
+    from logitspec.sizing.costcurve import PROBE_EVERY, install_curve
 
     model = FakeModel()
     install_curve(model, 512, LOADED)
@@ -228,7 +229,7 @@ def test_trees_of_one_token_from_a_loaded_curve_grow_back_after_probes(no_measur
 
 
 def test_the_load_level_tracks_c1_and_a_uniform_slowdown_keeps_the_shape(no_measuring):
-    from logitspec.costcurve import cost_curve_for, install_curve, observe_forward
+    from logitspec.sizing.costcurve import cost_curve_for, install_curve, observe_forward
 
     model = FakeModel()
     idle = CostCurve(SIZES, [cheap_trees(n) for n in SIZES], 512, "cpu", "float32")
@@ -245,7 +246,7 @@ def test_the_load_level_tracks_c1_and_a_uniform_slowdown_keeps_the_shape(no_meas
 
 
 def test_only_passes_close_in_time_are_paired(no_measuring):
-    from logitspec.costcurve import PAIR_WINDOW, install_curve, live_cost, observe_forward
+    from logitspec.sizing.costcurve import PAIR_WINDOW, install_curve, live_cost, observe_forward
 
     model = FakeModel()
     install_curve(model, 512, LOADED)
@@ -257,7 +258,7 @@ def test_only_passes_close_in_time_are_paired(no_measuring):
 
 
 def test_passes_on_another_thread_count_reset_the_level_and_are_not_paired(no_measuring):
-    from logitspec.costcurve import install_curve, live_cost, observe_forward
+    from logitspec.sizing.costcurve import install_curve, live_cost, observe_forward
 
     model = FakeModel()
     install_curve(model, 512, CostCurve(SIZES, [cheap_trees(n) for n in SIZES], 512, "cpu", "float32"))
@@ -272,7 +273,7 @@ def test_passes_on_another_thread_count_reset_the_level_and_are_not_paired(no_me
 
 
 def test_probing_happens_only_now_and_then_and_never_when_trees_grow(no_measuring):
-    from logitspec.costcurve import PROBE_EVERY, install_curve
+    from logitspec.sizing.costcurve import PROBE_EVERY, install_curve
 
     linear = CostCurve(SIZES, [0.058 * n for n in SIZES], 512, "cpu", "float32")
     model = FakeModel()
@@ -296,7 +297,7 @@ def test_probing_happens_only_now_and_then_and_never_when_trees_grow(no_measurin
 def test_trees_held_large_by_a_shape_too_cheap_for_them_shrink_after_probes(no_measuring):
     # Measured under load the curve came out flat to 16 tokens: trees of 16 looked as cheap
     # as one token, and trees that stay large never showed a one-token pass to correct it.
-    from logitspec.costcurve import install_curve
+    from logitspec.sizing.costcurve import install_curve
 
     model = FakeModel()
     install_curve(model, 512, CostCurve(SIZES, [0.28, 0.28, 0.28, 0.28, 0.28, 0.5, 1.0], 512, "cpu", "float32"))
@@ -316,8 +317,9 @@ def test_a_fixed_curve_never_probes():
 
 
 def test_decoding_reports_each_forward_pass_to_the_live_curve(one_thread, monkeypatch):
-    from logitspec import costcurve
-    from logitspec.decoders import DecodeSettings, decode
+    from logitspec.sizing import costcurve
+    from logitspec.core.settings import DecodeSettings
+    from logitspec.decoders import decode
     from helpers.tiny_models import tiny_llama
 
     # The stall guard (tested on its own below) would hold out a pass slowed by other work
@@ -339,7 +341,7 @@ STEPPED = CostCurve(STEPPED_SIZES, [0.043, 0.043, 0.043, 0.106, 0.106, 0.106, 0.
 
 
 def test_trees_held_at_three_tokens_by_a_wrong_shape_grow_back_after_probes(no_measuring):
-    from logitspec.costcurve import install_curve
+    from logitspec.sizing.costcurve import install_curve
 
     model = FakeModel()
     install_curve(model, 512, STEPPED)
@@ -351,7 +353,7 @@ def test_trees_held_at_three_tokens_by_a_wrong_shape_grow_back_after_probes(no_m
 
 
 def test_a_lone_stall_leaves_the_shape_and_two_in_a_row_are_a_new_load(no_measuring):
-    from logitspec.costcurve import STALL, install_curve, live_cost, observe_forward
+    from logitspec.sizing.costcurve import STALL, install_curve, live_cost, observe_forward
 
     model = FakeModel()
     install_curve(model, 512, CostCurve(SIZES, [cheap_trees(n) for n in SIZES], 512, "cpu", "float32"))
@@ -380,7 +382,7 @@ def test_a_size_priced_too_dear_by_slow_passes_is_probed_and_the_trees_grow_past
     # Passes of five tokens that ran slow, each under the stall line (bursts of other work),
     # price five tokens and up at several times what they cost, and trees settle at four.
     # Probing only other sizes never showed a five-token pass again, so the price stayed.
-    from logitspec.costcurve import install_curve, live_cost, observe_forward
+    from logitspec.sizing.costcurve import install_curve, live_cost, observe_forward
 
     model = FakeModel()
     sizes = list(range(1, 17)) + [32, 64]
@@ -399,8 +401,8 @@ def test_a_size_priced_too_dear_by_slow_passes_is_probed_and_the_trees_grow_past
 
 
 def test_evidence_keys_long_matches_apart_from_bare_ngrams():
-    from logitspec.costtree import evidence
-    from logitspec.trace import QueryRecord
+    from logitspec.sizing.costtree import evidence
+    from logitspec.core.trace import QueryRecord
 
     def q(n, length):
         return QueryRecord("g1", None, (), (), n, 0 if n else None, [1] if n else [], length)
@@ -410,7 +412,7 @@ def test_evidence_keys_long_matches_apart_from_bare_ngrams():
 
 
 def test_a_new_base_reshapes_the_curve_and_keeps_the_level(no_measuring):
-    from logitspec.costcurve import cost_curve_for, install_curve, observe_forward
+    from logitspec.sizing.costcurve import cost_curve_for, install_curve, observe_forward
 
     model = FakeModel()
     install_curve(model, 512, CostCurve(SIZES, [cheap_trees(n) for n in SIZES], 512, "cpu", "float32"))
@@ -504,7 +506,7 @@ def test_a_size_seen_dear_a_few_times_does_not_price_every_larger_size(no_measur
     """The shape is a fit of the real ratios weighted by how often each size was seen: a
     few slow passes of one size pool with its well-seen neighbours instead of lifting
     every larger size to their price (as a running maximum did)."""
-    from logitspec.costcurve import install_curve, live_cost, observe_forward
+    from logitspec.sizing.costcurve import install_curve, live_cost, observe_forward
 
     model = FakeModel()
     sizes = list(range(1, 17)) + [32, 64]
@@ -529,7 +531,7 @@ def test_a_size_seen_dear_a_few_times_does_not_price_every_larger_size(no_measur
 
 
 def test_isotonic_fit_pools_violators_by_weight_and_keeps_fixed_points():
-    from logitspec.costcurve import isotonic
+    from logitspec.sizing.costcurve import isotonic
 
     inf = float("inf")
     assert isotonic([1.0, 1.2, 1.1, 1.3], [1, 1, 1, 1]) == pytest.approx([1.0, 1.15, 1.15, 1.3])
@@ -545,7 +547,9 @@ def test_on_a_cpu_the_cost_tree_keeps_within_cpu_capacity_and_an_accelerator_wit
     import torch
 
     from helpers.tiny_models import greedy_reference, repetitive_prompt, tiny_llama
-    from logitspec.decoders import DecodeSettings, cost_capacity, decode
+    from logitspec.core.settings import DecodeSettings
+    from logitspec.core.drafter import cost_capacity
+    from logitspec.decoders import decode
 
     s = DecodeSettings(capacity=64, cpu_capacity=4, max_new_tokens=40)
     assert cost_capacity(s, SimpleNamespace(device=torch.device("cuda"))) == 64

@@ -18,9 +18,9 @@ from types import SimpleNamespace
 import pytest
 
 from helpers.paths import FIXTURES, ROOT
-from logitspec.serve.race import load_race, result_of
-from logitspec.trace import G2_RESCUED, RunTrace
-from logitspec.whatif import RetrievalSetting, own_setting, recorded_k, what_if
+from logitspec.analysis.race import load_race, result_of
+from logitspec.core.trace import G2_RESCUED, RunTrace
+from logitspec.analysis.whatif import RetrievalSetting, own_setting, recorded_k, what_if
 from visual import accepted_hist_figure, retrieval_success_figure, step_summary_md
 from visual.explain import choose_step, sentences
 from visual.fit import caption_html

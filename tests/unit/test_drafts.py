@@ -1,8 +1,8 @@
 """What the drafts held: the longest true continuation on any drafted chain."""
 from __future__ import annotations
 
-from logitspec.drafts import best_drafted_match, drafted_bound, truth_after
-from logitspec.trace import Candidate, QueryRecord, StepRecord
+from logitspec.analysis.drafts import best_drafted_match, drafted_bound, truth_after
+from logitspec.core.trace import Candidate, QueryRecord, StepRecord
 
 
 def q(kind, rank, cont):

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from logitspec.trace import RunTrace
+from logitspec.core.trace import RunTrace
 from helpers.paths import ROOT
 from ui.drawings import Drawings, trace_key
 

@@ -1,4 +1,4 @@
-"""--dtype auto (logitspec.runtime.dtype_pick): the faster exact dtype by timing, never by the
+"""--dtype auto (logitspec.dtype_pick): the faster exact dtype by timing, never by the
 CPU's flags, with the reason in words; in the CLI, the bench and the app's loader."""
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from types import SimpleNamespace
 import pytest
 
 from helpers.commands import cli
-from logitspec.runtime import dtype_pick
-from logitspec.runtime.dtype_pick import DtypePick, answer_seconds, pick_dtype
+from logitspec import dtype_pick
+from logitspec.dtype_pick import DtypePick, answer_seconds, pick_dtype
 
 
 def _stub_loader(loaded: list):
@@ -46,8 +46,8 @@ def test_an_answer_is_timed_as_prefill_plus_one_token_passes(tiny_llama, one_thr
 
 
 def test_the_apps_loader_takes_the_dtype_from_the_environment(monkeypatch):
-    from logitspec.models import ModelLoadError
-    from logitspec.serve.model_cache import load_for_app
+    from logitspec.core.errors import ModelLoadError
+    from serve.model_cache import load_for_app
 
     with pytest.raises(ModelLoadError, match="unknown dtype 'float8'"):
         load_for_app("bundled", {"LOGITSPEC_DTYPE": "float8"})

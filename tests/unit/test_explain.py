@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from helpers.paths import FIXTURES
-from logitspec.trace import RunTrace
+from logitspec.core.trace import RunTrace
 from visual.explain import TITLES, choose_step, sentences, walkthrough
 
 

@@ -6,7 +6,9 @@ import random
 import pytest
 import torch
 
-from logitspec.decoders import DecodeError, DecodeSettings, decode
+from logitspec.core.errors import DecodeError
+from logitspec.decoders import decode
+from logitspec.core.settings import DecodeSettings
 from helpers.tiny_models import greedy_reference, repetitive_prompt, tiny_llama
 
 

@@ -7,8 +7,9 @@ import random
 import pytest
 
 from helpers.gguf_files import GGUF_VOCAB, write_gguf
-from logitspec.decoders import DecodeSettings, decode
-from logitspec.errors import ModelLoadError
+from logitspec.core.settings import DecodeSettings
+from logitspec.decoders import decode
+from logitspec.core.errors import ModelLoadError
 from logitspec.models import load_model
 from helpers.tiny_models import greedy_reference, repetitive_prompt
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from logitspec.runtime import fewrows, oneshape
-from logitspec.settings import DecodeSettings
+from logitspec.core.settings import DecodeSettings
 
 TREE_ROWS = DecodeSettings().cpu_capacity
 

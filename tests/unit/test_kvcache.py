@@ -6,7 +6,7 @@ import torch
 from transformers import DynamicCache, LlamaConfig, MistralConfig
 
 from logitspec.runtime.kvcache import ROUND, BufferedLayer, WindowedLayer, new_cache
-from logitspec.verify import crop_cache
+from logitspec.core.verify import crop_cache
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -1,13 +1,14 @@
-"""The lane table (logitspec/lanes.py): a lane added in one place is found by the bench, the
+"""The lane table (logitspec/analysis/lanes.py): a lane added in one place is found by the bench, the
 race, the figures and the paper's table."""
 from __future__ import annotations
 
 import pytest
 
-from logitspec import lanes
+from logitspec.analysis import lanes
 from logitspec.bench.paper import headline_columns
-from logitspec.serve.race import lane_order, lane_run
-from logitspec.settings import DecodeSettings
+from logitspec.analysis.race import lane_order
+from serve.race import lane_run
+from logitspec.core.settings import DecodeSettings
 from visual.style import lane_color
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from helpers.paths import FIXTURES, ROOT
-from logitspec.serve.race import load_race
-from logitspec.trace import RunTrace
+from logitspec.analysis.race import load_race
+from logitspec.core.trace import RunTrace
 from visual.counts import run_counts
 from visual.trie import FOLD_SHOW
 from visual.lesson import (

@@ -7,8 +7,8 @@ import sys
 import pytest
 
 from helpers.paths import ROOT
-from logitspec.decoders import DecodeSettings
-from logitspec.limits import InputError, Limits, check_context, check_prompt, check_settings
+from logitspec.core.settings import DecodeSettings
+from logitspec.core.limits import InputError, Limits, check_context, check_prompt, check_settings
 
 
 @pytest.mark.parametrize("prompt, message", [

@@ -9,7 +9,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from logitspec.decoders import DecodeSettings, decode
+from logitspec.core.settings import DecodeSettings
+from logitspec.decoders import decode
 from logitspec.runtime.fewrows import FEW_MAX_ROWS, few_row_kernel
 from logitspec.runtime.linear import FewRowLinear, packing_available, use_few_row_linear
 from helpers.tiny_models import greedy_reference, repetitive_prompt, tiny_gpt2, tiny_llama

@@ -8,7 +8,7 @@ import html
 import re
 
 from helpers.paths import FIXTURES
-from logitspec.trace import RunTrace
+from logitspec.core.trace import RunTrace
 from visual.candidates import candidates_figure
 from visual.lesson import lesson, lesson_facts
 from visual.style import marks_note, visible

@@ -14,7 +14,7 @@ import pytest
 from transformers import DynamicCache
 
 from helpers.paths import ROOT
-from logitspec.decoders import DecodeSettings
+from logitspec.core.settings import DecodeSettings
 from logitspec.runner import Run
 
 PROMPTS = ["Summarize: the cat sat on the mat because the mat was warm and the cat was cold.",

@@ -7,7 +7,8 @@ import huggingface_hub.constants
 import pytest
 import torch
 
-from logitspec.models import BUNDLED_FILE, ModelLoadError, bundled_gguf, load_model, pick_device
+from logitspec.models import BUNDLED_FILE, bundled_gguf, load_model, pick_device
+from logitspec.core.errors import ModelLoadError
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from helpers.paths import ROOT
-from logitspec.serve.race import load_race, result_of
+from logitspec.analysis.race import load_race, result_of
 from visual.race import race_figure
 from visual.verdict import compared_rates, counters_html, verdict_text
 

@@ -1,12 +1,12 @@
-"""Where two outputs part, and when a near-tie explains it (logitspec/parting.py), from the
+"""Where two outputs part, and when a near-tie explains it (logitspec/analysis/parting.py), from the
 leads recorded at each choice (sampling.leads_of)."""
 from __future__ import annotations
 
 import pytest
 import torch
 
-from logitspec.parting import NEAR_TIE_ULPS, Choices, parting
-from logitspec.sampling import SamplingRule, choose_with_lead, leads_of, perturbed, process, ulp
+from logitspec.analysis.parting import NEAR_TIE_ULPS, Choices, parting
+from logitspec.core.sampling import SamplingRule, choose_with_lead, leads_of, perturbed, process, ulp
 
 
 def test_ulp_is_the_spacing_of_the_dtype_at_that_magnitude():

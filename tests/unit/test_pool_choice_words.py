@@ -1,16 +1,16 @@
 """The retrieval view says which occurrence of the matched n-gram the pool continued and why: the
 latest (pool "recent"), or the latest with the full continuation after it, else the earliest
 (pool "longest", the paper's), told against the n-gram's other occurrences in the context. The
-lookups are the real pool's (logitspec.retrieval.NgramPool)."""
+lookups are the real pool's (logitspec.core.retrieval.NgramPool)."""
 from __future__ import annotations
 
 import re
 
 import pytest
 
-from logitspec.retrieval import NgramPool
-from logitspec.settings import DecodeSettings
-from logitspec.trace import RunTrace, StepRecord
+from logitspec.core.retrieval import NgramPool
+from logitspec.core.settings import DecodeSettings
+from logitspec.core.trace import RunTrace, StepRecord
 from visual import retrieval_html
 from visual.retrieval import occurrence_words, occurrences
 

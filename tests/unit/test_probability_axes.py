@@ -7,7 +7,7 @@ import math
 import pytest
 
 from helpers.paths import FIXTURES
-from logitspec.trace import RunTrace
+from logitspec.core.trace import RunTrace
 from visual.candidates import candidates_figure, probability_ticks
 from visual.explain import choose_step, walkthrough
 

@@ -1,4 +1,4 @@
-"""Each model's learned state lives in one object on the model (logitspec/profile.py), none in
+"""Each model's learned state lives in one object on the model (logitspec/core/profile.py), none in
 a module: two decodes from fresh profiles build the same trees."""
 from __future__ import annotations
 
@@ -13,19 +13,21 @@ from pathlib import Path
 import pytest
 
 import logitspec
+import serve
 import ui
 import visual
 from helpers.tiny_models import tiny_prompts
-from logitspec.decoders import DecodeSettings, decode
-from logitspec.profile import fresh_profile, profile_of
+from logitspec.core.settings import DecodeSettings
+from logitspec.decoders import decode
+from logitspec.core.profile import fresh_profile, profile_of
 
 ROOT = Path(__file__).resolve().parents[2]
 # Process-wide by nature, each with its reason: a C++ extension loads into the process once
 # (the built kernels and why a build failed); ZeroGPU's GPU call runs in a forked process that
 # finds the app's loaded models only in a module (a model cannot be pickled across).
 PROCESS_WIDE = {("logitspec.runtime.fewrows", "_ops"), ("logitspec.runtime.fewrows", "_errors"),
-                ("logitspec.serve.zerogpu", "_LOADED")}
-PROJECT = ("logitspec", "visual", "ui", "app")
+                ("serve.zerogpu", "_LOADED")}
+PROJECT = ("logitspec", "visual", "ui", "serve", "app")
 MUTATES = r"\b{name}(\[[^\]]*\]\s*=[^=]|\.(setdefault|update|pop|append|clear|add|extend|remove)\()"
 
 
@@ -46,7 +48,7 @@ def test_two_decodes_from_fresh_profiles_build_the_same_trees(tiny_llama, one_th
 
 def _modules():
     yield importlib.import_module("app")
-    for pkg in (logitspec, visual, ui):
+    for pkg in (logitspec, visual, ui, serve):
         for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):
             if not m.name.endswith("__main__"):
                 yield importlib.import_module(m.name)

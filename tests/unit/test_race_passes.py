@@ -10,10 +10,11 @@ import pytest
 
 from helpers.figures import trace_named
 from helpers.paths import FIXTURES, ROOT
-from logitspec.lanes import race_order
-from logitspec.serve.race import lane_run, load_race, result_of
-from logitspec.settings import DecodeSettings
-from logitspec.trace import RunTrace
+from logitspec.analysis.lanes import race_order
+from serve.race import lane_run
+from logitspec.analysis.race import load_race, result_of
+from logitspec.core.settings import DecodeSettings
+from logitspec.core.trace import RunTrace
 from visual.counts import run_counts, run_words
 from visual.race import pass_points, passes_figure, race_figure
 from visual.verdict import compared_rates, counts_over, per_pass, verdict_text

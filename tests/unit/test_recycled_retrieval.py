@@ -6,9 +6,9 @@ import re
 
 from test_recycled_tree_figure import TEXTS, recycling_trace
 
-from logitspec.recycling import ORIGIN
-from logitspec.settings import DecodeSettings
-from logitspec.trace import Candidate, QueryRecord, RunTrace, StepRecord, TreeNode
+from logitspec.drafters.recycling import ORIGIN
+from logitspec.core.settings import DecodeSettings
+from logitspec.core.trace import Candidate, QueryRecord, RunTrace, StepRecord, TreeNode
 from visual.retrieval import debugger_html, debugger_note, debugger_rows, failure_rows, retrieval_html
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from helpers.figures import node_ids, shape_named, trace_named
 
-from logitspec.recycling import ORIGIN, SuccessorMatrix, static_tree
-from logitspec.settings import DecodeSettings
-from logitspec.trace import RunTrace, StepRecord, TreeNode
+from logitspec.drafters.recycling import ORIGIN, SuccessorMatrix, static_tree
+from logitspec.core.settings import DecodeSettings
+from logitspec.core.trace import RunTrace, StepRecord, TreeNode
 from visual import PALETTE, tree_figure
 from visual.style import blend, theme_colors
 from visual.tree import key_items, lane_names, tree_layout

@@ -8,26 +8,19 @@ import pytest
 import torch
 
 from logitspec.bench.run import summarise
-from logitspec.lanes import run_spec
-from logitspec.costcurve import CostCurve
-from logitspec.decoders import DecodeSettings, RecyclingDrafter, computed_rows, make_drafter
-from logitspec.recycling import (
-    ORIGIN,
-    TEMPLATE_NODES,
-    TEMPLATE_WIDTHS,
-    HybridCostTree,
-    RecycledCostTree,
-    SuccessorMatrix,
-    mark_recycled,
-    matrix_for,
-    recycled_candidates,
-    static_tree,
-)
-from logitspec.speculation import speculate
-from logitspec.settings import METHODS
-from logitspec.trace import Candidate, RunTrace, StepRecord, TreeNode
-from logitspec.tree import TreeIndex
-from logitspec.verify import LazyHead
+from logitspec.analysis.lanes import run_spec
+from logitspec.sizing.costcurve import CostCurve
+from logitspec.core.settings import DecodeSettings
+from logitspec.drafters.recycling import RecyclingDrafter
+from logitspec.core.loop import computed_rows
+from logitspec.decoders import make_drafter
+from logitspec.drafters.recycling import (ORIGIN, TEMPLATE_NODES, TEMPLATE_WIDTHS, HybridCostTree, RecycledCostTree,
+                                          SuccessorMatrix, mark_recycled, matrix_for, recycled_candidates, static_tree)
+from logitspec.core.speculation import speculate
+from logitspec.core.settings import METHODS
+from logitspec.core.trace import Candidate, RunTrace, StepRecord, TreeNode
+from logitspec.core.tree import TreeIndex
+from logitspec.core.verify import LazyHead
 
 VOCAB = 50
 
@@ -107,7 +100,7 @@ def test_the_cost_tree_learns_each_ranks_chance_from_the_truth():
 
 
 def test_the_verification_hands_over_only_the_rows_its_head_computed(tiny_llama):
-    from logitspec.verify import WalkLog, prepare_inputs, verify_tree
+    from logitspec.core.verify import WalkLog, prepare_inputs, verify_tree
     from logitspec.runtime.kvcache import new_cache
 
     prompt = [1, 2, 3, 4, 5]

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from logitspec.retrieval import NgramPool
+from logitspec.core.retrieval import NgramPool
 
 
 def brute_force_table(tokens: list[int], sizes) -> dict[tuple[int, ...], int]:
@@ -157,7 +157,7 @@ def test_bad_sizes_are_refused(sizes):
 def brute_match_length(text: list[int], start: int, n: int) -> int:
     """How many tokens ending at the earlier occurrence text[start:start+n] agree with the
     tokens ending at text's end, by definition (capped)."""
-    from logitspec.retrieval import MATCH_LEN_CAP
+    from logitspec.core.retrieval import MATCH_LEN_CAP
 
     length = 0
     while (length < MATCH_LEN_CAP and start + n - 1 - length >= 0
@@ -170,7 +170,7 @@ def brute_match_length(text: list[int], start: int, n: int) -> int:
 @given(tokens=st.lists(st.integers(0, 3), min_size=1, max_size=80), pending=st.lists(st.integers(0, 3), min_size=1,
                                                                                        max_size=2))
 def test_match_length_counts_the_agreement_behind_the_match(tokens, pending):
-    from logitspec.retrieval import match_length
+    from logitspec.core.retrieval import match_length
 
     pool = NgramPool((1, 2, 3), tokens)
     text = tokens + pending
@@ -184,7 +184,7 @@ def test_match_length_counts_the_agreement_behind_the_match(tokens, pending):
 
 
 def test_a_long_copy_is_told_from_a_bare_trigram():
-    from logitspec.retrieval import match_length
+    from logitspec.core.retrieval import match_length
 
     copied = list(range(10, 30))
     pool = NgramPool((1, 2, 3), copied + [1, 2] + copied[:12])  # the text is copying `copied`

@@ -23,7 +23,7 @@ def test_python_m_visual_draws_each_kind_of_file(kind, tmp_path, capsys):
 
 
 def test_python_m_visual_draws_a_race_as_its_logitspec_lane_beside_every_lane(tmp_path):
-    from logitspec.serve.race import load_race
+    from logitspec.analysis.race import load_race
 
     lanes, _ = load_race(RACE)
     assert set(lanes) == {"vanilla", "pld", "logitspec"}  # make record races prompt lookup too
@@ -63,8 +63,8 @@ def test_python_m_visual_takes_a_race_file_as_a_lane(tmp_path, capsys):
 
 @pytest.mark.parametrize("kind", sorted(TRACE_REFUSALS))
 def test_the_trace_and_race_reader_refuses_in_one_line(kind, tmp_path):
-    from logitspec.serve.race import load_race
-    from logitspec.trace import TraceFileError
+    from logitspec.analysis.race import load_race
+    from logitspec.core.trace import TraceFileError
 
     with pytest.raises(TraceFileError) as e:
         load_race(broken_file(tmp_path, kind))
@@ -72,7 +72,7 @@ def test_the_trace_and_race_reader_refuses_in_one_line(kind, tmp_path):
 
 
 def test_the_trace_and_race_reader_reads_each_kind(tmp_path):
-    from logitspec.serve.race import load_race
+    from logitspec.analysis.race import load_race
 
     files = good_files(tmp_path)
     for kind in ("saved-trace", "shipped-trace"):

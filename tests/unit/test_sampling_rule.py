@@ -11,10 +11,11 @@ import pytest
 import torch
 
 from helpers.tiny_models import tiny_from_config, tiny_prompts
-from logitspec.costtree import stats_for, temperature_bucket
-from logitspec.decoders import DecodeSettings, decode
-from logitspec.sampling import SamplingRule, gumbel, probabilities, process, sample
-from logitspec.trace import RunTrace
+from logitspec.sizing.costtree import stats_for, temperature_bucket
+from logitspec.core.settings import DecodeSettings
+from logitspec.decoders import decode
+from logitspec.core.sampling import SamplingRule, gumbel, probabilities, process, sample
+from logitspec.core.trace import RunTrace
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

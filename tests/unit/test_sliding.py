@@ -9,13 +9,14 @@ import pytest
 import torch
 from transformers import DynamicCache
 
-import logitspec.tree as tree_module
+import logitspec.core.tree as tree_module
 from helpers.tiny_models import greedy_reference, repetitive_prompt, tiny_from_config
-from logitspec.decoders import DecodeSettings, decode
+from logitspec.core.settings import DecodeSettings
+from logitspec.decoders import decode
 from logitspec.runtime.kvcache import WindowedLayer, new_cache
 from logitspec.models import prepare_model
-from logitspec.trace import TreeNode
-from logitspec.tree import layered_tree_inputs, tree_inputs
+from logitspec.core.trace import TreeNode
+from logitspec.core.tree import layered_tree_inputs, tree_inputs
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

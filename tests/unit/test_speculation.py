@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from logitspec.speculation import speculate
+from logitspec.core.speculation import speculate
 
 
 def test_speculate_ranks_the_others_by_logit_with_their_probabilities():

@@ -13,7 +13,7 @@ from transformers import TextIteratorStreamer, TextStreamer
 from helpers.families import WORKS
 from helpers.tiny_models import tiny_prompts
 from logitspec.custom_generate import generate as logitspec_generate
-from logitspec.limits import InputError
+from logitspec.core.limits import InputError
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 ROOT = Path(__file__).resolve().parents[2]

@@ -110,7 +110,7 @@ def test_sentencepiece_byte_fallback_tokens_give_their_bytes():
 
 
 def test_the_trace_keeps_token_bytes_and_older_traces_fall_back_to_text():
-    from logitspec.trace import RunTrace
+    from logitspec.core.trace import RunTrace
 
     tr = RunTrace("vanilla", "m", "p", [1], {}, token_texts={"5": "\ufffd", "6": "é"},
                   token_bytes={"5": "e381", "6": "c3a9"})

@@ -9,10 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from logitspec.trace import (
-    TRACE_FORMAT, Candidate, NgramAttempt, QueryRecord, RunTrace, StepRecord, TreeNode, TreeSizing,
-)
-from logitspec.tree import PruningRule
+from logitspec.core.trace import (TRACE_FORMAT, Candidate, NgramAttempt, QueryRecord, RunTrace, StepRecord, TreeNode,
+                                  TreeSizing)
+from logitspec.core.tree import PruningRule
 
 
 # ----- round-trips ---------------------------------------------------------------------------

@@ -6,8 +6,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from logitspec.trace import Candidate, QueryRecord, TreeNode
-from logitspec.tree import PRUNED_SHOWN_PER_BRANCH, PruningRule, build_static_tree, chain_tree, tree_inputs
+from logitspec.core.trace import Candidate, QueryRecord, TreeNode
+from logitspec.core.tree import PRUNED_SHOWN_PER_BRANCH, PruningRule, build_static_tree, chain_tree, tree_inputs
 
 
 def query(kind: str, continuation: list[int], rank: int | None = None) -> QueryRecord:

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers.paths import ROOT
-from logitspec.trace import Candidate, QueryRecord, TreeNode
-from logitspec.tree import DraftTree, TreeIndex, build_static_tree, verified_first
+from logitspec.core.trace import Candidate, QueryRecord, TreeNode
+from logitspec.core.tree import DraftTree, TreeIndex, build_static_tree, verified_first
 
 branch = st.lists(st.integers(0, 4), max_size=6)  # few tokens: branches share prefixes often
 trees = st.tuples(branch, st.lists(st.tuples(st.integers(0, 4), branch), max_size=10), st.integers(1, 30))
@@ -79,7 +79,7 @@ def test_the_index_grown_with_the_tree_equals_one_built_from_its_nodes(spec):
 
 
 def test_the_tree_module_imports_without_torch():
-    code = "import sys, logitspec.tree, visual.data; print('torch' in sys.modules)"
+    code = "import sys, logitspec.core.tree, visual.data; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                          check=True, cwd=ROOT)
     assert out.stdout.strip() == "False"

@@ -8,7 +8,7 @@ import networkx as nx
 import pytest
 
 from helpers.paths import FIXTURES
-from logitspec.trace import RunTrace
+from logitspec.core.trace import RunTrace
 from visual.trie import drafted_graph, node_link_json, step_graph, tidy_positions, trie_figure
 
 

@@ -6,10 +6,10 @@ import pytest
 import torch
 from transformers import DynamicCache, LlamaConfig, MistralConfig
 
-from logitspec.decoders import prefill
+from logitspec.core.loop import prefill
 from logitspec.runtime.kvcache import new_cache
-from logitspec.trace import TreeNode
-from logitspec.verify import UnsupportedCache, accept_walk, compact_cache, prepare_inputs
+from logitspec.core.trace import TreeNode
+from logitspec.core.verify import UnsupportedCache, accept_walk, compact_cache, prepare_inputs
 from helpers.tiny_models import greedy_reference
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -218,7 +218,7 @@ def test_lone_root_is_an_ordinary_causal_step(tiny):
 @torch.inference_mode()
 def test_verify_tree_walks_and_returns_the_next_logits(tiny):
     """The decoders' verification call: path, bonus and the logits row after the path."""
-    from logitspec.verify import verify_tree
+    from logitspec.core.verify import verify_tree
 
     greedy = greedy_reference(tiny, PROMPT, 6)
     nodes = distracted_tree(greedy)
@@ -245,7 +245,7 @@ def test_accept_walk_takes_a_function():
 @pytest.mark.parametrize("rows", [1, 2, 3, 8])
 def test_padding_the_head_batch_changes_nothing_but_where_leaves_are_computed(tiny, rows):
     """A root with one right leaf: with a padded first batch the leaf needs no second call."""
-    from logitspec.verify import LazyHead
+    from logitspec.core.verify import LazyHead
 
     greedy = greedy_reference(tiny, PROMPT, 3)
     nodes = hand_tree([(greedy[0], -1), (greedy[1], 0)])
@@ -263,8 +263,8 @@ def test_padding_the_head_batch_changes_nothing_but_where_leaves_are_computed(ti
 
 
 def test_head_batch_rows_is_measured_within_its_bounds(tiny_llama):
-    from logitspec.profile import profile_of
-    from logitspec.verify import head_batch_rows, measure_head_batch_rows
+    from logitspec.core.profile import profile_of
+    from logitspec.core.verify import head_batch_rows, measure_head_batch_rows
 
     assert 1 <= measure_head_batch_rows(tiny_llama, max_rows=4, rounds=2) <= 4
     rows = head_batch_rows(tiny_llama)
@@ -295,8 +295,8 @@ def test_prefill_returns_the_last_logits_with_or_without_logits_to_keep(tiny):
 def test_the_head_batch_takes_inner_nodes_then_leaves_worth_a_row():
     """Root and inner nodes always; leaves likeliest first up to the rows, each only if its
     chance beats LEAF_WORTH; a leaf of unknown chance (a prompt-lookup chain's) while rows last."""
-    from logitspec.tree import TreeIndex
-    from logitspec.verify import LEAF_WORTH, first_batch
+    from logitspec.core.tree import TreeIndex
+    from logitspec.core.verify import LEAF_WORTH, first_batch
 
     def tree(chances):  # a root with one inner node (1), then leaves 2.. under it
         nodes = [TreeNode(id=0, token=0, parent=-1, depth=0, origin="root"),
@@ -318,7 +318,7 @@ def test_the_head_batch_takes_inner_nodes_then_leaves_worth_a_row():
 def test_head_batch_rows_ignore_one_slow_sample_and_a_round_under_load(tiny_llama, monkeypatch):
     """The count is read off median ratios: one slow sample of two rows (which stopped the
     count at one row before) and a round slowed throughout by other work move nothing."""
-    from logitspec import verify
+    from logitspec.core import verify
 
     rounds = [0]
 

@@ -32,7 +32,7 @@ from visual import (
     topk_hit_curve,
     topk_hit_figure,
 )
-from logitspec.trace import RunTrace, StepRecord, TreeNode
+from logitspec.core.trace import RunTrace, StepRecord, TreeNode
 
 
 def test_visual_never_imports_torch():
@@ -305,7 +305,7 @@ def test_every_figure_is_readable():
 
 def _pld_trace() -> RunTrace:
     """A two-step prompt-lookup run built by hand on the summarisation prompt."""
-    from logitspec.trace import NgramAttempt, QueryRecord
+    from logitspec.core.trace import NgramAttempt, QueryRecord
 
     base = load("summarization-241")
     p = base.prompt_tokens

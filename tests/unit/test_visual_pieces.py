@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from helpers.figures import FIXTURE_NAMES, load
 
 from logitspec.tokens import unicode_to_bytes
-from logitspec.trace import Candidate, NgramAttempt, QueryRecord, RunTrace, StepRecord, TreeNode
+from logitspec.core.trace import Candidate, NgramAttempt, QueryRecord, RunTrace, StepRecord, TreeNode
 from visual import answer_text, candidates_figure, retrieval_html, text_spans, tree_figure
 from visual.data import ngram_text, tok, token_labels, token_pieces
 from visual.pieces import PENDING_MARK, hex_bytes, join_pieces
@@ -205,7 +205,7 @@ EMOJI_PROMPT = "Reply only with these characters repeated three times: 🌍こ�
 @pytest.mark.slow
 def test_a_real_run_with_emoji_and_japanese_draws_without_replacement_characters(bundled):
     from logitspec.runner import run_trace
-    from logitspec.settings import DecodeSettings
+    from logitspec.core.settings import DecodeSettings
     from visual import failure_rows, step_summary_md
 
     run = run_trace(bundled, EMOJI_PROMPT, "logitspec", DecodeSettings(max_new_tokens=24, tree="static"))

@@ -5,10 +5,10 @@ from dataclasses import replace
 
 import pytest
 
-from logitspec.drafts import drafted_bound, drafted_per_step
-from logitspec.limits import InputError
-from logitspec.trace import BOTH_FAILED, G1_MATCHED, G2_RESCUED, Candidate, RunTrace, StepRecord
-from logitspec.whatif import RetrievalSetting, own_setting, recorded_k, replay_steps, what_if
+from logitspec.analysis.drafts import drafted_bound, drafted_per_step
+from logitspec.core.limits import InputError
+from logitspec.core.trace import BOTH_FAILED, G1_MATCHED, G2_RESCUED, Candidate, RunTrace, StepRecord
+from logitspec.analysis.whatif import RetrievalSetting, own_setting, recorded_k, replay_steps, what_if
 from visual.whatif import whatif_figure, whatif_html
 
 

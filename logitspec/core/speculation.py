@@ -5,7 +5,7 @@ from collections.abc import Sequence
 
 import torch
 
-from .runtime.topk import top_entries
+from ..runtime.topk import top_entries
 from .trace import Candidate
 
 

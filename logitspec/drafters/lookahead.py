@@ -11,16 +11,23 @@ One pass holds two branches under the root x_{i+1}:
 - the verification branch: up to G stored N-grams whose first token is the root, their other
   N - 1 tokens as chains under the root (merged into a trie where they share a prefix).
 The walk verifies the verification branch only (tree.UNWALKED): the window is never accepted.
-Plain Python, no torch.
+The drafting is plain Python.
 """
 from __future__ import annotations
 
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from .trace import QueryRecord, TreeNode
-from .tree import DraftTree
+from ..core.drafter import Draft, Drafter
+from ..core.retrieval import NgramPool
+from ..core.settings import DecodeSettings
+from ..core.trace import QueryRecord, TreeNode
+from ..core.tree import DraftTree
+
+if TYPE_CHECKING:
+    import torch
 
 WINDOW, POOL = "window", "pool"  # TreeNode.origin of the two branches
 
@@ -121,3 +128,31 @@ def most_nodes(window: int, ngram: int, guesses: int) -> int:
     levels, or a warm-up step), the guesses' chains."""
     widest = max((window + ngram - 3 - f) + f * (window + ngram - 2 - f) for f in range(ngram - 1))
     return 1 + widest + guesses * (ngram - 1)
+
+
+class LookaheadDrafter(Drafter):
+    """Lookahead decoding as a drafter: the verification branch holds the pool's
+    N-grams that start with the root; the Jacobi window rides in the same pass and feeds the pool."""
+
+    method = "lookahead"
+
+    def __init__(self, s: DecodeSettings) -> None:
+        self.s = s
+        self.pool = GuessPool(s.lookahead_guesses)
+        self.window: JacobiWindow | None = None
+        self.tree_room = most_nodes(s.lookahead_window, s.lookahead_ngram, s.lookahead_guesses)
+        self.block: list[int] = []  # this step's block 0: the root, then level 0
+
+    def draft(self, root: int, logits: torch.Tensor, pool: NgramPool, context_len: int) -> Draft:
+        s = self.s
+        if self.window is None:  # the authors fill it with tokens copied from the prompt at random
+            self.window = JacobiWindow.start(s.lookahead_window, s.lookahead_ngram, pool.tokens, random.Random(s.seed))
+        guesses = self.pool.guesses(root) if self.window.full else []
+        nodes, top, query = lookahead_tree(root, guesses, self.window)
+        self.block = [root, *self.window.level0]
+        return Draft(nodes=nodes, queries=[query], read_rows=top)
+
+    def observe_rows(self, nodes: Sequence[TreeNode], logits: torch.Tensor) -> None:
+        if self.window is not None and len(nodes) == len(self.window.level0) + 1:
+            # The window's guesses are the plain argmax, as the authors take them, whatever the sampling.
+            self.window.advance(logits.argmax(dim=-1).tolist(), self.block, self.pool)

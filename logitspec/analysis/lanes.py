@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .settings import DecodeSettings
+from ..core.settings import DecodeSettings
 
 
 @dataclass(frozen=True)

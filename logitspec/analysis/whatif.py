@@ -14,10 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from .drafts import drafted_per_step
-from .limits import InputError, Limits
-from .retrieval import NgramPool, retrieve
-from .settings import DecodeSettings, PruningRule
-from .trace import RunTrace, StepRecord
+from ..core.limits import InputError, Limits
+from ..core.retrieval import NgramPool, retrieve
+from ..core.settings import DecodeSettings, PruningRule
+from ..core.trace import RunTrace, StepRecord
 
 
 @dataclass(frozen=True)

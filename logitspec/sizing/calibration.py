@@ -55,7 +55,7 @@ def _dtype(model) -> str:
 def curve_key(model, bucket: int, max_n: int) -> dict:
     """What a stored curve must match to be used: the model, the machine and the settings
     that change what a pass costs. Read on the model thread (threads are per thread)."""
-    from .runtime.fewrows import build_directory, cpu_model, kernel_variant
+    from ..runtime.fewrows import build_directory, cpu_model, kernel_variant
 
     cfg = model.config
     isa = kernel_variant()[0]
@@ -72,7 +72,7 @@ def curve_key(model, bucket: int, max_n: int) -> dict:
 def curve_path(key: dict) -> Path:
     import hashlib
 
-    from .runtime.fewrows import cache_root
+    from ..runtime.fewrows import cache_root
 
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
     return cache_root() / "cost-curves" / f"{digest}.json"
@@ -144,7 +144,7 @@ class BackgroundCalibration(threading.Thread):
 
     def __init__(self, model, starts: list[StartCurve], runner=None, idle_seconds: float = IDLE_SECONDS) -> None:
         super().__init__(name="calibration", daemon=True)
-        from .runtime.threads import ModelThread
+        from ..runtime.threads import ModelThread
 
         self._model = weakref.ref(model)  # an unloaded model is not kept alive for this
         self._todo = [s for s in starts if not s.stored]

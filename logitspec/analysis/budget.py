@@ -6,7 +6,7 @@ tree. A drafted node is accepted at budget B when it is among the first B nodes 
 included) of an ordering of the step's nodes and it, and every node above it, lies on that
 path. The run's steps are replayed one by one for B = 1..BUDGET_MAX, in three orderings:
 
-- paper: the paper's static tree with capacity B (logitspec.tree.build_static_tree: g1's
+- paper: the paper's static tree with capacity B (logitspec.core.tree.build_static_tree: g1's
   continuation, then each candidate's branch by rank, cut by the rank rule), rebuilt from
   the step's own candidates and queries. Its nodes become verified in insertion order, so
   the tree of capacity B is the first B verified nodes of the tree of capacity 64.
@@ -49,15 +49,15 @@ import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from .limits import InputError
-from .retrieval import NgramPool
-from .settings import DecodeSettings, PruningRule
-from .trace import QueryRecord, RunTrace, StepRecord, TreeNode
-from .tree import TreeIndex, build_static_tree
+from ..core.limits import InputError
+from ..core.retrieval import NgramPool
+from ..core.settings import DecodeSettings, PruningRule
+from ..core.trace import QueryRecord, RunTrace, StepRecord, TreeNode
+from ..core.tree import TreeIndex, build_static_tree
 
 BUDGET_MAX = 64  # the paper's capacity: what a GPU verifies in one pass
 ORDERINGS = ("paper", "cost", "pld")
-PLD_MAX_N = 3  # prompt lookup's longest n-gram (as decoders.PromptLookupDrafter)
+PLD_MAX_N = 3  # prompt lookup's longest n-gram (as drafters/lookup.py's PromptLookupDrafter)
 
 
 def true_path(nodes: Sequence[TreeNode], truth: Sequence[int]) -> list[int]:

@@ -1,45 +1,14 @@
-"""The race: decoder lanes interleaved step by step, each on its own measured compute clock.
-
-Every lane is a stream of StepRecords (one per forward pass). The race takes one record
-from each lane in turn, so the lanes share the machine fairly and progress side by side,
-while each lane's clock adds up only its own measured prefill and step seconds. Nothing
-here is simulated: the times are the ones the decoders measured.
-"""
+"""A race's record: the lanes' traces, their counters, and speed and sameness against vanilla
+over the tokens every lane reached; the race file that holds them. Pure functions of traces,
+no model and no torch: the figures read them. Running a race is the app's (serve/race.py)."""
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 
-from .. import lanes
-from ..lanes import race_order
-from ..parting import Choices, Parting, parting
-from ..settings import DecodeSettings
-from ..trace import RunTrace, StepRecord, TraceFileError, read_json_file, trace_from_data
-
-if TYPE_CHECKING:  # the engine imports torch; replaying saved traces must not need it
-    from ..models import LoadedModel
-
-
-
-class RaceStopped(Exception):
-    """The race was stopped before every lane finished; `reason` says why."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-@dataclass
-class Lane:
-    """One decoder in the race: its steps as they come and the trace they fill."""
-
-    name: str
-    trace: RunTrace
-    steps: Iterator[StepRecord]
-    done: bool = False
-    finish: Callable[[], object] | None = None  # completes a stopped lane's trace (token texts)
+from ..core.trace import RunTrace, TraceFileError, read_json_file, trace_from_data
+from .lanes import race_order
+from .parting import Choices, Parting, parting
 
 
 @dataclass
@@ -63,14 +32,6 @@ class LaneStats:
 def lane_stats(name: str, trace: RunTrace) -> LaneStats:
     """Counters of a (possibly unfinished) lane from its trace."""
     return LaneStats(name, len(trace.tokens), trace.forward_steps, trace.seconds)
-
-
-@dataclass
-class RaceUpdate:
-    """What changed: the lane that just stepped and its step (the lanes' traces hold the rest)."""
-
-    lane: str
-    step: StepRecord
 
 
 @dataclass
@@ -127,34 +88,6 @@ def seconds_to_reach(trace: RunTrace, n: int) -> float | None:
     return t if got >= n else None
 
 
-def interleave(
-    lanes: Iterable[Lane],
-    should_stop: Callable[[], bool] | None = None,
-    deadline: float | None = None,
-) -> Iterator[RaceUpdate]:
-    """Take one step from each unfinished lane in turn until all are done.
-
-    `should_stop` is asked before every step, and `deadline` (a time.monotonic() value) is
-    checked likewise, so a stop takes effect within one decoding step; either raises
-    RaceStopped. The lanes' traces hold every step taken so far.
-    """
-    lanes = list(lanes)
-    while not all(ln.done for ln in lanes):
-        for ln in lanes:
-            if ln.done:
-                continue
-            if should_stop is not None and should_stop():
-                raise RaceStopped("stopped")
-            if deadline is not None and time.monotonic() > deadline:
-                raise RaceStopped("time limit")
-            try:
-                step = next(ln.steps)
-            except StopIteration:
-                ln.done = True
-                continue
-            yield RaceUpdate(ln.name, step)
-
-
 def result_of(traces: dict[str, RunTrace], baseline: str = "vanilla") -> RaceResult:
     """Counters, and speed-ups and sameness against `baseline` over the tokens every lane reached."""
     stats = {name: lane_stats(name, t) for name, t in traces.items()}
@@ -180,36 +113,6 @@ def lane_order(methods: Iterable[str]) -> list[str]:
     """The requested methods in race order (vanilla first), without duplicates."""
     wanted = set(methods)
     return [m for m in race_order() if m in wanted]
-
-
-def lane_run(lane: str, settings: DecodeSettings) -> tuple[str, DecodeSettings]:
-    """The method and settings a lane decodes with: the paper's lane is LogitSpec's static tree at
-    DecodeSettings' own capacity (the paper's 64), whatever the race's other lanes use; any other
-    lane (Token Recycling's included) is its method at the race's settings."""
-    spec = lanes.lane(lane)
-    if spec is None or spec.tree is None:
-        return (spec.method if spec else lane), settings
-    return spec.method, replace(settings, tree=spec.tree, capacity=DecodeSettings().capacity)
-
-
-def model_lanes(lm: LoadedModel, prompt_text: str, methods: Iterable[str],
-                settings: DecodeSettings, thread=None) -> list[Lane]:
-    """A lane per method over the same prompt on a loaded model; each run starts on its first
-    step, and every step runs on `thread` (a `logitspec.runtime.threads.ModelThread`, the one the
-    model was loaded on), else on the thread that pulls it.
-
-    Token texts are attached to a lane's trace when its run ends; call `lane.finish()` to
-    attach them to a lane that was stopped.
-    """
-    from ..runner import Run
-
-    lanes = []
-    for m in lane_order(methods):
-        run = Run(lm, prompt_text, *lane_run(m, settings))
-        # Each step is decoded on the one model thread, whichever thread pulls it.
-        steps = thread.iterate(iter(run)) if thread is not None else iter(run)
-        lanes.append(Lane(m, run.trace, steps, finish=run.finish))
-    return lanes
 
 
 RACE_FORMAT = "logitspec-race/1"

@@ -24,10 +24,13 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from .profile import profile_of
-from .costtree import AcceptanceStats, CostAwareDrafter, _Trie, rank_bucket, temperature_bucket
-from .costcurve import observe_forward
-from .trace import Candidate, TreeNode, TreeSizing
+from ..core.drafter import Draft, Drafter, cost_capacity
+from ..core.profile import profile_of
+from ..core.retrieval import NgramPool
+from ..core.settings import DecodeSettings
+from ..sizing.costtree import AcceptanceStats, CostAwareDrafter, _Trie, rank_bucket, temperature_bucket
+from ..sizing.costcurve import observe_forward
+from ..core.trace import Candidate, TreeNode, TreeSizing
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -237,3 +240,41 @@ class HybridCostTree(CostAwareDrafter):
         if cand is not None and cand.rank > self.k:
             return ("first", (ORIGIN, rank_bucket(cand.rank - self.k)), g1n, g2n)
         return CostAwareDrafter.first_key(cand, g1n, g2n)
+
+
+class RecyclingDrafter(Drafter):
+    """Token Recycling as a drafter: the tree grown from each token's top successors in past passes,
+    the paper's static template or sized by c(n) as LogitSpec's is."""
+
+    method = "recycling"
+    wants_logits = True
+
+    def __init__(self, s: DecodeSettings, model: PreTrainedModel | None = None) -> None:
+        self.s = s
+        shared = s.recycle_across_runs and model is not None
+        self.matrix = matrix_for(model, s.recycle_k) if shared else SuccessorMatrix(s.recycle_k)
+        ranks = rank_stats_for(model, s.temperature) if shared else None
+        self.cost = (RecycledCostTree(model, self.matrix, s.recycle_depth, s.recycle_k, ranks)
+                     if s.tree == "cost" else None)
+        self.cost_capacity = cost_capacity(s, model)
+        self.tree_room = TEMPLATE_NODES + 1 if self.cost is None else 0
+        self.started = False
+
+    def draft(self, root: int, logits: torch.Tensor, pool: NgramPool, context_len: int) -> Draft:
+        if not self.started:  # the prefill's row: the only one it computed (later rows come from observe_logits)
+            self.matrix.update(pool.tokens[-1:], logits[None])
+            self.started = True
+        if self.cost is None:
+            nodes = static_tree(root, self.matrix)
+            return Draft(nodes=nodes, sizing=static_sizing(nodes))
+        before = self.cost.calibration_seconds
+        nodes, sizing = self.cost.draft(root, self.cost_capacity, context_len)
+        return Draft(nodes=nodes, sizing=sizing, calibration_seconds=self.cost.calibration_seconds - before)
+
+    def observe(self, truth: Sequence[int], verified: int | None = None, seconds: float | None = None,
+                threads: int | None = None) -> None:
+        if self.cost is not None:
+            self.cost.observe(truth, verified, seconds, threads)
+
+    def observe_logits(self, tokens: Sequence[int], logits: torch.Tensor) -> None:
+        self.matrix.update(tokens, logits)

@@ -2,7 +2,7 @@
 
 It is held as a measured shape c(n)/c(1), corrected by real passes of different sizes,
 times the load level c(1) that every step re-estimates (`LiveCost`), so it stays right when
-other work comes and goes on the machine. The cost-aware tree (`logitspec.costtree`) reads it.
+other work comes and goes on the machine. The cost-aware tree (`logitspec.sizing.costtree`) reads it.
 """
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from .profile import profile_of
-from .runtime.tuner import thread_tuner
-from .trace import TreeNode
+from ..core.profile import profile_of
+from ..runtime.tuner import thread_tuner
+from ..core.trace import TreeNode
 
 if TYPE_CHECKING:
     from transformers import Cache, PreTrainedModel
@@ -90,8 +90,8 @@ class CurveMeasurement:
 
     @torch.inference_mode()
     def _prepare(self) -> None:
-        from .runtime.kvcache import new_cache
-        from .verify import head_batch_rows
+        from ..runtime.kvcache import new_cache
+        from ..core.verify import head_batch_rows
 
         model, vocab = self.model, int(self.model.config.vocab_size)
         g = torch.Generator().manual_seed(0)
@@ -129,7 +129,7 @@ class CurveMeasurement:
 
     def _time(self, n: int, tree: list[TreeNode]) -> float:
         """Seconds of one verification pass of `tree` (n tokens) over the context; the cache is left as it was."""
-        from .verify import trial_pass
+        from ..core.verify import trial_pass
 
         return trial_pass(self.model, self._cache, tree, self.context_len, self._head_rows)
 
@@ -467,7 +467,7 @@ def observe_forward(model: PreTrainedModel, context_len: int, n: int, seconds: f
 
 def warm_up(model: PreTrainedModel, max_context: int, capacity: int = 64) -> float:
     """Measure every curve a run up to `max_context` tokens may need; return the seconds."""
-    from .verify import head_batch_rows
+    from ..core.verify import head_batch_rows
 
     t = time.perf_counter()
     head_batch_rows(model)

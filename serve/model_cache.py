@@ -10,8 +10,8 @@ import threading
 import time
 from dataclasses import dataclass
 
-from ..limits import InputError, Limits
-from ..settings import DecodeSettings
+from logitspec.core.limits import InputError, Limits
+from logitspec.core.settings import DecodeSettings
 
 BUNDLED = "bundled"
 BUNDLED_LABEL = "SmolLM2-135M-Instruct (bundled, CPU-friendly)"
@@ -38,14 +38,14 @@ def allowed_models(env: dict[str, str] | None = None) -> list[str]:
 def load_for_app(name: str, env: dict[str, str] | None = None):
     """The app's loader: the dtype LOGITSPEC_DTYPE names (float32 by default); auto loads the
     faster exact dtype, timed here, and keeps the reason for the status line."""
-    from ..models import load_model
+    from logitspec.models import load_model
 
     dtype = ((os.environ if env is None else env).get("LOGITSPEC_DTYPE") or "float32").strip()
     if dtype != "auto":
         lm = load_model(name, None, dtype)  # an unknown dtype is refused there, in one line
         lm.dtype_note = lm.half_mode.note if lm.half_mode else ""
         return lm
-    from ..runtime.dtype_pick import pick_dtype
+    from logitspec.dtype_pick import pick_dtype
 
     lm, pick = pick_dtype(name, None, DecodeSettings().max_new_tokens)
     lm.dtype_note = pick.words()
@@ -79,7 +79,7 @@ class ModelCache:
     """
 
     def __init__(self, loader=None, keep: int = 2, warm=None, thread=None) -> None:
-        from ..runtime.threads import ModelThread
+        from logitspec.runtime.threads import ModelThread
 
         # Every load, warm-up and decoding step of these models runs on this one thread (ModelThread).
         self.thread = thread or ModelThread()
@@ -101,9 +101,9 @@ class ModelCache:
 
     def get(self, name: str):
         """The loaded model, loading it first if needed; raises ModelLoadError with the reason."""
-        from ..models import ModelLoadError
-        from ..runtime.heap import refreeze_heap
-        from ..runtime.threads import configure_threads
+        from logitspec.core.errors import ModelLoadError
+        from logitspec.runtime.heap import refreeze_heap
+        from logitspec.runtime.threads import configure_threads
 
         with self._lock(name):
             with self._guard:
@@ -177,14 +177,14 @@ def warm_cost_curves(lm, capacity: int | None = None, background: bool | None = 
     """Give the cost-aware tree its forward-cost curves at load time without measuring:
     the curve stored by an earlier start on this machine, else a default shape, which
     decoding corrects as it goes. Curves not stored are measured in the background, a pass
-    at a time while the model thread is idle (see logitspec.calibration); returns that
+    at a time while the model thread is idle (see logitspec.sizing.calibration); returns that
     thread, or None when nothing is left to measure. LOGITSPEC_MEASURE_CURVES=0 measures
     nothing in the background (a server that shares its cores with other timed work).
     """
-    from ..calibration import BackgroundCalibration, start_curves
-    from ..costcurve import measuring_allowed
-    from ..decoders import cost_capacity
-    from ..verify import head_batch_rows
+    from logitspec.sizing.calibration import BackgroundCalibration, start_curves
+    from logitspec.sizing.costcurve import measuring_allowed
+    from logitspec.core.drafter import cost_capacity
+    from logitspec.core.verify import head_batch_rows
 
     head_batch_rows(lm.model)  # measured once per model, before any timed step
     if capacity is None:  # every cost tree a visitor may ask for, so no race measures in front

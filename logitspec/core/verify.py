@@ -13,16 +13,22 @@ from transformers import Cache, PreTrainedModel
 
 from .profile import profile_of
 from .families import FULL, SLIDING, attention_layout
-from .runtime.kvcache import COMPACTABLE
+from ..runtime.kvcache import COMPACTABLE
 from .processors import Processing
 from .sampling import Lead, leads_of, perturbed, probabilities
 from .trace import TreeNode
-from .runtime.fixedshape import fixed_rows, pad_nodes, pad_rows
+from ..runtime.fixedshape import fixed_rows, pad_rows
 from .tree import TreeIndex, layered_tree_inputs
 
 
 class UnsupportedCache(RuntimeError):
     """The model's cache cannot be compacted (e.g. the stock sliding-window layers)."""
+
+
+def pad_nodes(nodes: list[TreeNode], rows: int) -> list[TreeNode]:
+    """`nodes` and then leaves under the root up to `rows` in all (the root's token: any would do)."""
+    root = nodes[0]
+    return nodes + [TreeNode(len(nodes) + i, root.token, 0, 1, "root") for i in range(rows - len(nodes))]
 
 
 def prepare_inputs(model: PreTrainedModel, nodes: Sequence[TreeNode],
@@ -228,7 +234,7 @@ class WalkLog:
     sampled: list[int] = field(default_factory=list)
     leads: list[Lead] = field(default_factory=list)  # each sampled token's lead over the runner-up
     child_prob: dict[int, float] = field(default_factory=dict)
-    head: LazyHead | None = None  # the pass's logits, for a drafter that recycles them (decoders.py)
+    head: LazyHead | None = None  # the pass's logits, for a drafter that recycles them (core/loop.py)
 
 
 # A leaf's chance of ending the walk, above which it is worth a row of the head's first

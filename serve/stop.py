@@ -4,7 +4,7 @@ from __future__ import annotations
 import threading
 import time
 
-from ..limits import Limits
+from logitspec.core.limits import Limits
 
 
 class StopSignals:

@@ -1,7 +1,7 @@
 """The cost-aware draft tree: grow the tree while each node pays for its seconds at the run's rate.
 
 Two measured inputs drive it:
-- c(n), the forward cost of n tree tokens (`logitspec.costcurve`);
+- c(n), the forward cost of n tree tokens (`logitspec.sizing.costcurve`);
 - each node's chance of acceptance, from its retrieval evidence and rank, calibrated
   online by what this process has seen (`AcceptanceStats`) and fitted to how this run's
   own drafts fare (`RunFit`). Every step reveals the true
@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from .profile import profile_of
+from ..core.profile import profile_of
 from .costcurve import CostCurve, LiveCost, live_for, observe_forward
-from .trace import Candidate, QueryRecord, TreeNode, TreeSizing
-from .tree import TreeIndex
+from ..core.trace import Candidate, QueryRecord, TreeNode, TreeSizing
+from ..core.tree import TreeIndex
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel

@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass, field
 METHODS = ("vanilla", "pld", "logitspec", "recycling", "logitspec+recycling", "lookahead", "rest")
 POOLS = ("recent", "longest")  # DecodeSettings.pool: which occurrence of an n-gram a lookup continues
 # generate's logits-processor options (GenerationConfig names) the decoders apply per position
-# (logitspec/processors.py); temperature, top_k and top_p are fields of their own below.
+# (logitspec/core/processors.py); temperature, top_k and top_p are fields of their own below.
 PROCESSOR_OPTIONS = (
     "repetition_penalty", "no_repeat_ngram_size", "min_length", "min_new_tokens", "bad_words_ids",
     "suppress_tokens", "begin_suppress_tokens", "sequence_bias", "forced_eos_token_id",
@@ -52,7 +52,7 @@ class DecodeSettings:
     # "longest", the paper's code: the one with the longest continuation (up to `continuation`).
     pool: str = "recent"
     tree: str = "cost"  # "cost" (sized by measured cost) or "static" (the paper's rule)
-    # Token Recycling (logitspec/recycling.py); its static tree is the paper's fixed template.
+    # Token Recycling (logitspec/drafters/recycling.py); its static tree is the paper's fixed template.
     recycle_k: int = 8  # successors kept per token in the matrix (the paper's top-8)
     recycle_depth: int = 6  # the cost-aware recycled tree's deepest node below the root
     recycle_across_runs: bool = True  # the paper's hot start: the matrix (and its rank chances) outlive a run
@@ -67,7 +67,7 @@ class DecodeSettings:
     rest_span: int = 10
     rest_drafts: int = 64
     rule: PruningRule = field(default_factory=PruningRule)
-    # Sampling (logitspec/sampling.py): temperature 0 is greedy and draws no noise at all.
+    # Sampling (logitspec/core/sampling.py): temperature 0 is greedy and draws no noise at all.
     temperature: float = 0.0
     top_p: float = 1.0  # 1.0 keeps the whole vocabulary
     top_k: int = 0  # 0 keeps the whole vocabulary

@@ -45,8 +45,8 @@ class DtypePick:
 def answer_seconds(lm, new_tokens: int) -> float:
     """Prefill of a PROMPT_TOKENS prompt plus `new_tokens` one-token passes, from the fastest of
     two timings each of a 1-token and a (1 + TIMED_STEPS)-token vanilla run."""
-    from ..decoders import decode
-    from ..settings import DecodeSettings
+    from .decoders import decode
+    from .core.settings import DecodeSettings
 
     vocab = int(lm.model.config.vocab_size)
     prompt = [(7 * i + 11) % vocab for i in range(PROMPT_TOKENS)]  # any tokens: only the time is kept
@@ -67,7 +67,7 @@ def answer_seconds(lm, new_tokens: int) -> float:
 def pick_dtype(name: str, device: str | None, new_tokens: int,
                loader: Callable | None = None, timer: Callable = answer_seconds):
     """Load the model in each exact dtype, time it, and keep the fastest: (LoadedModel, DtypePick)."""
-    from ..models import load_model, pick_device
+    from .models import load_model, pick_device
 
     load = loader or load_model
     dev = str(pick_device(device))

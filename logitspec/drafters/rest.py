@@ -19,11 +19,20 @@ import sysconfig
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .trace import QueryRecord, TreeNode
-from .tree import DraftTree
+from ..core.drafter import Draft, Drafter
+from ..core.errors import DecodeError
+from ..core.retrieval import NgramPool
+from ..core.settings import DecodeSettings
+from ..core.trace import QueryRecord, TreeNode
+from ..core.tree import DraftTree
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import PreTrainedModel
 
 ORIGIN = "retrieved"  # TreeNode.origin of a datastore continuation's token
 ATTRIBUTE = "logitspec_rest"  # the model's datastore source (attach)
@@ -196,3 +205,25 @@ def attach(model, tokenizer=None, store: Datastore | None = None) -> None:
 def datastore_of(model) -> Datastore | None:
     source = vars(model).get(ATTRIBUTE) if model is not None else None
     return source.get() if source is not None else None
+
+
+class RestDrafter(Drafter):
+    """REST as a drafter: the tree of the most frequent continuations, in the model's
+    datastore, of the longest suffix of the context found there."""
+
+    method = "rest"
+
+    def __init__(self, s: DecodeSettings, model: PreTrainedModel | None = None) -> None:
+        self.s = s
+        self.store = datastore_of(model)
+        if self.store is None:
+            raise DecodeError("REST has no datastore for this model: load it with logitspec.models.load_model, "
+                              "or give it one with logitspec.drafters.rest.attach")
+        # A pass holds at most `capacity` tokens, the root included: the one shape a GPU pads every pass to.
+        self.drafts = min(s.rest_drafts, s.capacity - 1)
+
+    def draft(self, root: int, logits: torch.Tensor, pool: NgramPool, context_len: int) -> Draft:
+        s = self.s
+        nodes, query = retrieve_tree(root, pool.tokens, self.store, s.rest_suffix, s.rest_matches, s.rest_span,
+                                     self.drafts)
+        return Draft(nodes=nodes, queries=[query])

@@ -16,8 +16,9 @@ import os
 from collections import deque
 from collections.abc import Iterable, Iterator
 
-from ..trace import StepRecord
-from .race import Lane, lane_order, lane_run, model_lanes
+from logitspec.core.trace import StepRecord
+from .race import Lane, lane_run, model_lanes
+from logitspec.analysis.race import lane_order
 
 # A lane's token on ZeroGPU's GPUs takes well under this; the duration asks for the whole run.
 SECONDS_PER_TOKEN = 0.05
@@ -42,7 +43,7 @@ def gpu_seconds(name: str, prompt_text: str, methods: list[str], settings) -> in
 def decode_lanes(name: str, prompt_text: str, methods: list[str], settings) -> Iterator[tuple]:
     """Every lane of a race, one forward pass each in turn: ("prefill", lane, seconds) and
     ("step", lane, StepRecord) events. Runs where the GPU is (ZeroGPU's process)."""
-    from ..runner import Run
+    from logitspec.runner import Run
 
     lm = _LOADED[name]
     runs = {m: Run(lm, prompt_text, *lane_run(m, settings)) for m in lane_order(methods)}
@@ -73,7 +74,7 @@ def gpu_lanes(lm, name: str, prompt_text: str, methods: Iterable[str], settings,
 
     Each lane's trace lives here and is filled as its events arrive; events of other lanes
     wait in their lane's queue (the decoder takes the lanes in the race's own order)."""
-    from ..runner import Run
+    from logitspec.runner import Run
 
     order = lane_order(methods)
     _LOADED[name] = lm

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .trace import StepRecord
+from ..core.trace import StepRecord
 
 
 @dataclass

@@ -12,6 +12,7 @@ import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
+from ..runtime import MAX_TREE_ROWS
 from .settings import METHODS, POOLS, PROCESSOR_OPTIONS, DecodeSettings
 
 
@@ -23,7 +24,7 @@ class InputError(ValueError):
 class Limits:
     max_new_tokens: int = 1024
     k: int = 256
-    capacity: int = 256
+    capacity: int = MAX_TREE_ROWS
     ngram: int = 5
     continuation: int = 64
     context_cap: int = 4096  # prompt tokens + max new tokens

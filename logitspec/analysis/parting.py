@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .trace import RunTrace, StepRecord
+from ..core.trace import RunTrace, StepRecord
 
 # How far apart, in ulps of the logits' dtype, two runs' leads may add up to at a near-tie:
 # twice the largest difference measured between two kernels' logits (a tree pass on the stock

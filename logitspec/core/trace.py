@@ -155,7 +155,7 @@ class StepRecord:
     # For each committed token, how far it led the next best token when it was chosen, in ulps
     # of the logits' dtype (sampling.Lead; None when nothing else could be drawn), and that
     # next best token: where two kernels' last bits can part two decoders (a near-tie,
-    # logitspec.serve.race). Empty in older traces.
+    # serve.race). Empty in older traces.
     leads: list[float | None] = field(default_factory=list)
     runners_up: list[int] = field(default_factory=list)
 

@@ -40,6 +40,41 @@ def test_a_step_move_in_explains_detail(browser, app_url):
     assert statistics.median(waits) < EXPLAIN_MOVE_S, waits
 
 
+# Each plot a move shows, marked before the move: a plot drawn in place (Plotly.react) keeps its mark.
+MARK_JS = "(sel) => document.querySelectorAll(sel).forEach((g, i) => { g.__kept = i + 1; })"
+KEPT_JS = "(sel) => Array.from(document.querySelectorAll(sel)).map(g => g.__kept || 0)"
+
+
+def moved_in_place(page, plots: str, n: int) -> list[int]:
+    """Move one step with → and return each plot's mark: 0 for a plot mounted anew by the move."""
+    page.evaluate(MARK_JS, plots)
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function(T.PLOT_AT_JS, arg=[plots, n], timeout=60_000)
+    return page.evaluate(KEPT_JS, plots)
+
+
+def test_a_move_redraws_the_explorers_figures_in_place(browser, app_url):
+    """gr.Plot mounted a new plot for each step and drew it twice from nothing: most of a move."""
+    page = T.open_page(browser, app_url + f"?trace={T.RUN}&step=0")
+    plots = "#tree-plot .js-plotly-plot, #cand-plot .js-plotly-plot"
+    page.wait_for_function(T.PLOT_AT_JS, arg=[plots, 0], timeout=60_000)
+    page.locator("#step-label").click()
+    assert moved_in_place(page, plots, 1) == [1, 2]
+    assert text_of(page, "#step-label").startswith("Step 1 (")
+    page.context.close()
+
+
+def test_a_move_in_explains_detail_redraws_its_panels_in_place(browser, app_url):
+    page = T.open_page(browser, app_url + f"?trace={T.RUN}&step=0&tab=explain")
+    page.locator("#explain-levels").get_by_role("tab", name="In detail").click()
+    panels = "#explain-detail .js-plotly-plot"
+    page.wait_for_function(T.PLOT_AT_JS, arg=[panels, 0], timeout=60_000)
+    page.locator("#explain-head").click()
+    kept = moved_in_place(page, panels, 1)
+    assert len(kept) == 6 and all(kept), kept
+    page.context.close()
+
+
 def test_play_pauses_on_the_first_press(browser, app_url):
     got = T.play_pause(browser, app_url)
     assert got["paused_by_one_press"], got

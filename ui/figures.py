@@ -35,6 +35,8 @@ FIGURES_CSS = """
 .explain-words p { margin: .35rem 0 0; }
 /* Plotly's mode bar gets a strip of its own above the plot, so it covers no legend, label or data. */
 .js-plotly-plot { margin-top: MODEBAR_PXpx; }
+/* A LivePlot fills its column as gr.Plot does: none of gr.HTML's padding. */
+.live-plot .html-container { padding: 0 !important; }
 .js-plotly-plot .modebar-container { top: -MODEBAR_PXpx !important; }
 .fig-downloads { justify-content: flex-end; gap: .4rem; flex-wrap: wrap; }
 .fig-downloads button { flex: 0 0 auto; }

@@ -11,6 +11,18 @@ const loadPlotly = () => {
   if (!index) return;
   window.__logitspecPlotly = import(new URL("__PLOTLY_CHUNK__", index.src).href).catch(() => null);
 };
+// figures.js thins an axis's tick labels to the plot's width after each draw, drawing it again; a
+// figure with the same ticks as the last takes the last one's thinning at once (fit() still checks).
+const keepTicks = (layout) => {
+  const t = layout.meta && layout.meta.fit && layout.meta.fit.ticks;
+  const old = host.layout;
+  const was = old && old.meta && old.meta.fit && old.meta.fit.ticks;
+  if (!t || !was || t.axis !== was.axis || JSON.stringify(t.vals) !== JSON.stringify(was.vals)) return;
+  const shown = new Set((old[t.axis] && old[t.axis].tickvals) || []);
+  if (!shown.size) return;
+  layout[t.axis] = Object.assign({}, layout[t.axis], {tickvals: t.vals.filter((v) => shown.has(v)),
+                                                      ticktext: t.text.filter((_, i) => shown.has(t.vals[i]))});
+};
 const draw = () => {
   const value = props.value;
   if (!value || value === drawn) return;
@@ -24,6 +36,7 @@ const draw = () => {
   // As gr.Plot lays a figure out: the container's width, margins grown to fit their labels.
   const layout = Object.assign({}, fig.layout, {autosize: true});
   layout.margin = Object.assign({}, layout.margin, {autoexpand: true});
+  keepTicks(layout);
   if (touch) layout.dragmode = false;  // a swipe over a plot scrolls the page (figures.js)
   window.Plotly.react(host, fig.data || [], layout, Object.assign({responsive: true}, fig.config));
 };

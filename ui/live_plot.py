@@ -28,7 +28,7 @@ class LivePlot(gr.HTML):
 
     def __init__(self, value=None, **kwargs) -> None:
         # Gradio builds a component again from its arguments (an update): every one is taken.
-        look = dict(elem_classes=["live-plot"], container=True, html_template='<div class="live-plot-host"></div>',
+        look = dict(elem_classes=["live-plot"], container=False, html_template='<div class="live-plot-host"></div>',
                     js_on_load=LIVE_PLOT_JS, apply_default_css=False)
         super().__init__(value, **{**look, **kwargs})
 

@@ -43,6 +43,15 @@ CSS = """
   .counters th, .counters td { padding: 2px; }
   /* The compute clock's seconds are in the race figure's legend: without them a phone's row holds the speed-up. */
   .counters th:nth-child(6), .counters td:nth-child(6) { display: none; }
+  /* The first screen holds the result: the race's table and verdict come first, then the prompt and
+     Run, the race's figure, and the rest of both columns in their order (laid out as one column). */
+  #race-row { flex-direction: column; flex-wrap: nowrap; }
+  #race-form, #race-views { display: contents; }
+  #race-form > *, #race-views > * { order: 3; }
+  #counters { order: 0; }
+  #race-form > :has(#prompt), #race-form > :has(#run) { order: 1; }
+  #race-views > .fig-slot:has(#race-plot) { order: 2; }
+  #prompt textarea { max-height: 10.5em; }  /* a long prompt scrolls in its box, Run stays near */
 }
 """
 # Drawing is light next to decoding: its own, wider lane so it never waits on a run.

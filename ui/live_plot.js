@@ -23,6 +23,7 @@ const keepTicks = (layout) => {
   layout[t.axis] = Object.assign({}, layout[t.axis], {tickvals: t.vals.filter((v) => shown.has(v)),
                                                       ticktext: t.text.filter((_, i) => shown.has(t.vals[i]))});
 };
+const kind = (layout) => Object.keys(layout.meta || {}).sort().join();  // a step's figure keeps its kind
 const draw = () => {
   const value = props.value;
   if (!value || value === drawn) return;
@@ -38,7 +39,18 @@ const draw = () => {
   layout.margin = Object.assign({}, layout.margin, {autoexpand: true});
   keepTicks(layout);
   if (touch) layout.dragmode = false;  // a swipe over a plot scrolls the page (figures.js)
-  window.Plotly.react(host, fig.data || [], layout, Object.assign({responsive: true}, fig.config));
+  const config = Object.assign({responsive: true}, fig.config);
+  if (!host.layout || kind(host.layout) === kind(layout)) {
+    window.Plotly.react(host, fig.data || [], layout, config);
+    return;
+  }
+  // Another kind of figure (the trie after the lanes): drawn afresh, so no margin the last one
+  // pushed out is kept; the listeners figures.js hung on the plot go on to the new drawing.
+  const listeners = host._ev ? host._ev.eventNames().map((e) => [e, host._ev.listeners(e)]) : [];
+  window.Plotly.newPlot(host, fig.data || [], layout, config).then(() => {
+    for (const [e, fns] of listeners) fns.forEach((fn) => host.on(e, fn));
+    host.emit("plotly_afterplot");  // drawn before the listeners were back: figures.js fits it now
+  });
 };
 draw();
 watch("value", draw);

@@ -108,7 +108,7 @@ class ExplainTab:
         for row in range(0, len(keys), 2):
             with gr.Row(equal_height=False):
                 for key in keys[row:row + 2]:
-                    self.slots[key] = figure_slot(f"explain-{key}-plot", TITLES[key], min_width=320)
+                    self.slots[key] = figure_slot(f"explain-{key}-plot", TITLES[key], live=True, min_width=320)
         gr.Markdown(PAGE_MD)
 
     @property

@@ -85,7 +85,7 @@ class ExplorerTab:
         self.tree_fig = tree_slot()
         self.tree_plot = self.tree_fig.plot
         with gr.Row():
-            self.cand_fig = figure_slot("cand-plot", "Next-next candidates", min_width=320)
+            self.cand_fig = figure_slot("cand-plot", "Next-next candidates", live=True, min_width=320)
             self.cand_plot = self.cand_fig.plot
             self.retrieval_view = gr.HTML(label="Retrieval", elem_id="retrieval")
 

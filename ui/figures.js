@@ -35,9 +35,10 @@
   }
 
   // A tree too deep for readable labels at this width shows its first columns, a slider under it for the rest.
+  // Once per figure: a live plot (ui/live_plot.js) draws each new figure, with a new layout, in the same plot.
   function windowed(gd, w) {
-    if (gd._windowed) return false;
-    gd._windowed = true;
+    if (gd._windowedLayout === gd.layout) return false;
+    gd._windowedLayout = gd.layout;
     const cols = Math.max(2, Math.floor(gd._fullLayout.xaxis._length / w.col_px));
     if (cols >= w.range[1] - w.range[0]) return false;
     window.Plotly.relayout(gd, {"xaxis.range": [w.range[0], w.range[0] + cols],

@@ -3,7 +3,8 @@ wraps at any width), the plot filling its container, and two buttons that downlo
 16:9 slide, PNG or SVG, drawn in the browser by Plotly from the figure's own slide layout
 (visual/fit.py; figures.js does the browser's part). Every plot's mode bar (Plotly's toolbar)
 shows in a strip of its own above the plot. The draft tree has its key, its compact switch and
-the clicked box's whole token beside it.
+the clicked box's whole token beside it. The figures a step move changes are LivePlots: each
+new figure is drawn into the same plot (Plotly.react), which a move needs to be quick.
 """
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ import gradio as gr
 from logitspec.core.trace import RunTrace
 from visual.fit import SLIDE_H, SLIDE_SCALE, SLIDE_W, caption_html
 from visual.tree import tree_key_html
+
+from .live_plot import LivePlot
 
 NODE_HINT = "Click or tap a box in the tree: its whole token and where it came from show here."
 
@@ -32,6 +35,8 @@ FIGURES_CSS = """
 .explain-words p { margin: .35rem 0 0; }
 /* Plotly's mode bar gets a strip of its own above the plot, so it covers no legend, label or data. */
 .js-plotly-plot { margin-top: MODEBAR_PXpx; }
+/* A LivePlot fills its column as gr.Plot does: none of gr.HTML's padding. */
+.live-plot .html-container { padding: 0 !important; }
 .js-plotly-plot .modebar-container { top: -MODEBAR_PXpx !important; }
 .fig-downloads { justify-content: flex-end; gap: .4rem; flex-wrap: wrap; }
 .fig-downloads button { flex: 0 0 auto; }
@@ -55,7 +60,7 @@ class FigureSlot:
     """A figure's caption and plot, as the handlers fill them."""
 
     caption: gr.HTML
-    plot: gr.Plot
+    plot: gr.Plot | LivePlot
 
     @property
     def outputs(self) -> list:
@@ -109,19 +114,20 @@ def download_buttons(elem_id: str) -> None:
             btn.click(None, None, None, js=f"() => {{ window.logitspecFigures.download('{elem_id}', '{fmt}'); }}")
 
 
-def figure_slot(elem_id: str, label: str, **column) -> FigureSlot:
-    """A caption, its slide downloads and the plot, in a column of their own."""
+def figure_slot(elem_id: str, label: str, live: bool = False, **column) -> FigureSlot:
+    """A caption, its slide downloads and the plot (a LivePlot if `live`: one a step move redraws),
+    in a column of their own."""
     with gr.Column(elem_classes=["fig-slot"], **column):
         caption = gr.HTML(elem_id=f"{elem_id}-caption", elem_classes=["fig-caption-box"])
         download_buttons(elem_id)
-        plot = gr.Plot(show_label=False, label=label, elem_id=elem_id)
+        plot = LivePlot(label=label, elem_id=elem_id) if live else gr.Plot(show_label=False, label=label, elem_id=elem_id)
     return FigureSlot(caption, plot)
 
 
 def tree_slot() -> TreeSlot:
     """The tree's slot, its side panel beside it (under it on a narrow screen)."""
     with gr.Row(elem_id="tree-row"):
-        slot = figure_slot("tree-plot", "Draft tree", scale=4, min_width=320)
+        slot = figure_slot("tree-plot", "Draft tree", live=True, scale=4, min_width=320)
         with gr.Column(scale=1, min_width=240, elem_id="tree-side"):
             compact = gr.Checkbox(value=True, label="Only branches with a verified token",
                                   info="off: every lane of the run, fixed from step to step",

@@ -43,8 +43,19 @@ CSS = """
   .counters th, .counters td { padding: 2px; }
   /* The compute clock's seconds are in the race figure's legend: without them a phone's row holds the speed-up. */
   .counters th:nth-child(6), .counters td:nth-child(6) { display: none; }
+  /* The first screen holds the result: the race's table and verdict come first, then the prompt and
+     Run, the race's figure, and the rest of both columns in their order (laid out as one column). */
+  #race-row { flex-direction: column; flex-wrap: nowrap; }
+  #race-form, #race-views { display: contents; }
+  #race-form > *, #race-views > * { order: 3; }
+  #counters { order: 0; }
+  #race-form > :has(#prompt), #race-form > :has(#run) { order: 1; }
+  #race-views > .fig-slot:has(#race-plot) { order: 2; }
+  #prompt textarea { max-height: 10.5em; }  /* a long prompt scrolls in its box, Run stays near */
 }
 """
+# A block of the text, clicked, opens its step below the race: the page goes there.
+STEP_IN_VIEW_JS = "() => { document.getElementById('step-label')?.scrollIntoView({block: 'start'}); }"
 # Drawing is light next to decoding: its own, wider lane so it never waits on a run.
 VIEW_KW = dict(concurrency_limit=8, concurrency_id="view", api_visibility="undocumented")
 # Moves between steps one at a time: side by side, a later press's reply could land before
@@ -135,6 +146,14 @@ class Page:
             view.lane, view.step = lane, 0
         return self.trace_outputs(view, outcomes)
 
+    def on_span(self, view: View, evt: gr.SelectData):
+        """Clicking a block of the text opens its step in the explorer (the tab shown, the page
+        scrolled to it by STEP_IN_VIEW_JS)."""
+        out = self.explorer.on_span(view, evt)
+        if isinstance(out, dict):
+            out[self.tabs] = gr.Tabs(selected="explorer")
+        return out
+
     def on_row(self, view: View, evt: gr.EventData):
         """Clicking a debugger row opens its step in the explorer."""
         step = getattr(evt, "_data", None) or {}
@@ -164,7 +183,8 @@ class Page:
             demo.load(None, None, None, js=js)
         self.explain.wire(self.explain_tab, self.state, VIEW_KW, STEP_KW)
         explorer.wire(VIEW_KW, STEP_KW)
-        race.text_view.select(explorer.on_span, [self.state], explorer.outputs, **VIEW_KW)
+        race.text_view.select(self.on_span, [self.state], explorer.outputs + [self.tabs], **VIEW_KW).then(
+            None, None, None, js=STEP_IN_VIEW_JS)
         self.debugger.table.click(self.on_row, [self.state], explorer.outputs + [self.tabs], **VIEW_KW)
         self.debugger.wire(self.state, **VIEW_KW)
         self.files.wire(VIEW_KW)

@@ -37,6 +37,13 @@ INTRO_MD = ("# LogitSpec Explorer\nSpeculative decoding from the *next-next* tok
             "tree it verified.")
 
 
+# A phone shows the table above the form (ui/page.py's CSS): Run, pressed below it, brings the live
+# counters back into view.
+COUNTERS_IN_VIEW_JS = """() => {
+  if (window.matchMedia('(max-width: 640px)').matches) document.getElementById('counters')?.scrollIntoView({block: 'start'});
+}"""
+
+
 class RaceTab:
     """The race's components and handlers. `page` fills the explorer and the tabs (ui/page.py)."""
 
@@ -52,10 +59,10 @@ class RaceTab:
         with gr.Row(elem_id="status-bar"):
             self.model_md = gr.Markdown("", elem_id="model-status")
             self.status_md = gr.Markdown("", elem_id="status")
-        with gr.Row():
-            with gr.Column(scale=2, min_width=300):
+        with gr.Row(elem_id="race-row"):
+            with gr.Column(scale=2, min_width=300, elem_id="race-form"):
                 self._build_form()
-            with gr.Column(scale=3, min_width=300):
+            with gr.Column(scale=3, min_width=300, elem_id="race-views"):
                 self._build_views()
         self.status_timer = gr.Timer(2.0, active=False)
         self.count_timer = gr.Timer(LIVE_COUNT_SECONDS, active=False)  # the live race's counters
@@ -106,6 +113,7 @@ class RaceTab:
                     api_visibility="undocumented")
         self.count_timer.tick(self.live_counters, [page.state], [self.counters], concurrency_limit=None,
                               show_progress="hidden", api_visibility="undocumented")
+        self.run_btn.click(None, None, None, js=COUNTERS_IN_VIEW_JS)
         # No `cancels`: the race sees the flag within one step and ends in its final state.
         self.stop_btn.click(self.stop_run, None, [self.status_md], api_name="stop", queue=False)
         demo.unload(self.on_leave)

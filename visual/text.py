@@ -83,12 +83,26 @@ def drafts_held(trace: RunTrace, i: int) -> str:
     if m.length == 0:
         return ("the true next token was neither a candidate nor on a retrieved continuation, "
                 "so nothing could be accepted")
-    where = {"g1": "g1's continuation", "pld": "the prompt-lookup chain"}.get(
-        m.kind or "", f"the branch of candidate {m.rank} (g2)")
-    text = f"the true next {plural(m.length, 'token')} lay on {where}; {drafts_accepted_words(accepted)}"
+    if m.kind in ("g1", "pld"):
+        where = {"g1": "g1's continuation", "pld": "the prompt-lookup chain"}[m.kind]
+        text = f"the true next {plural(m.length, 'token')} lay on {where}"
+    elif m.length == 1:  # the guess alone: no lookup is needed for it, so "g2: 0 matched" can stand beside it
+        text = f"the true next token was candidate {m.rank} itself, a next-next guess read off the logits"
+    else:
+        text = (f"the true next {m.length} tokens lay on candidate {m.rank}'s branch: the guess, then its "
+                "g2 continuation")
+    text += f"; {drafts_accepted_words(accepted)}"
     if m.length > accepted:
         text += " (the rest were drafted but not verified: the tree stopped short of them)"
     return text
+
+
+def sizing_reason(reason: str) -> str:
+    """A tree size's recorded reason as the summary says it: the size is said once (the reason's own
+    "N tokens:" opening dropped), and the next node's p named as what it is, the chance the run's
+    statistics give it, not the probability the candidates chart lists."""
+    reason = re.sub(r"^\d+ tokens?: ", "", reason)
+    return reason.replace("the next node (p=", "the next node (its estimated chance of acceptance ")
 
 
 def step_summary_md(trace: RunTrace, step: int) -> str:
@@ -126,7 +140,7 @@ def step_summary_md(trace: RunTrace, step: int) -> str:
                      f"{_ms(s.forward_seconds)}{on} + bookkeeping {_ms(s.bookkeeping_seconds)}")
     if s.sizing is not None:
         z = s.sizing
-        line = f"- **Tree size:** {z.size} ({z.mode}) — {z.reason}"
+        line = f"- **Tree size:** {plural(z.size, 'token')} ({z.mode}) — {sizing_reason(z.reason)}"
         if z.expected_accepted is not None and z.expected_seconds is not None:
             line += (f"; expected {z.expected_accepted:.2f} tokens per pass for "
                      f"{z.expected_seconds * 1000:.1f} ms")

@@ -96,3 +96,14 @@ def test_the_what_if_k_box_shows_the_k_the_replay_uses(page):
     page.wait_for_function(f"() => /k is at most {most} \\(here {most}\\)/.test("
                            "document.querySelector('#whatif-summary')?.innerText || '')", timeout=60_000)
     page.get_by_role("tab", name="Traces").click()
+
+
+def test_a_guess_right_without_a_lookup_reads_as_the_guess(browser, app_url):
+    """Step 6 of the shipped coding run kept candidate 1 itself, with no lookup behind it: the summary
+    says so instead of putting it on a "(g2)" branch beside the lookups' count."""
+    pg = fresh_page(browser, app_url.rstrip("/") + f"/?trace={SHIPPED.removesuffix('.json')}&step=6")
+    said = pg.wait_for_function("""() => { const t = document.querySelector('#step-summary')?.innerText || '';
+        return /Step 6 of/.test(t) && /What the drafts held:/.test(t) && t; }""", timeout=120_000).json_value()
+    assert "the true next token was candidate 1 itself, a next-next guess read off the logits" in said, said
+    assert "(g2);" not in said, said
+    pg.context.close()

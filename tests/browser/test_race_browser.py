@@ -275,3 +275,42 @@ def test_the_counters_tick_between_redraws(stopped):
     """The counters come on the page's own timer, twice a second, besides the figures' redraws
     (two seconds apart at least): five seconds of a race show four counts or more."""
     assert len(set(stopped["ticks"])) >= 4, stopped["ticks"]
+
+
+def in_view(page, selector: str) -> dict:
+    """Where `selector` lies on the screen, and whether it lies whole inside it."""
+    return page.evaluate("""(s) => { const r = document.querySelector(s)?.getBoundingClientRect();
+        return r ? {top: Math.round(r.top), bottom: Math.round(r.bottom),
+                    whole: r.height > 0 && r.top >= 0 && r.bottom <= window.innerHeight} : {whole: false}; }""",
+                         selector)
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_a_phones_first_screen_shows_the_result_and_a_race_its_counters(browser, app_url):
+    """At 390×844 the recorded race's verdict and speed-up are on the first screen, its table above
+    the form and its figure just below it; Run brings the live counters into view."""
+    page = browser.new_context(viewport=PHONE, has_touch=True, is_mobile=True).new_page()
+    page.goto(app_url, wait_until="domcontentloaded")
+    page.wait_for_selector("#counters .verdict", timeout=60_000)
+    page.wait_for_timeout(500)
+    shot(page, "phone-first-screen")
+    verdict = in_view(page, "#counters .verdict")
+    assert verdict["whole"], f"the verdict is not on a phone's first screen: {verdict}"
+    assert re.search(r"\d\.\d\d×", text_of(page, "#counters .verdict")), text_of(page, "#counters .verdict")
+    assert "speed-up" in text_of(page, "#counters table.counters"), "the table's speed-up column is missing"
+    race = page.locator("#race-plot").bounding_box()
+    assert race is not None and race["y"] < 2 * PHONE["height"], f"the race figure is far down: {race}"
+    page.wait_for_function("() => /Model ready/.test(document.querySelector('#model-status')?.innerText || '')",
+                           timeout=MODEL_WAIT_MS)
+    set_max_new(page, LONG_RACE)
+    page.locator("#run").click()
+    page.wait_for_function("() => (document.querySelector('#counters')?.innerText || '').includes('racing')",
+                           timeout=MODEL_WAIT_MS)
+    counters_at = in_view(page, "#counters")
+    shot(page, "phone-racing")
+    page.locator("#stop").click()
+    page.wait_for_function(final_state_js(), timeout=180_000, polling=200)
+    assert counters_at["top"] >= 0 and counters_at["top"] < PHONE["height"] / 2, (
+        f"the live counters are not in view during a race on a phone: {counters_at}")
+    page.context.close()

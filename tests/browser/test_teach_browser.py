@@ -263,3 +263,21 @@ def test_quick_presses_each_move_a_step(browser, app_url):
     page.wait_for_timeout(1500)
     assert re.search(r"Step 6 of", text_of(page, "#explain-head")), text_of(page, "#explain-head")
     page.context.close()
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.parametrize("screen", [{"width": 1440, "height": 900}, {"width": 390, "height": 844}])
+def test_a_clicked_block_of_text_opens_its_step_in_view(browser, app_url, screen):
+    """The text sits with the race, the explorer below it: a click on a block shows the explorer's
+    tab and scrolls to the step it opened, from any tab."""
+    page = fresh_page(browser, app_url.rstrip("/") + "/?trace=coding-122&step=0", screen)
+    page.wait_for_selector("#tree-plot .js-plotly-plot .main-svg", timeout=120_000)
+    page.get_by_role("tab", name="Observations").click()
+    page.locator("#text-view .token-container").nth(10).click()
+    page.wait_for_function("() => /^Step [1-9]/.test(document.querySelector('#step-label')?.innerText || '')",
+                           timeout=60_000)
+    page.wait_for_timeout(500)
+    top = page.evaluate("() => document.querySelector('#step-label').getBoundingClientRect().top")
+    assert -2 <= top < screen["height"] / 2, f"the opened step is out of view: its label at {top:.0f} px"
+    page.context.close()

@@ -257,11 +257,12 @@ def test_what_the_drafts_held_bounds_what_each_step_accepted(name, any_sizing_mi
     for i, s in enumerate(tr.steps):
         text = drafts_held(tr, i)
         if s.forward and s.queries and pos + 1 < len(out):
-            m = re.match(r"the true next (\d+) tokens? lay on .*; (\d+) draft tokens? accepted", text)
+            m = re.match(r"the true next (?:(\d+) tokens? lay on .*|token was candidate \d+ itself, .*); "
+                         r"(\d+) draft tokens? accepted", text)
             if m is None:  # nothing held: only possible when nothing was accepted
                 assert "nothing could be accepted" in text and len(s.tokens) == 1
             else:
-                held, accepted = int(m.group(1)), int(m.group(2))
+                held, accepted = int(m.group(1) or 1), int(m.group(2))
                 assert accepted == len(s.tokens) - 1 <= held
                 # the held tokens really are the output's next ones
                 assert held >= 1 and out[pos + 1] in {c.token for c in s.candidates} | {
@@ -342,3 +343,22 @@ def test_prompt_lookup_and_vanilla_runs_draw_too():
         assert step_summary_md(tr, 0)
     race = race_figure({"vanilla": van, "pld": pld})
     assert trace_named(race, "pld").x[-1] == pytest.approx(0.7)
+
+
+def test_a_guess_right_without_a_lookup_is_not_said_to_be_g2s():
+    """A both-failed step whose one accepted token was a candidate itself: the guess came from the
+    logits, so "g2: 0 of 64 candidates matched" and the held sentence agree."""
+    tr = load("writing-81")
+    md = step_summary_md(tr, 41)
+    assert "g2: 0 of 64 candidates matched" in md
+    assert "the true next token was candidate 43 itself, a next-next guess read off the logits" in md
+    assert "(g2)" not in md
+
+
+def test_a_tree_sizes_reason_says_its_size_once_and_names_its_p():
+    from visual.text import sizing_reason
+
+    said = sizing_reason("1 tokens: expected 1.00 accepted per pass in 30.0 ms; the run makes 20.0 tokens/s; "
+                         "the next node (p=0.034) would add 2.0 ms")
+    assert said.startswith("expected 1.00 accepted") and "(p=" not in said
+    assert "the next node (its estimated chance of acceptance 0.034)" in said

@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 from .render import find_chromium, screenshot
-from .style import PALETTE, lane_color
+from .style import BUDGET_DASH, BUDGET_NAMES, PALETTE, lane_color
 
 HELD_COLOR = PALETTE["root"]  # what the drafts held: reddish purple, apart from the four methods' lane colours
 LAYOUT = dict(font=dict(size=16), paper_bgcolor="white", plot_bgcolor="white", barmode="group",
@@ -134,10 +134,6 @@ def pass_cost_figure(report: dict):
     fig.update_xaxes(gridcolor="#ddd")
     fig.update_yaxes(gridcolor="#ddd", rangemode="tozero")
     return fig
-
-
-BUDGET_NAMES = {"paper": "paper's tree (rank rule)", "cost": "cost tree's ranking", "pld": "prompt lookup's chain"}
-BUDGET_DASH = {"paper": "dash", "cost": "solid", "pld": "dot"}
 
 
 def budget_curve_figure(report: dict):

@@ -16,7 +16,8 @@ from logitspec.core.trace import BOTH_FAILED, G1_MATCHED, G2_RESCUED, NO_RETRIEV
 from .counts import passes_words, plural, run_counts
 from .data import OUTCOMES_LOGITSPEC, OUTCOMES_PLD, forward_steps, outcome, true_next_next
 from .fit import SLIDE_H, SLIDE_W, for_app, frame, wrap_html
-from .style import ACCEPT_COLORS, MIN_FONT, PALETTE, base_layout, pretty, style_axes, text_on, theme_colors
+from .style import (ACCEPT_COLORS, BUDGET_DASH, BUDGET_NAMES, MIN_FONT, PALETTE, base_layout, pretty, style_axes,
+                    text_on, theme_colors)
 from .text import accept_label
 
 PAPER_TOPK = (60, 0.50)  # over 50% of next-next tokens lie within the top-60
@@ -327,9 +328,8 @@ def time_breakdown_figure(trace: RunTrace, theme: str = "light", fit: bool = Fal
     return _fitted(_draw_time, _time_words(trace), fit, trace, theme)
 
 
-BUDGET_NAMES = {"paper": "paper's tree (rank rule)", "cost": "cost tree's ranking", "pld": "prompt lookup's chain"}
-BUDGET_LOOK = {"paper": (PALETTE["logitspec-static"], "dash"), "cost": (PALETTE["logitspec"], "solid"),
-               "pld": (PALETTE["pld"], "dot")}
+BUDGET_LOOK = {name: (PALETTE[lane], BUDGET_DASH[name])
+               for name, lane in (("paper", "logitspec-static"), ("cost", "logitspec"), ("pld", "pld"))}
 GPU_BUDGET_WORDS = "what a GPU would verify in one pass"
 
 

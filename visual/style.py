@@ -267,3 +267,8 @@ def pretty(fig: go.Figure) -> go.Figure:
         return v
 
     return go.Figure(walk(fig.to_dict()))
+
+
+# The tree-budget replay's curves (logitspec.analysis.budget), named and dashed alike in the app and the bench.
+BUDGET_NAMES = {"paper": "paper's tree (rank rule)", "cost": "cost tree's ranking", "pld": "prompt lookup's chain"}
+BUDGET_DASH = {"paper": "dash", "cost": "solid", "pld": "dot"}

@@ -104,6 +104,15 @@ def with_config(model, config, settings: dict) -> dict:
     return {**values, **given}
 
 
+def config_eos(config) -> list[int] | None:
+    """The end-of-text ids a passed generation config stops on, as generate's do; None where it
+    names none (the model's own and the tokenizer's then apply)."""
+    ids = getattr(config, "eos_token_id", None) if config is not None else None
+    if ids is None:
+        return None
+    return sorted({int(ids)} if isinstance(ids, int) else {int(i) for i in ids})
+
+
 def stream(model, tokenizer, prompt: str, method: str = "logitspec", *, chat: bool = True,
            generation_config=None, **settings) -> Iterator[StepRecord]:
     """Decode `prompt` and yield each forward pass's StepRecord as it is decoded. The
@@ -113,8 +122,8 @@ def stream(model, tokenizer, prompt: str, method: str = "logitspec", *, chat: bo
     top_p, top_k, seed, processors={"repetition_penalty": 1.1, ...}, ...); a bad one raises
     InputError with one line, before any pass.
     `generation_config`: a transformers GenerationConfig, by default the model's own, as generate
-    takes it: its logits processors, its sampling (when do_sample) and max_new_tokens apply,
-    and a setting given here wins over it.
+    takes it: its logits processors, its sampling (when do_sample), max_new_tokens and
+    eos_token_id apply, and a setting given here wins over it.
     `chat`: wrap the prompt in the tokenizer's chat template where it has one.
     """
     from .runner import Run
@@ -123,7 +132,7 @@ def stream(model, tokenizer, prompt: str, method: str = "logitspec", *, chat: bo
     text = check_prompt(prompt)
     lm = loaded(model, tokenizer)
     with installed(model):
-        run = Run(lm, text, method, s, chat=chat)
+        run = Run(lm, text, method, s, chat=chat, eos_ids=config_eos(generation_config))
         yield from run
     return run.trace
 

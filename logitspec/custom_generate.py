@@ -28,7 +28,7 @@ import torch
 from transformers import GenerationMixin
 from transformers.generation.utils import GenerateDecoderOnlyOutput
 
-from .api import installed, loaded, settings_of
+from .api import config_eos, installed, loaded, settings_of
 from .core.limits import InputError
 from .core.processors import config_values
 from .core.processors import refusal as processor_refusal
@@ -113,10 +113,9 @@ def decode_call(model, input_ids, processors, criteria, config, method, tree, se
         raise InputError(why)
     prompt = [int(t) for t in input_ids[0]]
     s = settings_from(config, len(prompt), method, tree, seed, extra)
-    eos = config.eos_token_id  # the prepared config's, which generate may have taken from its arguments
+    eos = config_eos(config) or []  # the prepared config's, which generate may have taken from its arguments
     with installed(model):
-        run = Run(loaded(model, None), "", method, s, prompt_ids=prompt, processors=list(processors or ()))
-        run.trace.eos_token_ids = [eos] if isinstance(eos, int) else [int(e) for e in (eos or [])]
+        run = Run(loaded(model, None), "", method, s, prompt_ids=prompt, processors=list(processors or ()), eos_ids=eos)
         out = decode_until_stopped(run, list(prompt), criteria, streamer, model.device)
     sequences = torch.tensor([out], dtype=torch.long, device=input_ids.device)
     if config.return_dict_in_generate:

@@ -15,14 +15,15 @@ class Run:
 
     def __init__(self, lm: LoadedModel, prompt_text: str, method: str = "logitspec",
                  settings: DecodeSettings | None = None, prompt_ids: list[int] | None = None,
-                 chat: bool = True, processors=None) -> None:
+                 chat: bool = True, processors=None, eos_ids: list[int] | None = None) -> None:
         self.lm = lm
         self.processors = processors  # generate's prepared logits processors, when it hands them
         self.settings = settings or DecodeSettings()
         ids = prompt_ids if prompt_ids is not None else lm.encode_chat(prompt_text, chat=chat)
+        eos = lm.eos_ids if eos_ids is None else eos_ids  # a passed generation config's, else the model's
         self.trace = RunTrace(
             method=method, model=lm.name, prompt_text=prompt_text, prompt_tokens=list(ids),
-            settings=self.settings.to_dict(), eos_token_ids=lm.eos_ids, device=lm.device, dtype=lm.dtype,
+            settings=self.settings.to_dict(), eos_token_ids=eos, device=lm.device, dtype=lm.dtype,
         )
 
     def _on_prefill(self, seconds: float) -> None:

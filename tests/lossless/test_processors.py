@@ -220,6 +220,24 @@ def test_logitspec_generate_honours_the_models_generation_config_and_the_callers
     assert logitspec.generate(model, IdsTokenizer(), text, chat=False, generation_config=plain).token_ids == want
 
 
+@pytest.mark.parametrize("method", ["vanilla", "pld", "logitspec"])
+def test_a_passed_generation_configs_eos_ends_the_run_where_it_appears(method):
+    """generate(generation_config=...) stops on that config's eos_token_id, as generate does."""
+    from transformers import GenerationConfig
+
+    import logitspec
+
+    model = next(f for f in WORKS if f.name == "llama").build()
+    prompt = tiny_prompts(1)[0]
+    text = " ".join(map(str, prompt))
+    free = [t for st in decode(model, prompt, "vanilla", DecodeSettings(max_new_tokens=MAX_NEW), []) for t in st.tokens]
+    stop = free[MAX_NEW // 2]  # a token greedy reaches midway: the run must end at its first appearance
+    want = free[: free.index(stop) + 1]
+    config = GenerationConfig(eos_token_id=[stop], max_new_tokens=MAX_NEW)
+    got = logitspec.generate(model, IdsTokenizer(), text, method, chat=False, generation_config=config)
+    assert got.token_ids == want and len(want) < MAX_NEW and got.trace.eos_token_ids == [stop]
+
+
 @pytest.mark.slow
 def test_the_bundled_model_equals_greedy_generate_with_processors(bundled):
     from helpers.lossless_prompts import first_turn

@@ -29,7 +29,7 @@ APP_HEIGHT = 460
 END_LABELS_PX = 360  # a page's right margin, where each lane's end is labelled
 LABEL_LINE_PX = 20  # one line of an end label; labels are stacked at least their half-heights apart
 LABEL_PAD_PX = 10  # between stacked end labels
-LONG_LABEL = 24  # characters: a longer lane label ends its line, or a phone's legend entry runs past the figure
+LONG_LABEL = 16  # characters: a longer lane label ends its line, or a phone's legend entry runs past the figure
 
 
 @dataclass(frozen=True)

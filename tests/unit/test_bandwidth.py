@@ -35,7 +35,10 @@ def test_the_floor_is_the_weights_over_the_read_rate_on_the_threads_asked_and_le
     d = f.to_dict()
     assert d["floor_ms"] == pytest.approx(f.seconds * 1e3, rel=1e-3) and d["weight_bytes"] == weight_bytes(model)
     # a buffer 4x larger takes about 4x longer to read: the rate is one of memory, not of a cache
-    small, large = read_rate(nbytes=64 << 20), read_rate(nbytes=256 << 20)
+    # Interleaved, best of each: on a shared machine both sizes then see the same other work.
+    small = large = 0.0
+    for _ in range(4):
+        small, large = max(small, read_rate(nbytes=64 << 20)), max(large, read_rate(nbytes=256 << 20))
     assert 0.4 < small / large < 2.5
 
 

@@ -35,7 +35,7 @@ PAUSE_MS = 1000  # the presenter's pause between moves
 PAINTED_JS = """() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"""
 PLOT_AT_JS = """([sel, n]) => Array.from(document.querySelectorAll(sel)).every(g => g.layout && g.layout.meta
     && g.layout.meta.step === n) && document.querySelectorAll(sel).length > 0"""
-ROW = re.compile(r"■ ([\w+-]+)\t(\d+)\t\d+\t[\d.]+\t[\d.]+\t([\d.]+) s")
+ROW = re.compile(r"■ ([^\t]+)\t(\d+)\t\d+\t[\d.]+\t[\d.]+\t([\d.]+) s")  # a lane's label, then its counts
 
 
 def start_app() -> tuple[subprocess.Popen, str]:
@@ -140,6 +140,7 @@ def race(browser, url: str, max_new: int) -> dict:
     """The first screen's prompt, with prompt lookup: wall clock from Run to Done, and the lanes'
     compute as the counters say."""
     from logitspec.analysis.race import load_race
+    from ui.form import lane_boxes
 
     prompt = load_race(ROOT / "traces" / "races" / "summarization-242.json")[0]["vanilla"].prompt_text
     page = open_page(browser, url)
@@ -151,7 +152,7 @@ def race(browser, url: str, max_new: int) -> dict:
     box.blur()
     page.wait_for_function("(n) => document.querySelector('#max-new input[type=range]')?.value === n",
                            arg=str(max_new), timeout=10_000)
-    page.get_by_label("Also race prompt lookup decoding (PLD)").check()
+    page.get_by_label(next(b.label for b in lane_boxes() if b.lane == "pld")).check()
     t0 = time.perf_counter()
     page.locator("#run").click()
     seen = set()
@@ -182,7 +183,7 @@ def api_race(url: str, max_new: int) -> dict:
     result = Client(url, verbose=False).predict(*args, api_name="/race")
     wall = time.perf_counter() - t0
     counters = next(r for r in result if isinstance(r, str) and "tokens / pass" in r)
-    cells = re.findall(r"■</span> ([\w+-]+)</td><td>(\d+)</td><td>\d+</td><td>[\d.]+</td><td>[\d.]+</td>"
+    cells = re.findall(r"<tr data-lane='([\w+-]+)'><td>.*?</td><td>(\d+)</td><td>\d+</td><td>[\d.]+</td><td>[\d.]+</td>"
                        r"<td>([\d.]+) s</td>", counters)
     lanes = {name: (int(tok), float(sec)) for name, tok, sec in cells}
     compute = sum(sec for _, sec in lanes.values())

@@ -13,6 +13,7 @@ import time
 import gradio as gr
 
 import visual
+from logitspec.analysis.lanes import label
 from logitspec.core.trace import RunTrace
 
 from . import trie_view
@@ -66,7 +67,7 @@ class ExplorerTab:
     def build(self) -> None:
         """The tab's contents; call inside its gr.Tab."""
         # A race's lanes: the explorer and the debugger show one (LogitSpec's first).
-        self.lane_pick = gr.Radio([], label="Lane explored", visible=False, elem_id="explore-lane",
+        self.lane_pick = gr.Radio([], label="Method explored", visible=False, elem_id="explore-lane",
                                   info="the race's decoder whose steps the explorer and the debugger show")
         with gr.Row():
             self.prev_btn = gr.Button("◀ Previous", elem_id="prev", scale=0, min_width=120)
@@ -133,7 +134,7 @@ class ExplorerTab:
                 self.services.drawings.ahead(self._drawing_key(t, j, view), self._drawer(t, j, view))
         return {
             self.slider: gr.Slider(minimum=0, maximum=max(1, len(t.steps) - 1), value=i, step=1),
-            self.step_label: f"### Step {i} (steps 0–{len(t.steps) - 1})  ·  {t.method}",
+            self.step_label: f"### Step {i} (steps 0–{len(t.steps) - 1})  ·  {label(view.lane or t.method)}",
             self.summary_md: drawn["summary"],
             **self.tree_fig.fill_tree(drawn["tree"], t, drawn["key"]),
             self.tree_view: view.tree_view,

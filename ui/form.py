@@ -107,7 +107,7 @@ def _box_words(lane: str, s: DecodeSettings) -> tuple[str, str, str | None]:
     """(API name, label, element id) of a lane's checkbox: the app's own words for the lanes it
     has always offered, else the lane table's label."""
     words = {
-        "pld": ("with_pld", "Also race prompt lookup decoding (PLD)", None),
+        "pld": ("with_pld", f"Also race {lanes.label(lane)} (guesses copied from earlier in the text)", None),
         "logitspec-static": ("with_static", f"Also race the paper's tree ({s.capacity} tokens, what a GPU "
                                             "verifies in one pass)", "with-static"),
         "recycling": ("with_recycling", "Also race Token Recycling (drafts from the successors past passes "
@@ -118,8 +118,7 @@ def _box_words(lane: str, s: DecodeSettings) -> tuple[str, str, str | None]:
                               "first use)", "with-rest"),
     }
     slug = "".join(c if c.isalnum() else "_" for c in lane)
-    spec = lanes.lane(lane)
-    return words.get(lane, (f"with_{slug}", f"Also race {spec.label if spec else lane}", f"with-{slug}"))
+    return words.get(lane, (f"with_{slug}", f"Also race {lanes.label(lane)}", f"with-{slug}"))
 
 
 def lane_boxes(s: DecodeSettings | None = None) -> list[LaneBox]:

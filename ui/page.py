@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import gradio as gr
 
+from logitspec.analysis.lanes import label
+
 from .debugger import DebuggerTab
 from .explain import ExplainTab
 from .explorer import ExplorerTab, play_button
@@ -31,10 +33,13 @@ CSS = """
 #retrieval { overflow-wrap: anywhere; max-height: 90vh; overflow-y: auto !important; }
 #status-bar { gap: .5rem; }
 #status-bar p { margin: 0; }
-.counters th, .counters td { padding: 4px 10px; text-align: right; }
+.counters th, .counters td { padding: 4px 8px; text-align: right; }
 .counters th:first-child, .counters td:first-child { text-align: left; }
 .counters td:first-child { white-space: nowrap; }  /* a lane's swatch and name on one line */
 .verdict { font-size: 1.2rem; margin-top: .5rem; }
+/* A term the table defines in its hover, and the intro's terms defined in their sentence. */
+.counters abbr[title], .race-note [title] { text-decoration: underline dotted; cursor: help; }
+#intro dfn { font-style: normal; font-weight: 600; }
 #attribution { font-size: .85rem; opacity: .8; }
 @media (max-width: 640px) {
   .gradio-container { padding-left: 6px !important; padding-right: 6px !important; }
@@ -43,6 +48,9 @@ CSS = """
   .counters th, .counters td { padding: 2px; }
   /* The compute clock's seconds are in the race figure's legend: without them a phone's row holds the speed-up. */
   .counters th:nth-child(6), .counters td:nth-child(6) { display: none; }
+  /* So are the passes, which tokens / pass stands for: the row holds each lane's label on one line. */
+  .counters th:nth-child(3), .counters td:nth-child(3) { display: none; }
+  #counters .html-container { padding-left: 0 !important; padding-right: 0 !important; }
   /* The first screen holds the result: the race's table and verdict come first, then the prompt and
      Run, the race's figure, and the rest of both columns in their order (laid out as one column). */
   #race-row { flex-direction: column; flex-wrap: nowrap; }
@@ -114,7 +122,7 @@ class Page:
         out = self.explorer.step_outputs(view)
         out.update(self._whole_run(view, outcomes))
         out.update({
-            self.explorer.lane_pick: gr.Radio(choices=list(view.traces), value=view.lane,
+            self.explorer.lane_pick: gr.Radio(choices=[(label(n), n) for n in view.traces], value=view.lane,
                                               visible=len(view.traces) > 1),
             self.race.prompt: t.prompt_text,  # the prompt of the run on screen, whichever way it was opened
         })

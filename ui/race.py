@@ -18,6 +18,7 @@ from logitspec.analysis.race import result_of
 from serve.stop import run_deadline
 from serve.zerogpu import race_lanes
 from logitspec.core.settings import DecodeSettings
+from visual.glossary import ON_SCREEN
 from visual.verdict import counters_html, verdict_text
 
 from .figures import figure_slot
@@ -32,9 +33,12 @@ LIVE_DRAW_RATIO = 9  # and at least this many times the last redraw's own time: 
 # the server rebuild every one of its outputs' configs (about 50 ms of a core), while the lanes wait.
 LIVE_COUNT_SECONDS = 0.5
 MODEL_POLL_SECONDS = 0.5  # how often a race waiting for its model looks again (and for Stop)
-INTRO_MD = ("# LogitSpec Explorer\nSpeculative decoding from the *next-next* token: watch LogitSpec race plain "
-            "decoding on a real model, then open any step to see the candidates, the retrieval and the draft "
-            "tree it verified.")
+# Every word a first-time visitor needs is defined in the sentence where it first appears (<dfn>).
+INTRO_MD = ("# LogitSpec Explorer\nLogitSpec makes a model write faster without changing a word. A model writes "
+            f"one <dfn>token</dfn> ({ON_SCREEN['token']}) per run over the text, a <dfn>forward pass</dfn>; "
+            "LogitSpec guesses the next few tokens and checks them all in one pass. Watch it race "
+            "<dfn>vanilla</dfn> decoding (one token per pass, always the model's top choice: <dfn>greedy</dfn>), "
+            "then open any step to see its guesses and where they came from.")
 
 
 # A phone shows the table above the form (ui/page.py's CSS): Run, pressed below it, brings the live
@@ -55,7 +59,7 @@ class RaceTab:
 
     def build(self) -> None:
         """The statuses, the form and the race's live views."""
-        gr.Markdown(INTRO_MD)
+        gr.Markdown(INTRO_MD, sanitize_html=False, elem_id="intro")  # our own words: <dfn> kept
         with gr.Row(elem_id="status-bar"):
             self.model_md = gr.Markdown("", elem_id="model-status")
             self.status_md = gr.Markdown("", elem_id="status")
@@ -90,7 +94,7 @@ class RaceTab:
         self.counters = gr.HTML(elem_id="counters")
         self.answer = gr.Textbox(label="LogitSpec's answer, as plain text", lines=4, max_lines=12,
                                  interactive=False, elem_id="answer", buttons=["copy"])
-        self.race_fig = figure_slot("race-plot", "Race: tokens against each lane's compute time")
+        self.race_fig = figure_slot("race-plot", "Race: tokens against each method's compute time")
         # Counts, not time: what the paper's tokens per pass mean on any hardware.
         self.passes_fig = figure_slot("race-passes-plot", "Race: tokens against forward passes")
         self.text_view = gr.HighlightedText(

@@ -5,14 +5,16 @@ Layout and handlers; what a trace fills, the page decides (`page.trace_outputs`)
 """
 from __future__ import annotations
 
+import html
 from pathlib import Path
 
 import gradio as gr
 
 from logitspec.core.limits import InputError
 from logitspec.analysis.race import load_race
+from logitspec.analysis.lanes import label
 from visual.counts import run_counts, run_words
-from visual.verdict import counters_html
+from visual.verdict import counters_html, machine_words
 
 from . import links
 from .debugger import OUTCOMES
@@ -20,6 +22,15 @@ from .downloads import download_of
 from .files import RECORDED_RACE, TRACES_DIR, read_lanes, recorded_examples, shipped_names, shipped_traces
 from .services import Services
 from .view import View
+
+
+def recorded_note(machine: str) -> str:
+    """The counters' note under a race read from a file: where it ran, in plain words (its
+    instruction sets in the hover)."""
+    if not machine:
+        return ""
+    return (f"A recorded race on <span title='{html.escape(machine, quote=True)}'>"
+            f"{html.escape(machine_words(machine))}</span>; not live.")
 
 
 class TraceFilesTab:
@@ -86,9 +97,9 @@ class TraceFilesTab:
         new = View.of_lanes(lanes, p.name)
         out = self.page.trace_outputs(new, outcomes)
         t = new.trace
-        raced = f"a race of {', '.join(lanes)}; " if len(lanes) > 1 else ""
+        raced = f"a race of {' / '.join(label(n) for n in lanes)}; " if len(lanes) > 1 else ""  # a label may hold a comma
         out[race.status_md] = f"**Exploring** {p.name}: {raced}{run_words(run_counts(t))} ({t.model})"
-        out[race.counters] = counters_html(lanes, False, f"A recorded race on {machine}; not live." if machine else "")
+        out[race.counters] = counters_html(lanes, False, recorded_note(machine))
         out[self.download] = download_of(p)  # the download serves the file on screen, every lane of it
         return out
 
@@ -173,9 +184,9 @@ class TraceFilesTab:
             traces, machine = load_race(RECORDED_RACE)
             view = View(traces=traces, lane="logitspec", source=RECORDED_RACE.name)
             out = self.page.trace_outputs(view, outcomes)
-            out[race.counters] = counters_html(traces, False, f"A recorded race on {machine}; not live.")
+            out[race.counters] = counters_html(traces, False, recorded_note(machine))
             out[race.status_md] = (f"**Recorded race** (not live): {len(traces['logitspec'].tokens)} tokens on "
-                                   f"{machine}. Press ▶ Run the race to race on this machine.")
+                                   f"{machine_words(machine)}. Press ▶ Run the race to race on this machine.")
             out[self.download] = download_of(RECORDED_RACE)
             return out
         files = shipped_traces()

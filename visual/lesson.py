@@ -20,6 +20,7 @@ from logitspec.core.trace import RunTrace, StepRecord, TreeNode
 
 from .counts import RunCounts, plural, run_counts
 from .data import context_before, step_position, tok, true_next_next
+from .glossary import GLOSSARY, ON_SCREEN, term  # noqa: F401  the lesson's words, read from here too
 from .style import (
     FONT_FAMILY, MONO_FAMILY, PALETTE, marks_note, node_color_key, text_on, theme_colors, truncate, visible,
 )
@@ -33,54 +34,12 @@ BOX_CHARS = 7  # characters shown in a token box
 CONTEXT_BOXES = 2  # tokens of the text so far shown before the step's own
 GUESS_BOXES = ROW_BOXES - CONTEXT_BOXES - 1  # guesses drawn in stage 2, after the next token
 
-# One definition per word, used for every hover and for the glossary at the end.
-GLOSSARY: dict[str, str] = {
-    "token": "A piece of text the model reads and writes: a word, part of a word or a punctuation mark.",
-    "forward pass": "One run of the whole model over its input; it scores what token should come next.",
-    "plain decoding": "Writing text one token per forward pass, always taking the model's top choice.",
-    "logits": "The model's score for every possible next token; the highest score is its choice.",
-    "draft": "A guessed token, written before the model has confirmed it.",
-    "context": "Everything the model has seen so far: the prompt and the tokens written since.",
-    "n-gram": "A run of n tokens in a row, such as the last 2 or 3 tokens written.",
-    "g1": "LogitSpec's first lookup: find the latest tokens earlier in the context and copy what followed.",
-    "next-next guess": ("A guess for the token after the next one, taken from the same logits that chose the "
-                        "next token (the paper's twist)."),
-    "g2": "LogitSpec's second lookup: for a next-next guess, find it earlier in the context and copy what followed.",
-    "draft tree": "All the guesses of one step, joined where they share a beginning, checked together.",
-    "tree attention mask": ("The rule that lets each guessed token, in the one checking pass, see the text "
-                            "before it and its own branch only, as if it had been written alone."),
-    "bonus token": "The model's own choice right after the last accepted guess; it comes free with the same pass.",
-    "lossless": "The output is exactly what plain decoding would have written, token for token.",
-    "sampling": ("Drawing each token at random by the model's probabilities, with a fixed seed, instead of "
-                 "taking the top one."),
-}
-
-
-# Words defined in the sentence where they first appear, not only in their hover: a student
-# reading the screen cannot guess them from the sentence around them.
-ON_SCREEN: dict[str, str] = {
-    "token": "a word or a piece of a word",
-    "logits": "the model's score for every possible next token",
-    "context": "the prompt and every token written since",
-}
-
-
 @dataclass
 class Stage:
     key: str  # slow | guess | sources | check | keep
     title: str
     html: str  # the stage's words, each technical term in an <abbr>
     figure: go.Figure
-
-
-def term(word: str, shown: str | None = None, define: bool = False) -> str:
-    """`shown` (default `word`) wearing its definition as a hover; `define`: its ON_SCREEN
-    definition follows it in the sentence."""
-    said = (f'<abbr class="lesson-term" data-term="{html.escape(word)}" title="{html.escape(GLOSSARY[word])}">'
-            f"{html.escape(shown or word)}</abbr>")
-    if define:
-        said += f' <span class="lesson-def" data-term="{html.escape(word)}">({html.escape(ON_SCREEN[word])})</span>'
-    return said
 
 
 def terms_used(text: str) -> list[str]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import plotly.graph_objects as go
 
+from logitspec.analysis.lanes import label as lane_label
 from logitspec.analysis.race import RaceResult, result_of
 from logitspec.core.trace import RunTrace
 
@@ -28,6 +29,7 @@ APP_HEIGHT = 460
 END_LABELS_PX = 360  # a page's right margin, where each lane's end is labelled
 LABEL_LINE_PX = 20  # one line of an end label; labels are stacked at least their half-heights apart
 LABEL_PAD_PX = 10  # between stacked end labels
+LONG_LABEL = 16  # characters: a longer lane label ends its line, or a phone's legend entry runs past the figure
 
 
 @dataclass(frozen=True)
@@ -85,13 +87,13 @@ def points(trace: RunTrace, axis: Axis) -> tuple[list[float], list[int]]:
 
 
 def lane_note(name: str, trace: RunTrace) -> str:
-    """What a lane stands for, under its label: the paper's tree and Token Recycling say it; others
-    need no note."""
+    """What a lane stands for, under its label (the lane table's): the paper's tree's size and Token
+    Recycling's source; others need no note."""
     # Short lines: a page's end labels have a narrow margin.
     if name == "logitspec-static":
-        return f"<br>the paper's tree ({trace.settings.get('capacity', 64)} tokens:<br>{GPU_PASS})"
+        return f"<br>{trace.settings.get('capacity', 64)} tokens:<br>{GPU_PASS}"
     if name == "recycling":
-        return "<br>Token Recycling (successors<br>past passes predicted)"
+        return "<br>successors past passes<br>predicted"
     return ""
 
 
@@ -122,7 +124,9 @@ def _ends(lanes: dict[str, RunTrace], res: RaceResult | None, stopped: bool, axi
     for name, tr in lanes.items():
         xs, ys = points(tr, axis)
         said = f"{ys[-1]} tokens in {xs[-1]:.2f} s" if axis is SECONDS else run_words(run_counts(tr))
-        label = f"{html.escape(name, quote=False)}{axis.name_sep}{said}"
+        shown = lane_label(name)
+        sep = axis.name_sep if len(shown) <= LONG_LABEL else ":<br>"
+        label = f"{html.escape(shown, quote=False)}{sep}{said}"
         if not is_finished(tr):
             label += " (stopped)" if stopped else " (running)"
         label += lane_note(name, tr)
@@ -142,11 +146,11 @@ def _lines(fig: go.Figure, lanes: dict[str, RunTrace], ends: list[LaneEnd], mode
     for (name, tr), end in zip(lanes.items(), ends):
         xs, ys = points(tr, axis)
         done = is_finished(tr)
-        legend_name = end.label if mode == "app" else html.escape(name, quote=False)
+        legend_name = end.label if mode == "app" else html.escape(lane_label(name), quote=False)
         fig.add_trace(go.Scatter(
             x=xs, y=ys, mode="lines", name=legend_name, line=dict(color=end.color, width=4,
                                                                   dash="solid" if done else "dot"),
-            hovertemplate=f"{html.escape(name, quote=False)}<br>%{{y}} tokens after {axis.hover}<extra></extra>",
+            hovertemplate=f"{html.escape(lane_label(name), quote=False)}<br>%{{y}} tokens after {axis.hover}<extra></extra>",
         ))
         fig.add_trace(go.Scatter(
             x=[xs[-1]], y=[ys[-1]], mode="markers", showlegend=False, hoverinfo="skip",
@@ -177,7 +181,7 @@ def _pass_words(lanes: dict[str, RunTrace], res: RaceResult | None) -> tuple[str
         return PASSES.title, f"{plain}; a steeper line makes more tokens per forward pass"
     rates = per_pass(res)
     scope = "" if res.complete else f", over the first {res.compared_tokens} tokens of a stopped race"
-    said = ", ".join(f"{html.escape(name, quote=False)} {r:.2f}" for name, r in rates.items())
+    said = "; ".join(f"{html.escape(lane_label(name), quote=False)}: {r:.2f}" for name, r in rates.items())
     return PASSES.title, f"tokens per forward pass: {said} ({plain}{scope})"
 
 
@@ -194,7 +198,7 @@ def _words(lanes: dict[str, RunTrace], res: RaceResult | None, axis: Axis = SECO
         f"output equal to vanilla's up to {res.near_ties} near-tie{'s' if res.near_ties > 1 else ''}"
         if res.near_ties == len(res.partings) else "output DIFFERENT from vanilla")
     scope = "" if res.complete else f", over the first {res.compared_tokens} tokens of a stopped race"
-    return title, (f"{html.escape(best[0], quote=False)} ran at {best[1]:.2f}× vanilla's speed "
+    return title, (f"{html.escape(lane_label(best[0]), quote=False)} ran at {best[1]:.2f}× vanilla's speed "
                    f"(tokens per second of compute, {same}{scope})")
 
 

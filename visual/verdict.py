@@ -6,31 +6,31 @@ tokens every lane reached (serve.race.result_of), and says that it was cut short
 from __future__ import annotations
 
 import html
+import re
 from statistics import mean
 
+from logitspec.analysis.lanes import label
 from logitspec.analysis.parting import near_tie_words
 from logitspec.analysis.race import RaceResult, lane_stats, result_of, seconds_to_reach
 from logitspec.core.settings import INERT
 from logitspec.core.trace import RunTrace
 
 from .counts import RunCounts, run_counts
+from .glossary import defined, term
 from .style import lane_color
 
 STOP_WORDS = {"stopped": "Stopped", "time limit": "Stopped at the time limit"}
 SLOWER = "LogitSpec ran slower than vanilla here"
 DEVICE_WORDS = {"cpu": "on this CPU", "cuda": "on this GPU"}
 GPU_PASS = "what a GPU verifies in one pass"
+# A machine's parts that name its CPU's instruction sets: words for engineers, not for a first screen.
+INSTRUCTION_SETS = re.compile(r"\b(AVX|AMX|FMA|NEON|SSE)", re.I)
 
 
-def lane_words(name: str, trace: RunTrace) -> str:
-    """A lane as a sentence names it: 'prompt lookup', "the paper's 64-token tree", 'vanilla'."""
-    if name == "pld":
-        return "prompt lookup"
-    if name == "logitspec-static":
-        return f"the paper's {trace.settings.get('capacity', 64)}-token tree"
-    if name == "recycling":
-        return "Token Recycling"
-    return {"lookahead": "Lookahead decoding", "rest": "REST"}.get(name, name)
+def machine_words(machine: str) -> str:
+    """A race file's machine in plain words: 'AMD EPYC, 2 cores, AVX2, no AVX-512' -> 'AMD EPYC, 2 cores'."""
+    parts = [p.strip() for p in machine.split(",")]
+    return ", ".join(p for p in parts if p and not INSTRUCTION_SETS.search(p)) or machine
 
 
 def counts_over(trace: RunTrace, n: int) -> RunCounts:
@@ -63,14 +63,15 @@ def per_pass(res: RaceResult) -> dict[str, float]:
 
 
 def per_pass_words(res: RaceResult, lane: str = "logitspec") -> str:
-    """'per forward pass, <b>2.91</b> tokens against prompt lookup's 2.38 and vanilla's 1.01'; the
-    paper's tree with its speed on this machine, as it is the one a CPU makes slow."""
+    """'per forward pass, <b>2.91</b> tokens against 2.38 for prompt lookup and 1.01 for vanilla'; the
+    paper's tree with its size and its speed on this machine, as it is the one a CPU makes slow."""
     rates = per_pass(res)
     others = []
     for name in sorted((n for n in rates if n != lane), key=lambda n: n == "vanilla"):
-        said = f"{lane_words(name, res.traces[name])}'s {rates[name]:.2f}"
+        said = f"{rates[name]:.2f} for {label(name)}"
         if name == "logitspec-static" and res.speedups.get(name):
-            said += f" ({GPU_PASS}; {res.speedups[name]:.2f}× vanilla's tokens/s here)"
+            size = res.traces[name].settings.get("capacity", 64)
+            said += f" ({size} tokens: {GPU_PASS}; {res.speedups[name]:.2f}× vanilla's tokens/s here)"
         others.append(said)
     against = ", ".join(others[:-1]) + f" and {others[-1]}" if len(others) > 1 else "".join(others)
     return f"per forward pass, <b>{rates[lane]:.2f}</b> tokens" + (f" against {against}" if against else "")
@@ -135,7 +136,7 @@ def verdict_text(res: RaceResult, stop_reason: str | None = None, lane: str = "l
     cut = stop_reason is not None or not res.complete
     if cut:
         tokens = {name: run_counts(t).tokens for name, t in res.traces.items()}
-        counts = ", ".join(f"{name} {n}" for name, n in tokens.items())
+        counts = "; ".join(f"{label(name)}: {n}" for name, n in tokens.items())  # a label may hold a comma
         head = f"{STOP_WORDS.get(stop_reason or '', 'Cut short')} after {tokens[lane]} tokens ({counts})."
         if n == 0:
             return head + " Not every lane produced a token, so there is nothing to compare."
@@ -144,7 +145,7 @@ def verdict_text(res: RaceResult, stop_reason: str | None = None, lane: str = "l
         head, scope = "", ""
     device = DEVICE_WORDS.get(res.traces[lane].device, "")
     rates = compared_rates(res)
-    speed = (f"LogitSpec <b>{sp:.2f}×</b> the tokens/s of {_vanilla_words(res)}{' ' + device if device else ''} "
+    speed = (f"{label(lane)} <b>{sp:.2f}×</b> the tokens/s of {_vanilla_words(res)}{' ' + device if device else ''} "
              f"({rates[lane]:.1f} against {rates['vanilla']:.1f} tokens/s)")
     text = f"{head}{scope} {speed}; {per_pass_words(res, lane)}; {_sameness(res, lane, cut)}.".strip()
     why = shortfall(res, lane)
@@ -165,7 +166,7 @@ def _sameness(res: RaceResult, lane: str, cut: bool) -> str:
     for name, p in res.partings.items():
         if name != lane:
             how = f"equal up to a near-tie at token {p.index}" if p.near_tie else f"DIFFERENT from token {p.index} on"
-            same += f"; {lane_words(name, res.traces[name])}'s output {how}"
+            same += f"; the output of {label(name)} {how}"
     return same
 
 
@@ -191,13 +192,14 @@ def counters_html(traces: dict[str, RunTrace], running: bool, note: str = "",
         st, c = lane_stats(name, t), run_counts(t)
         sp = f"<b>{res.speedups.get(name, 0):.2f}×</b>" if judged and name != "vanilla" else ""
         first = f"<td>{rates[name]:.1f}</td>" if cut else ""
+        # The key rides on the row (data-lane), the label is what a visitor reads.
         rows.append(
-            f"<tr><td><span style='color:{lane_color(name, t.method)}'>■</span> {html.escape(name)}</td><td>{c.tokens}</td>"
-            f"<td>{c.passes}</td><td>{c.tokens_per_pass:.2f}</td>"
+            f"<tr data-lane='{html.escape(name)}'><td><span style='color:{lane_color(name, t.method)}'>■</span> "
+            f"{defined(label(name))}</td><td>{c.tokens}</td><td>{c.passes}</td><td>{c.tokens_per_pass:.2f}</td>"
             f"<td>{st.tokens_per_second:.1f}</td><td>{st.seconds:.2f} s</td>{first}<td>{sp}</td></tr>")
     scope = f", first {res.compared_tokens} tokens" if cut else ""
-    head = ("<tr><th>lane</th><th>tokens</th><th>passes</th><th>tokens / pass</th>"
-            "<th>tokens / s</th><th>compute clock</th>"
+    head = (f"<tr><th>method</th><th>tokens</th><th>{term('forward pass', 'passes')}</th><th>{term('tokens per pass', 'tokens / pass')}</th>"
+            f"<th>tokens / s</th><th>{term('compute clock')}</th>"
             + (f"<th>tokens / s{scope}</th>" if cut else "") + f"<th>speed-up{scope}</th></tr>")
     verdict = ""
     if res and not running and "logitspec" in traces:

@@ -42,6 +42,12 @@ def lane(name: str) -> LaneSpec | None:
     return next((ln for ln in LANES if ln.name == name), None)
 
 
+def label(name: str) -> str:
+    """How every view names a lane: its label in the table, else the name itself (a lane the table lacks)."""
+    ln = lane(name)
+    return ln.label if ln else name
+
+
 def names() -> list[str]:
     return [ln.name for ln in LANES]
 

@@ -12,6 +12,7 @@ from logitspec.analysis.race import lane_order, result_of
 from logitspec.core.settings import DecodeSettings
 from visual.race import race_figure
 from visual.style import PALETTE, lane_color
+from logitspec.analysis.lanes import label
 
 PROMPT = "abcabcabc the cat sat on the mat, the cat sat on the mat, the cat"
 BASELINES = ["lookahead", "rest"]
@@ -52,14 +53,14 @@ def test_the_baseline_lanes_have_their_own_colours(raced):
     fig = race_figure(raced)
     for m in BASELINES:
         assert colours[m] == PALETTE[m]
-        assert [t.line.color for t in fig.data if t.mode == "lines" and t.name == m] == [colours[m]]
+        assert [t.line.color for t in fig.data if t.mode == "lines" and t.name == label(m)] == [colours[m]]
 
 
 def test_the_verdict_names_the_baselines_in_words(raced):
     from visual.verdict import counters_html
 
     verdict = counters_html(raced, running=False).split("class='verdict'>", 1)[1]
-    assert "Lookahead decoding's" in verdict and "REST's" in verdict, verdict
+    assert "for Lookahead decoding" in verdict and "for REST" in verdict, verdict
     assert "identical to vanilla" in verdict and "DIFFERENT" not in verdict, verdict
 
 

@@ -21,7 +21,7 @@ PROMPT = "Summarise in two sentences: the city council voted to expand the bus n
 MAX_NEW = 64
 TURNS = 2
 LANES = ("vanilla", "pld")
-ROW = re.compile(r"■</span> ([\w+-]+)</td><td>(\d+)</td><td>\d+</td><td>[\d.]+</td><td>[\d.]+</td>"
+ROW = re.compile(r"<tr data-lane='([\w+-]+)'><td>.*?</td><td>(\d+)</td><td>\d+</td><td>[\d.]+</td><td>[\d.]+</td>"
                  r"<td>([\d.]+) s</td>")
 
 

@@ -16,6 +16,7 @@ from logitspec.core.settings import DecodeSettings
 from visual.race import passes_figure, race_figure
 from visual.style import PALETTE, lane_color
 from visual.verdict import counters_html
+from logitspec.analysis.lanes import label
 
 # A repetitive prompt: the tiny model's own output repeats, so the matrix soon drafts right.
 PROMPT = "abcabcabc the cat sat on the mat, the cat sat on the mat, the cat"
@@ -69,13 +70,13 @@ def test_the_race_figures_and_counters_draw_the_recycling_lane_in_its_own_colour
     assert colour not in {lane_color(n, t.method) for n, t in traces.items() if n != "recycling"}
     for draw in (race_figure, passes_figure):
         fig = draw(traces)
-        lines = [t for t in fig.data if t.mode == "lines" and t.name == "recycling"]
+        lines = [t for t in fig.data if t.mode == "lines" and t.name == label("recycling")]
         assert len(lines) == 1 and lines[0].line.color == colour
         labels = [a.text for a in fig.layout.annotations if a.bordercolor == colour]
         assert len(labels) == 1 and "Token Recycling" in labels[0]
     html = counters_html(traces, running=False)
-    assert f"color:{colour}'>■</span> recycling" in html
-    assert "Token Recycling's" in html.split("class='verdict'>", 1)[1]  # the verdict names it in words
+    assert f"color:{colour}'>■</span> Token Recycling (" in html
+    assert "for Token Recycling (cost tree)" in html.split("class='verdict'>", 1)[1]  # the verdict names it in words
 
 
 def test_the_explorer_and_the_debugger_open_the_recycling_lane(tiny_lm, one_thread):
@@ -90,11 +91,11 @@ def test_the_explorer_and_the_debugger_open_the_recycling_lane(tiny_lm, one_thre
     traces = _race(model_lanes(tiny_lm, PROMPT, ["vanilla", "logitspec", "recycling"], settings))
     view = View(traces=traces, lane="logitspec", source="a race")
     shown = ui.trace_outputs(view, OUTCOMES)[ui.explorer.lane_pick]
-    assert shown.choices == [(n, n) for n in traces] and shown.value == "logitspec" and shown.visible
+    assert shown.choices == [(label(n), n) for n in traces] and shown.value == "logitspec" and shown.visible
     assert any(fn.fn == ui.pick_lane for fn in ui.demo.fns.values())  # the radio's event is wired
     out = ui.pick_lane("recycling", OUTCOMES, view)
     assert view.lane == "recycling" and view.trace is traces["recycling"] and out[ui.state] is view
-    assert "recycling" in out[ui.explorer.step_label]
+    assert label("recycling") in out[ui.explorer.step_label]
     assert "Token Recycling does no lookups" in out[ui.debugger.note]
     assert ">recycled</th>" in out[ui.debugger.table]
     drafted = next(i for i, s in enumerate(traces["recycling"].steps) if len(s.tree) > 1)
@@ -126,7 +127,7 @@ def test_a_lane_picked_mid_race_is_the_one_the_live_explorer_draws(tiny_lm, one_
             labels.append((view.lane, out[ui.explorer.step_label], len(view.traces[view.lane].steps)))
         if n == 6:
             ui.pick_lane("recycling", OUTCOMES, view)  # as the radio does while the race runs
-    after = [(label, steps) for lane, label, steps in labels if lane == "recycling"]
+    after = [(said, steps) for lane, said, steps in labels if lane == "recycling"]
     assert after, labels  # the explorer was redrawn after the switch
-    for label, steps in after:  # it shows the picked lane's latest step, not LogitSpec's
-        assert "recycling" in label and f"Step {steps - 1} " in label, (label, steps)
+    for said, steps in after:  # it shows the picked lane's latest step, not LogitSpec's
+        assert label("recycling") in said and f"Step {steps - 1} " in said, (said, steps)

@@ -38,9 +38,9 @@ def client(app_url):
 def test_a_race_with_the_papers_lane_states_both_figures(client):
     result = client.predict(*race_args(PROMPT, with_pld=True, with_static=True).values(), api_name="/race")
     counters = next(r for r in result if isinstance(r, str) and "tokens / pass" in r)
-    assert "logitspec-static" in counters
+    assert "data-lane='logitspec-static'" in counters and "the paper's" in counters
     verdict = counters.split("class='verdict'>", 1)[1]
     assert "on this CPU" in verdict and "per forward pass, <b>" in verdict
-    assert "prompt lookup's" in verdict and "the paper's 64-token tree's" in verdict
+    assert "for prompt lookup" in verdict and "for LogitSpec, the paper's static tree (64 tokens" in verdict
     assert "identical to vanilla" in verdict and "DIFFERENT" not in verdict
     assert any(isinstance(r, str) and "Race: tokens generated against forward passes" in r for r in result)

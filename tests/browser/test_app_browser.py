@@ -12,7 +12,7 @@ import shutil
 
 import pytest
 
-from helpers.browser import SHOTS, set_max_new, shot, tree_data
+from helpers.browser import SHOTS, counter_rows, set_max_new, shot, tree_data
 from helpers.paths import ROOT
 
 DOCS = ROOT / "docs" / "img"
@@ -48,10 +48,9 @@ def test_pick_run_and_explore(page):
                            timeout=420_000)
     verdict = page.locator("#counters .verdict").inner_text()
     assert "identical to vanilla" in verdict and "×" in verdict
-    rows = [r.split("\t") for r in page.locator("#counters tr").all_inner_texts()]
-    lanes = {cells[0].strip(" ■"): cells for cells in rows[1:]}
+    lanes = counter_rows(page)
     assert set(lanes) == {"vanilla", "logitspec"}
-    assert lanes["vanilla"][1].strip() == lanes["logitspec"][1].strip() == str(MAX_NEW)
+    assert lanes["vanilla"]["tokens"] == lanes["logitspec"]["tokens"] == str(MAX_NEW)
     page.wait_for_selector("#race-plot .js-plotly-plot")
     page.wait_for_timeout(1000)
     race_png = shot(page, "race")

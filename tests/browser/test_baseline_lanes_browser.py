@@ -1,6 +1,6 @@
 """The paper's baselines' lanes in a real browser: a short race with Lookahead decoding and REST
 ticked draws each in its own colour in the race figure and the counters; the verdict names them
-and says their output is vanilla's; "Lane explored" opens each lane's steps, whose window and
+and says their output is vanilla's; "Method explored" opens each lane's steps, whose window and
 pool, or retrieved continuations, are drawn beside the tree; and all of it fits at 1440 px and
 at 390 px (a phone).
 
@@ -17,6 +17,7 @@ import pytest
 from helpers.browser import DESKTOP, MODEL_WAIT_MS, fresh_page, set_max_new, shot, text_of
 from test_fit_browser import PHONE, assert_fits, assert_no_text_over_text, wait_for_plots
 from test_race_passes_browser import inside
+from logitspec.analysis.lanes import label
 from visual.style import PALETTE
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -58,13 +59,13 @@ def test_each_baseline_has_its_own_colour_and_the_verdict_names_them(raced):
     lines = raced.evaluate(LINES_JS)
     colours = {ln["name"].split(":")[0].split("<")[0].strip(): ln["color"] for ln in lines}
     for lane in BASELINES:
-        assert colours.get(lane) == PALETTE[lane], lines
+        assert colours.get(label(lane)) == PALETTE[lane], lines
     assert len(set(colours.values())) == len(colours), lines
     counters = raced.locator("#counters").inner_html()
     for lane in BASELINES:
-        assert re.search(rf"color:\s*{PALETTE[lane]}[^>]*>■</span>\s*{lane}\b", counters, re.I), lane
+        assert re.search(rf"color:\s*{PALETTE[lane]}[^>]*>■</span>\s*{re.escape(label(lane))}", counters, re.I), lane
     verdict = text_of(raced, "#counters .verdict")
-    assert "Lookahead decoding's" in verdict and "REST's" in verdict, verdict
+    assert "for Lookahead decoding" in verdict and "for REST" in verdict, verdict
     assert "identical to vanilla" in verdict and "DIFFERENT" not in verdict, verdict
 
 
@@ -73,8 +74,8 @@ def _explore(page, lane: str) -> dict:
     from playwright.sync_api import expect
 
     page.get_by_role("tab", name="Step explorer").click()
-    page.locator("#explore-lane").get_by_label(lane, exact=True).check()
-    expect(page.locator("#step-label")).to_contain_text(lane, timeout=60_000)
+    page.locator("#explore-lane").get_by_label(label(lane), exact=True).check()
+    expect(page.locator("#step-label")).to_contain_text(label(lane), timeout=60_000)
     branch = "pool n-gram 1" if lane == "lookahead" else "continuation 1"
     for _ in range(RACE_TOKENS):
         page.wait_for_timeout(1500)

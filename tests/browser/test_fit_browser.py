@@ -17,6 +17,7 @@ import pytest
 
 from helpers.browser import DESKTOP, MODEL_WAIT_MS, fresh_page, set_max_new, shot, text_of
 from helpers.paths import ROOT
+from logitspec.analysis.lanes import label
 from visual.explain import TITLES, step_facts, title_of
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -296,7 +297,7 @@ def test_each_lane_of_the_counters_keeps_its_name_on_one_line(browser, app_url, 
     page = fresh_page(browser, app_url, SCREENS[viewport])  # the recorded race and its counters
     page.wait_for_selector("#counters table.counters", timeout=60_000)
     rows = page.evaluate(LANE_LINES_JS)
-    assert {"■ vanilla", "■ logitspec"} <= {r["name"] for r in rows}, rows
+    assert {f"■ {label('vanilla')}", f"■ {label('logitspec')}"} <= {r["name"] for r in rows}, rows
     assert all(r["lines"] == 1 for r in rows), f"{viewport}: a lane's name wraps: {rows}"
     wrap = page.evaluate("() => { const w = document.querySelector('#counters .counters-wrap'); return "
                          "{scroll: w.scrollWidth, client: w.clientWidth, right: w.getBoundingClientRect().right}; }")

@@ -10,6 +10,7 @@ import pytest
 
 from helpers.browser import fresh_page, shot, text_of, tree_data
 from helpers.run_files import RACE, broken_file
+from logitspec.analysis import lanes as lane_table
 
 ERROR_BADGE = "() => Array.from(document.querySelectorAll('.error')).filter(e => e.offsetParent !== null).length"
 
@@ -84,7 +85,7 @@ def test_a_refused_upload_says_why_beside_the_box(browser, app_url, tmp_path):
     from logitspec.analysis.race import load_race
 
     lanes = load_race(RACE)[0]
-    assert f"a race of {', '.join(lanes)}" in text_of(page, "#status")
+    assert f"a race of {' / '.join(lane_table.label(n) for n in lanes)}" in text_of(page, "#status")
     assert text_of(page, "#upload-note") == ""
     page.get_by_role("tab", name="Step explorer").click()
     _wait_label(page, f"Step 0 (steps 0–{len(lanes['logitspec'].steps) - 1})")

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from helpers.browser import DESKTOP, MODEL_WAIT_MS, SHOTS, fresh_page, set_max_new, shot, text_of, tree_data
+from helpers.browser import (DESKTOP, MODEL_WAIT_MS, SHOTS, counter_rows, fresh_page, set_max_new, shot, text_of,
+                             tree_data)
+from logitspec.analysis.lanes import label
 
 LONG_RACE = 400  # new tokens: far more than the race gets through before it is stopped
 STOP_WITHIN_S = 20.0  # a step takes well under 1 s on an idle machine; 2 busy cores are slower
@@ -23,13 +25,8 @@ PHONE = {"width": 390, "height": 844}
 # ---------------------------------------------------------------- reading the page
 
 def counters(page) -> dict[str, dict[str, str]]:
-    """The counters table: lane -> {column header: cell text}."""
-    rows = page.evaluate("""() => Array.from(document.querySelectorAll('#counters table.counters tr'))
-        .map(tr => Array.from(tr.querySelectorAll('th,td')).map(c => c.innerText.trim()))""")
-    if not rows:
-        return {}
-    head = rows[0]
-    return {r[0].strip(" ■\u00a0"): dict(zip(head, r)) for r in rows[1:] if r}
+    """The counters table: lane key -> {column header: cell text}."""
+    return counter_rows(page)
 
 
 def lane_tokens(page) -> dict[str, int]:
@@ -213,11 +210,12 @@ def test_the_stopped_verdict_claims_nothing_false(stopped):
     page = stopped["page"]
     tokens = lane_tokens(page)
     verdict = text_of(page, "#counters .verdict")
-    m = re.search(r"Stopped after (\d+) tokens \(([^)]*)\)", verdict)
+    m = re.search(r"Stopped after (\d+) tokens \((.*?)\)\. ", verdict)
     assert m, verdict
     assert int(m.group(1)) == tokens["logitspec"], (verdict, tokens)
-    stated = {name: int(n) for name, n in re.findall(r"(\w+) (\d+)", m.group(2))}
-    assert stated == tokens, f"the verdict states {stated}, the table {tokens}: {verdict!r}"
+    stated = {name.strip(): int(n) for name, n in re.findall(r"([^;]+): (\d+)", m.group(2))}
+    shown = {label(name): n for name, n in tokens.items()}  # the verdict names lanes by the lane table's labels
+    assert stated == shown, f"the verdict states {stated}, the table {shown}: {verdict!r}"
     n = re.search(r"Over the first (\d+) tokens", verdict)
     assert n, verdict
     assert int(n.group(1)) == min(tokens.values()), (verdict, tokens)

@@ -11,6 +11,7 @@ import re
 import pytest
 
 from helpers.browser import DESKTOP, MODEL_WAIT_MS, fresh_page, set_max_new, shot, text_of
+from logitspec.analysis.lanes import label
 from test_fit_browser import PHONE, assert_fits, assert_no_text_over_text, wait_for_plots
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -57,23 +58,26 @@ def test_the_passes_view_shows_every_lane_in_counts(raced):
     assert "against forward passes" in caption and "not time" in caption, caption
     lines = raced.evaluate(LINES_JS)
     names = " ".join(line["name"] for line in lines)
-    assert "the paper's tree (64 tokens:<br>what a GPU verifies in one pass)" in names, names
+    assert "64 tokens:<br>what a GPU verifies in one pass" in names, names
     assert len(lines) == 3 and all(line["y"] == RACE_TOKENS for line in lines), lines
     passes = {line["name"].split(":")[0]: line["x"] for line in lines}
-    assert passes["logitspec-static"] < passes["vanilla"] and passes["logitspec"] < passes["vanilla"], passes
+    static, cost, van = (label(n) for n in ("logitspec-static", "logitspec", "vanilla"))
+    assert passes[static] < passes[van] and passes[cost] < passes[van], passes
     assert all(isinstance(x, int) for x in passes.values()), passes  # counts, not seconds
 
 
 def test_the_verdict_carries_both_figures(raced):
     verdict = text_of(raced, "#counters .verdict")
-    assert re.search(r"LogitSpec [\d.]+× the tokens/s of vanilla greedy decoding on this CPU", verdict), verdict
-    m = re.search(r"per forward pass, ([\d.]+) tokens against the paper's 64-token tree's ([\d.]+) "
-                  r"\(what a GPU verifies in one pass; ([\d.]+)× vanilla's tokens/s here\) and vanilla's ([\d.]+)",
-                  verdict)
+    assert re.search(r"LogitSpec \(cost tree\) [\d.]+× the tokens/s of vanilla greedy decoding on this CPU",
+                     verdict), verdict
+    m = re.search(r"per forward pass, ([\d.]+) tokens against ([\d.]+) for LogitSpec, the paper's static tree "
+                  r"\(64 tokens: what a GPU verifies in one pass; ([\d.]+)× vanilla's tokens/s here\) and "
+                  r"([\d.]+) for vanilla", verdict)
     assert m, verdict
     assert "identical to vanilla" in verdict and "DIFFERENT" not in verdict
     subtitle = text_of(raced, "#race-passes-plot-caption")
-    assert f"logitspec {m.group(1)}" in subtitle and f"logitspec-static {m.group(2)}" in subtitle, subtitle
+    assert f"{label('logitspec')}: {m.group(1)}" in subtitle, subtitle
+    assert f"{label('logitspec-static')}: {m.group(2)}" in subtitle, subtitle
 
 
 def test_the_checkbox_and_the_figure_fit_a_desktop_and_a_phone(raced):

@@ -1,5 +1,5 @@
 """Token Recycling's lane in a real browser: a short race with it draws its line in its own colour,
-the verdict names it, and "Lane explored" opens its steps, whose draft tree has recycled boxes and
+the verdict names it, and "Method explored" opens its steps, whose draft tree has recycled boxes and
 whose key names them; the checkbox and the lane choice fit at 1440 px and at 390 px (a phone).
 
 Screenshots go to artifacts/browser/ (recycling-desktop.png, recycling-phone.png).
@@ -11,6 +11,7 @@ import pytest
 from helpers.browser import DESKTOP, shot, text_of
 from test_fit_browser import PHONE, assert_fits
 from test_race_passes_browser import PLOTS, RACE_TOKENS, inside, race_code_example
+from logitspec.analysis.lanes import label
 from visual.style import PALETTE
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -33,18 +34,18 @@ def raced(browser, app_url):
 def test_the_recycling_lane_has_its_own_colour_and_the_verdict_names_it(raced):
     lines = raced.evaluate(LINES_JS)
     assert len(lines) == 3, lines
-    recycling = [ln for ln in lines if ln["name"].startswith("recycling")]
+    recycling = [ln for ln in lines if ln["name"].startswith(label("recycling"))]
     assert len(recycling) == 1 and recycling[0]["color"] == PALETTE["recycling"], lines
     assert len({ln["color"] for ln in lines}) == 3, lines
     verdict = text_of(raced, "#counters .verdict")
-    assert "Token Recycling's" in verdict and "identical to vanilla" in verdict and "DIFFERENT" not in verdict
+    assert "for Token Recycling (cost tree)" in verdict and "identical to vanilla" in verdict and "DIFFERENT" not in verdict
 
 
 def test_lane_explored_opens_the_recycling_lanes_steps(raced):
     from playwright.sync_api import expect
 
-    raced.locator("#explore-lane").get_by_label("recycling", exact=True).check()
-    expect(raced.locator("#step-label")).to_contain_text("recycling", timeout=60_000)
+    raced.locator("#explore-lane").get_by_label(label("recycling"), exact=True).check()
+    expect(raced.locator("#step-label")).to_contain_text(label("recycling"), timeout=60_000)
     raced.wait_for_timeout(1500)
     for _ in range(RACE_TOKENS):  # a first step may find no row in the matrix yet; a later one does
         if PALETTE["recycled"] in raced.evaluate(TREE_LINES_JS):

@@ -79,3 +79,12 @@ def set_max_new(page, n: int) -> None:
             if attempt == 2:
                 raise
     page.get_by_text(ACCORDION).click()  # fold it again
+
+
+def counter_rows(page) -> dict[str, dict[str, str]]:
+    """The counters table: each row's lane key (its data-lane) -> {column header: cell text}."""
+    rows = page.evaluate("""() => { const head = Array.from(document.querySelectorAll('#counters table.counters th'))
+            .map(c => c.innerText.trim());
+        return Array.from(document.querySelectorAll('#counters table.counters tr[data-lane]'))
+            .map(tr => [tr.dataset.lane, Array.from(tr.cells).map(c => c.innerText.trim()), head]); }""")
+    return {key: dict(zip(head, cells)) for key, cells, head in rows}

@@ -27,6 +27,7 @@ from visual.fit import caption_html
 from visual.retrieval import debugger_note, failure_rows
 from visual.verdict import counters_html, verdict_text
 from visual.whatif import whatif_html
+from logitspec.analysis.lanes import label
 
 RACE = ROOT / "traces" / "races" / "summarization-242.json"
 # Sampled runs on the bundled model, e.g. `python -m logitspec generate --temperature 0.6 --seed 5
@@ -91,7 +92,7 @@ def _claims(text: str) -> list[tuple[int, int]]:
 def _counters(t: RunTrace) -> tuple[int, int, str]:
     """(tokens, passes, tokens per pass) of the counters' row."""
     html = counters_html({t.method: t}, running=False)
-    m = re.search(r"■</span> [^<]*</td><td>(\d+)</td><td>(\d+)</td><td>([\d.]+)</td>", html)
+    m = re.search(r"■</span> .*?</td><td>(\d+)</td><td>(\d+)</td><td>([\d.]+)</td>", html)
     assert m, html
     return int(m.group(1)), int(m.group(2)), m.group(3)
 
@@ -186,10 +187,10 @@ def test_the_verdict_and_counters_agree_with_each_lane(race):
     counters = counters_html(lanes, running=False, stop_reason=reason)
     for name, t in lanes.items():
         want = truth(t)
-        row = re.search(rf"{name}</td><td>(\d+)</td><td>(\d+)</td><td>([\d.]+)</td>", counters)
+        row = re.search(rf"<tr data-lane='{name}'><td>.*?</td><td>(\d+)</td><td>(\d+)</td><td>([\d.]+)</td>", counters)
         assert row and (int(row.group(1)), int(row.group(2))) == (want.tokens, want.passes)
         if reason:
-            assert f"{name} {want.tokens}" in text, text
+            assert f"{label(name)}: {want.tokens}" in text, text
         per_pass = re.search(r"([\d.]+) tokens per pass from", text)
         if per_pass and name == "logitspec":
             assert per_pass.group(1) == row.group(3)

@@ -12,6 +12,7 @@ from helpers.paths import ROOT
 from logitspec.analysis.race import load_race, result_of
 from visual.race import race_figure
 from visual.verdict import compared_rates, counters_html, verdict_text
+from logitspec.analysis.lanes import label
 
 
 def _stopped() -> dict:
@@ -21,10 +22,11 @@ def _stopped() -> dict:
     return {name: dataclasses.replace(t, steps=t.steps[:keep[name]]) for name, t in lanes.items()}
 
 
-def _cells(html_text: str) -> tuple[list[str], list[list[str]]]:
-    head = re.findall(r"<th>(.*?)</th>", html_text)
-    rows = [[re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td>(.*?)</td>", r)]
-            for r in re.findall(r"<tr><td>.*?</tr>", html_text)]
+def _cells(html_text: str) -> tuple[list[str], dict[str, list[str]]]:
+    """The header's texts, and each row's cell texts by its lane's key (the row's data-lane)."""
+    head = [re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<th>(.*?)</th>", html_text)]
+    rows = {key: [re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td>(.*?)</td>", r)]
+            for key, r in re.findall(r"<tr data-lane='([^']+)'>(.*?)</tr>", html_text)}
     return head, rows
 
 
@@ -35,7 +37,7 @@ def test_the_table_after_stop_shows_the_rates_its_speed_ups_divide():
     assert len({len(t.tokens) for t in lanes.values()}) > 1 and n < max(len(t.tokens) for t in lanes.values())
     head, rows = _cells(counters_html(lanes, False, stop_reason="stopped"))
     assert head[-1] == f"speed-up, first {n} tokens" and head[-2] == f"tokens / s, first {n} tokens", head
-    by_lane = {r[0].split()[-1]: r for r in rows}
+    by_lane = rows
     van = float(by_lane["vanilla"][-2])
     for name, r in by_lane.items():
         if name == "vanilla":
@@ -51,8 +53,9 @@ def test_a_whole_race_keeps_one_rate_column_and_its_ratio_is_the_speed_up():
     assert head[-1] == "speed-up" and head.count("tokens / s") == 1, head
     res = result_of(lanes)
     rates = compared_rates(res)
-    for r in rows:
-        name = r[0].split()[-1]
+    assert set(rows) == set(lanes), rows
+    for name, r in rows.items():
+        assert r[0].endswith(label(name))  # the lane table's label, after its colour's swatch
         assert float(r[4]) == pytest.approx(rates[name], abs=0.051), (name, r)
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from helpers.figures import trace_named
 from helpers.paths import FIXTURES, ROOT
-from logitspec.analysis.lanes import race_order
+from logitspec.analysis.lanes import label, race_order
 from serve.race import lane_run
 from logitspec.analysis.race import load_race, result_of
 from logitspec.core.settings import DecodeSettings
@@ -73,7 +73,7 @@ def test_each_line_ends_at_the_runs_counted_passes_and_tokens(path):
     for name, t in lanes.items():
         xs, ys = pass_points(t)
         c = run_counts(t)
-        line = trace_named(fig, name)
+        line = trace_named(fig, label(name))
         assert (line.x[-1], line.y[-1]) == (c.passes, c.tokens) == (xs[-1], ys[-1])
         assert all(isinstance(x, int) for x in line.x)  # counts, never a time
         assert list(line.x) == sorted(line.x) and xs[0] == ys[0] == 0
@@ -95,10 +95,10 @@ def test_the_app_figure_states_each_lanes_tokens_per_pass_as_the_counters_do(fou
     assert cap["title"] == "Race: tokens generated against forward passes"
     for name, t in four.items():
         c = run_counts(t)
-        assert f"{name} {c.tokens_per_pass:.2f}" in cap["subtitle"]
-        legend = _legend(fig, name + ":")
+        assert f"{label(name)}: {c.tokens_per_pass:.2f}" in cap["subtitle"]
+        legend = _legend(fig, label(name) + ":")
         assert run_words(c) in legend and f"{c.tokens_per_pass:.2f} tokens per pass" in legend
-    assert "the paper's tree (64 tokens:<br>what a GPU verifies in one pass)" in _legend(fig, "logitspec-static:")
+    assert "64 tokens:<br>what a GPU verifies in one pass" in _legend(fig, label("logitspec-static") + ":")
     assert "not time" in cap["subtitle"]
 
 
@@ -106,7 +106,7 @@ def test_a_running_race_has_no_rates_yet(four):
     running = {name: _cut(t, 3) for name, t in four.items()}
     fig = passes_figure(running, fit=True)
     assert "tokens per pass" not in " ".join(d.name or "" for d in fig.data)
-    assert "(running)" in _legend(fig, "logitspec:")
+    assert "(running)" in _legend(fig, label("logitspec") + ":")
 
 
 def test_a_stopped_race_is_judged_per_pass_over_the_tokens_every_lane_reached(four):
@@ -123,11 +123,11 @@ def test_a_stopped_race_is_judged_per_pass_over_the_tokens_every_lane_reached(fo
     # The longer lanes' later steps are not counted.
     assert run_counts(stopped["logitspec"]).passes > counts_over(stopped["logitspec"], n).passes
     fig = passes_figure(stopped, stopped=True, fit=True)
-    assert f"over the first {n} tokens" in _legend(fig, "logitspec:")
+    assert f"over the first {n} tokens" in _legend(fig, label("logitspec") + ":")
     assert f"over the first {n} tokens of a stopped race" in fig.layout.meta["caption"]["subtitle"]
     text = verdict_text(res, "stopped")
     assert f"per forward pass, <b>{rates['logitspec']:.2f}</b> tokens" in text
-    assert f"prompt lookup's {rates['pld']:.2f}" in text
+    assert f"{rates['pld']:.2f} for prompt lookup" in text
 
 
 def test_the_verdict_states_speed_on_this_cpu_and_tokens_per_pass_against_each_lane(four):
@@ -135,12 +135,13 @@ def test_the_verdict_states_speed_on_this_cpu_and_tokens_per_pass_against_each_l
     c = {name: run_counts(t).tokens_per_pass for name, t in four.items()}
     text = verdict_text(res)
     rates = compared_rates(res)
-    assert text.startswith(f"LogitSpec <b>{res.speedups['logitspec']:.2f}×</b> the tokens/s of vanilla greedy "
+    assert text.startswith(f"LogitSpec (cost tree) <b>{res.speedups['logitspec']:.2f}×</b> the tokens/s of vanilla greedy "
                            f"decoding on this CPU ({rates['logitspec']:.1f} against {rates['vanilla']:.1f} "
                            "tokens/s); per forward pass, ")
-    assert (f"per forward pass, <b>{c['logitspec']:.2f}</b> tokens against prompt lookup's {c['pld']:.2f}, "
-            f"the paper's 64-token tree's {c['logitspec-static']:.2f} (what a GPU verifies in one pass; "
-            f"{res.speedups['logitspec-static']:.2f}× vanilla's tokens/s here) and vanilla's {c['vanilla']:.2f}") in text
+    assert (f"per forward pass, <b>{c['logitspec']:.2f}</b> tokens against {c['pld']:.2f} for prompt lookup, "
+            f"{c['logitspec-static']:.2f} for LogitSpec, the paper's static tree (64 tokens: what a GPU verifies in "
+            f"one pass; {res.speedups['logitspec-static']:.2f}× vanilla's tokens/s here) and {c['vanilla']:.2f} "
+            "for vanilla") in text
     assert "output identical to vanilla, token for token" in text and "DIFFERENT" not in text
 
 
@@ -148,7 +149,7 @@ def test_the_two_lane_verdict_compares_with_vanilla_alone():
     lanes = {name: t for name, t in load_race(RECORDED)[0].items() if name in ("vanilla", "logitspec")}
     c = {name: run_counts(t).tokens_per_pass for name, t in lanes.items()}
     text = verdict_text(result_of(lanes))
-    assert f"per forward pass, <b>{c['logitspec']:.2f}</b> tokens against vanilla's {c['vanilla']:.2f};" in text
+    assert f"per forward pass, <b>{c['logitspec']:.2f}</b> tokens against {c['vanilla']:.2f} for vanilla;" in text
     assert "prompt lookup" not in text and "paper's" not in text
 
 
@@ -160,13 +161,13 @@ def test_a_lane_other_than_logitspec_that_differs_is_named(four):
     lanes["logitspec-static"] = st
     text = verdict_text(result_of(lanes))
     at = len(st.steps[0].tokens)
-    assert f"the paper's 64-token tree's output DIFFERENT from token {at} on" in text
+    assert f"the output of LogitSpec, the paper's static tree DIFFERENT from token {at} on" in text
     assert "output identical to vanilla" in text  # LogitSpec's own lane still is
 
 
 def test_the_compute_time_race_is_unchanged_by_the_passes_view(four):
     fig = race_figure(four)
-    line = trace_named(fig, "logitspec")
+    line = trace_named(fig, label("logitspec"))
     assert line.x[-1] == pytest.approx(four["logitspec"].seconds)  # measured seconds, prefill included
     assert fig.layout.xaxis.title.text == "Compute time (s)"
 

@@ -23,6 +23,7 @@ def test_python_m_visual_draws_each_kind_of_file(kind, tmp_path, capsys):
 
 
 def test_python_m_visual_draws_a_race_as_its_logitspec_lane_beside_every_lane(tmp_path):
+    from logitspec.analysis.lanes import label
     from logitspec.analysis.race import load_race
 
     lanes, _ = load_race(RACE)
@@ -33,7 +34,7 @@ def test_python_m_visual_draws_a_race_as_its_logitspec_lane_beside_every_lane(tm
     last = len(lanes["logitspec"].steps) - 1
     assert (tmp_path / "summary.md").read_text(encoding="utf-8").startswith(f"**Step {last} of 0–{last}**")
     race = (tmp_path / "race.html").read_text(encoding="utf-8")
-    assert '"name":"vanilla"' in race and '"name":"logitspec"' in race
+    assert all(f'"name":"{label(name)}"' in race for name in lanes)  # each lane under the lane table's label
 
 
 @pytest.mark.parametrize("kind", sorted(TRACE_REFUSALS))

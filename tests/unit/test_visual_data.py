@@ -32,6 +32,7 @@ from visual import (
     topk_hit_curve,
     topk_hit_figure,
 )
+from logitspec.analysis.lanes import label
 from logitspec.core.trace import RunTrace, StepRecord, TreeNode
 
 
@@ -160,12 +161,12 @@ def test_race_ends_at_the_summed_compute_time_and_states_the_speedup():
     total = tr.prefill_seconds + sum(s.draft_seconds + s.forward_seconds + s.bookkeeping_seconds for s in tr.steps)
     van = _vanilla_like(tr, 0.2)
     fig = race_figure({"vanilla": van, "logitspec": tr})
-    line = trace_named(fig, "logitspec")
+    line = trace_named(fig, label("logitspec"))
     assert line.x[-1] == pytest.approx(total)
     assert line.x[0] == pytest.approx(tr.prefill_seconds) and line.y[0] == 0
     assert line.y[-1] == len(tr.tokens)
     van_total = van.prefill_seconds + 0.2 * (len(tr.tokens) - 1)
-    assert trace_named(fig, "vanilla").x[-1] == pytest.approx(van_total)
+    assert trace_named(fig, label("vanilla")).x[-1] == pytest.approx(van_total)
     speed = (len(tr.tokens) / total) / (len(tr.tokens) / van_total)
     texts = " ".join(a.text for a in fig.layout.annotations)
     assert f"{speed:.2f}× vanilla's speed" in texts
@@ -174,8 +175,8 @@ def test_race_ends_at_the_summed_compute_time_and_states_the_speedup():
     partial.steps = tr.steps[:10]
     fig = race_figure({"vanilla": van, "logitspec": partial})
     assert "× vanilla" not in " ".join(a.text for a in fig.layout.annotations)
-    assert trace_named(fig, "logitspec").line.dash == "dot"
-    assert trace_named(fig, "logitspec").y[-1] == sum(len(s.tokens) for s in tr.steps[:10])
+    assert trace_named(fig, label("logitspec")).line.dash == "dot"
+    assert trace_named(fig, label("logitspec")).y[-1] == sum(len(s.tokens) for s in tr.steps[:10])
 
 
 # --- candidates, retrieval view, summary, other figures -----------------------------------
@@ -342,7 +343,7 @@ def test_prompt_lookup_and_vanilla_runs_draw_too():
             assert fig.layout.title.text
         assert step_summary_md(tr, 0)
     race = race_figure({"vanilla": van, "pld": pld})
-    assert trace_named(race, "pld").x[-1] == pytest.approx(0.7)
+    assert trace_named(race, label("pld")).x[-1] == pytest.approx(0.7)
 
 
 def test_a_guess_right_without_a_lookup_is_not_said_to_be_g2s():

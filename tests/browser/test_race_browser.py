@@ -62,9 +62,8 @@ def start_long_race(page, min_tokens: int = 8, min_passes: int = 3) -> None:
             """([n, p]) => {
                 const c = document.querySelector('#counters');
                 if (!c || !c.innerText.includes('racing')) return false;
-                const rows = Array.from(c.querySelectorAll('table.counters tr')).slice(1)
-                    .map(tr => Array.from(tr.querySelectorAll('td')).map(td => td.innerText.trim()));
-                const lanes = Object.fromEntries(rows.map(r => [r[0].replace(/[■\\s]/g, ''), r]));
+                const lanes = Object.fromEntries(Array.from(c.querySelectorAll('table.counters tr[data-lane]'))
+                    .map(tr => [tr.dataset.lane, Array.from(tr.cells).map(td => td.innerText.trim())]));
                 return lanes.vanilla && lanes.logitspec && +lanes.vanilla[1] >= n && +lanes.logitspec[1] >= n
                     && +lanes.logitspec[2] >= p;
             }""", arg=[min_tokens, min_passes], timeout=MODEL_WAIT_MS)

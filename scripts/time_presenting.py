@@ -5,10 +5,10 @@ debugger, and a race's wall clock against its lanes' own compute.
     python scripts/time_presenting.py [--url URL] [--moves 10] [--max-new-tokens 128] [--out FILE]
 
 Without --url it starts app.py on a free port (as `make demo` would, on the bundled model) and
-stops it at the end. Each move is timed from the key press to the moved figure painted at its
-new step; the presenter's pause between moves is 1 s. The race is the first screen's prompt
-with the prompt-lookup lane, in the page and then through the app's API with no browser
-running; its lanes' compute is what the counters say. Prints the
+stops it at the end. Each move is timed in the page, from the key press to the frame that paints
+every moved figure at its new step; the presenter's pause between moves is 1 s. The race is the
+first screen's prompt with the prompt-lookup lane, in the page and then through the app's API
+with no browser running; its lanes' compute is what the counters say. Prints the
 figures and writes them as JSON (with the CPU named) to --out.
 """
 from __future__ import annotations
@@ -58,7 +58,9 @@ def start_app() -> tuple[subprocess.Popen, str]:
 
 
 def open_page(browser, url: str):
-    page = browser.new_context(viewport=SCREEN).new_page()
+    context = browser.new_context(viewport=SCREEN)
+    context.add_init_script(MOVE_CLOCK_JS)
+    page = context.new_page()
     page.goto(url, wait_until="domcontentloaded")
     page.wait_for_function("() => /Model ready/.test(document.querySelector('#model-status')?.innerText || '')",
                            timeout=300_000)
@@ -66,16 +68,37 @@ def open_page(browser, url: str):
     return page
 
 
+# A move's clock, in the page: from the key press (its keydown event's time stamp) to the first frame
+# after every plot in `window.__moveWatch.plots` reached step `.step` (the frame that paints them),
+# so the figure is the presenter's wait and not this script's round trips to the browser.
+MOVE_CLOCK_JS = """
+window.addEventListener('keydown', (e) => {
+  const watch = window.__moveWatch;
+  if (!watch) return;
+  window.__moveWatch = null;
+  const at = () => Array.from(document.querySelectorAll(watch.plots)).every(
+    (g) => g.layout && g.layout.meta && g.layout.meta.step === watch.step);
+  const poll = () => {
+    if (!at() && performance.now() - e.timeStamp < 60000) { requestAnimationFrame(poll); return; }
+    requestAnimationFrame(() => { window.__moveMs = at() ? performance.now() - e.timeStamp : -1; });
+  };
+  requestAnimationFrame(poll);
+}, true);
+"""
+
+
 def time_moves(page, plots: str, moves: int, start: int) -> list[float]:
-    """Seconds from each → to every plot in `plots` painted at the next step."""
+    """Seconds from each → to every plot in `plots` painted at the next step, clocked in the page."""
     waits = []
     for n in range(start + 1, start + 1 + moves):
         page.wait_for_timeout(PAUSE_MS)
-        t0 = time.perf_counter()
+        page.evaluate("([plots, step]) => { window.__moveMs = null; window.__moveWatch = {plots, step}; }", [plots, n])
         page.keyboard.press("ArrowRight")
-        page.wait_for_function(PLOT_AT_JS, arg=[plots, n], timeout=60_000)
-        page.evaluate(PAINTED_JS)
-        waits.append(time.perf_counter() - t0)
+        page.wait_for_function("() => window.__moveMs !== null", timeout=70_000)
+        ms = page.evaluate("window.__moveMs")
+        if ms < 0:
+            raise SystemExit(f"the move to step {n} did not reach every plot in {plots} within 60 s")
+        waits.append(ms / 1000)
     return waits
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import html
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -18,9 +19,12 @@ from visual.style import sub_x
 
 from .drawings import Drawings, trace_key
 from .figures import FigureSlot, figure_slot
-from .keys import on_moves, presses
+from .held import HeldFns, HeldSteps
+from .keys import presses
 from .lesson import LessonView
 from .links import parse_link, request_params
+
+CHOSEN = "the step you chose"  # why a step moved to, typed or linked is explained
 
 INTRO_MD = """
 **Speculative decoding**, in one line: guess several tokens ahead, check all the guesses in one
@@ -62,6 +66,7 @@ class Pick:
     step: int
     why: str
     lesson_run: tuple | None = None  # the run the lesson was last drawn for
+    held_at: int | None = None  # the step whose neighbours the page holds (ui/held.py)
 
 
 def panel_words(panel: Panel) -> str:
@@ -110,11 +115,13 @@ class ExplainTab:
                 for key in keys[row:row + 2]:
                     self.slots[key] = figure_slot(f"explain-{key}-plot", TITLES[key], live=True, min_width=320)
         gr.Markdown(PAGE_MD)
+        shown = [self.head, *(c for slot in self.slots.values() for c in slot.outputs)]
+        self.held = HeldSteps("explain", self.step, shown)  # Previous/Next at a slide's pace
 
     @property
     def outputs(self) -> list:
         return [self.head, self.step, *(c for slot in self.slots.values() for c in slot.outputs), self.picked,
-                *self.lesson.outputs, self.levels]
+                *self.lesson.outputs, self.levels, self.held.store]
 
     def wire(self, tab: gr.Tab, state: gr.State, kw: dict, step_kw: dict) -> None:
         """Draw on opening the tab, on the step box (typing or Enter), the buttons and Pick; the
@@ -122,7 +129,8 @@ class ExplainTab:
         ins = [state, self.picked]
         tab.select(self.show, ins, self.outputs, **kw)
         self.step.input(self.show_step, ins + [self.step], self.outputs, trigger_mode="always_last", **step_kw)
-        on_moves(self.prev, self.next, "explain", self.move, ins + [self.moves], self.outputs, **step_kw)
+        fns = HeldFns(self.sync, [self.picked], self.move, self.hold)
+        self.held.wire(self.prev, self.next, self.moves, fns, ins, self.outputs, step_kw, kw)
         self.auto.click(lambda v, p: self.show(v, None), ins, self.outputs, **kw)
 
     # ------------------------------------------------------------ what to explain
@@ -160,7 +168,7 @@ class ExplainTab:
             if not 0 <= step < len(trace.steps):
                 note = f" (there is no step {step}: steps run 0–{len(trace.steps) - 1})"
                 step = min(max(step, 0), len(trace.steps) - 1)
-            pick = Pick(key, step, why or "the step you chose")
+            pick = Pick(key, step, why or CHOSEN)
         elif picked is not None and picked.run == key:
             pick = picked
         else:
@@ -177,7 +185,7 @@ class ExplainTab:
     def _draw(self, trace: RunTrace, words: str, pick: Pick, note: str) -> dict:
         out = {self.head: (f"**Explaining** {words}. **Step {pick.step}** of 0–{len(trace.steps) - 1}: "
                            f"{sub_x(pick.why)}{note}."),
-               self.step: pick.step, self.picked: pick}
+               self.step: pick.step, self.picked: pick, self.held.store: self.held.ask()}
         for panel in self._panels(trace, pick.step):
             slot = self.slots[panel.key]
             out.update(slot.fill(panel.figure))
@@ -199,18 +207,37 @@ class ExplainTab:
             return gr.skip()
         return self.show(view, picked, int(step))
 
-    def move(self, view, picked: Pick | None, by):
-        """Previous/Next: `by` steps (the presses the page counted since its last move), kept
-        within the run."""
+    def move(self, view, picked: Pick | None, at, by):
+        """Previous/Next to a step the page did not hold: `by` steps (the presses the page counted
+        since its last move) from step `at`, the one it shows, kept within the run."""
         by = presses(by)
-        base = picked.step if picked is not None else None
-        if base is None:
+        if picked is None:
             return self.show(view, picked)
         trace, _, _ = self.run_of(view)
         if trace is None or by == 0:
             return gr.skip()
+        base = int(at) if isinstance(at, (int, float)) and math.isfinite(at) else picked.step
         step = max(0, min(base + by, len(trace.steps) - 1))
-        return gr.skip() if step == base else self.show(view, picked, step)
+        return gr.skip() if step == base == picked.step else self.show(view, picked, step)
+
+    def sync(self, view, picked: Pick | None, step):
+        """Previous/Next to a step the page held and showed: the pick takes it up."""
+        trace, _, _ = self.run_of(view)
+        if picked is None or trace is None or not isinstance(step, (int, float)):
+            return gr.skip()
+        if int(step) == picked.step or not 0 <= int(step) < len(trace.steps):
+            return gr.skip()
+        return {self.picked: Pick(picked.run, int(step), CHOSEN, picked.lesson_run)}
+
+    def hold(self, view, picked: Pick | None):
+        """The detail's steps around the one picked, for Previous/Next to show on the page
+        (ui/held.py); nothing when the page has them already."""
+        trace, source, words = self.run_of(view)
+        if picked is None or picked.held_at == picked.step or trace is None or run_key(trace, source) != picked.run:
+            return gr.skip()
+        picked.held_at = picked.step
+        return self.held.pack(picked.step, len(trace.steps) - 1,
+                              lambda j: self._draw(trace, words, Pick(picked.run, j, CHOSEN), ""))
 
     def linked(self, view, step: int | None) -> Pick | None:
         """The pick a link makes: its step of the run the view holds (None: the chooser picks)."""

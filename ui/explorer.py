@@ -19,7 +19,8 @@ from logitspec.core.trace import RunTrace
 from . import trie_view
 from .drawings import trace_key
 from .figures import figure_slot, tree_slot
-from .keys import on_moves, presses
+from .held import HeldFns, HeldSteps
+from .keys import presses
 from .services import Services
 from .view import View
 
@@ -89,12 +90,18 @@ class ExplorerTab:
             self.cand_fig = figure_slot("cand-plot", "Next-next candidates", live=True, min_width=320)
             self.cand_plot = self.cand_fig.plot
             self.retrieval_view = gr.HTML(label="Retrieval", elem_id="retrieval")
+        self.held = HeldSteps("explorer", self.slider, self.shown)  # Previous/Next at a slide's pace
 
     @property
     def outputs(self) -> list:
         """What a step move fills."""
-        return [self.slider, self.step_label, self.summary_md, *self.tree_fig.outputs, self.tree_view,
-                self.trie_download, *self.cand_fig.outputs, self.retrieval_view, self.play_btn, self.state]
+        return [self.slider, *self.shown, self.tree_view, self.trie_download, self.play_btn, self.held.store,
+                self.state]
+
+    @property
+    def shown(self) -> list:
+        """What differs from step to step, in the order the held steps list it."""
+        return [self.step_label, self.summary_md, *self.tree_fig.outputs, *self.cand_fig.outputs, self.retrieval_view]
 
     def wire(self, view_kw: dict, step_kw: dict) -> None:
         """The slider, the tree's options, Previous/Next and Play."""
@@ -109,7 +116,8 @@ class ExplorerTab:
                   show_progress="hidden", **step_kw)
         self.tree_view.input(self.set_tree_view, [self.state, self.tree_view], out, **view_kw)
         self.tree_fig.compact.input(self.set_compact_tree, [self.state, self.tree_fig.compact], out, **view_kw)
-        on_moves(self.prev_btn, self.next_btn, "explorer", self.move, [self.state, self.moves], out, **step_kw)
+        fns = HeldFns(self.sync, [self.trie_download, self.state], self.move, self.hold)
+        self.held.wire(self.prev_btn, self.next_btn, self.moves, fns, [self.state], out, step_kw, view_kw)
         # A press while playing pauses; the loop mostly sleeps, so it takes no drawing slot.
         self.play_btn.click(self.play, [self.state], out, trigger_mode="multiple", concurrency_limit=None,
                             show_progress="hidden", api_visibility="undocumented")
@@ -127,23 +135,41 @@ class ExplorerTab:
         if t is None or not t.steps:
             return {}
         view.step = max(0, min(int(view.step if step is None else step) + by, len(t.steps) - 1))
+        view.held_at = None  # the steps the page held were another step's neighbours, or another run's
         i = view.step
-        drawn = self._step_drawing(t, i, view)
         for j in (i + 1, i - 1):  # the likely next moves, drawn while the visitor reads this one
             if 0 <= j < len(t.steps) and not view.racing:
                 self.services.drawings.ahead(self._drawing_key(t, j, view), self._drawer(t, j, view))
         return {
             self.slider: gr.Slider(minimum=0, maximum=max(1, len(t.steps) - 1), value=i, step=1),
+            **self._shown_values(t, i, view),
+            self.tree_view: view.tree_view,
+            self.trie_download: trie_view.download(t, i, view.tree_view, self.services.downloads),
+            self.play_btn: play_button(bool(view.playing)),
+            self.held.store: self.held.ask(),
+            self.state: view,
+        }
+
+    def _shown_values(self, t: RunTrace, i: int, view: View) -> dict:
+        """What the explorer shows of step `i`: each of `shown` and its value."""
+        drawn = self._step_drawing(t, i, view)
+        return {
             self.step_label: f"### Step {i} (steps 0–{len(t.steps) - 1})  ·  {label(view.lane or t.method)}",
             self.summary_md: drawn["summary"],
             **self.tree_fig.fill_tree(drawn["tree"], t, drawn["key"]),
-            self.tree_view: view.tree_view,
-            self.trie_download: trie_view.download(t, i, view.tree_view, self.services.downloads),
             **self.cand_fig.fill(drawn["candidates"]),
             self.retrieval_view: drawn["retrieval"],
-            self.play_btn: play_button(bool(view.playing)),
-            self.state: view,
         }
+
+    def hold(self, view: View):
+        """The steps around the one shown, for Previous/Next to show on the page (ui/held.py);
+        nothing when the page has them already or a race still adds steps."""
+        with view.moving:
+            t = view.trace
+            if view.held_at == view.step or t is None or not t.steps or view.racing or not view.shown:
+                return gr.skip()
+            view.held_at = view.step
+            return self.held.pack(view.step, len(t.steps) - 1, lambda j: self._shown_values(t, j, view))
 
     @staticmethod
     def _drawing_key(t: RunTrace, i: int, view: View) -> tuple:
@@ -189,12 +215,23 @@ class ExplorerTab:
         view.compact_tree = bool(compact)
         return self.step_outputs(view)
 
-    def move(self, view: View, by):
-        """Previous/Next: `by` steps, the presses the page counted since its last move."""
-        by = presses(by)
+    def move(self, view: View, at, by):
+        """Previous/Next to a step the page did not hold: `by` steps (the presses it counted) from
+        step `at`, the one it shows (the server may not have heard of a step shown from the page)."""
+        by, at = presses(by), whole_number(at)
         if by == 0 or view.trace is None:
             return gr.skip()
-        return self.step_outputs(view, by=by)
+        return self.step_outputs(view, at, by=by)  # None: from the view's step, read under its lock
+
+    def sync(self, view: View, step):
+        """Previous/Next to a step the page held and showed: the view takes it up."""
+        shown = whole_number(step)
+        if shown is None or shown == view.step or view.trace is None or not view.trace.steps:
+            return gr.skip()
+        with view.moving:
+            view.step = max(0, min(shown, len(view.trace.steps) - 1))
+            return {self.trie_download: trie_view.download(view.trace, view.step, view.tree_view,
+                                                           self.services.downloads), self.state: view}
 
     def on_span(self, view: View, evt: gr.SelectData):
         """Clicking a token span opens the step that produced it."""

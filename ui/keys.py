@@ -6,7 +6,6 @@ They press the visible tab's own buttons (the Step explorer's, else the Explain 
 key does exactly what a click does, whatever has the focus (a tab button just clicked
 included); only keys typed into a text box, a number box or a slider are left alone.
 """
-import gradio as gr
 
 KEYS_JS = """
 () => {
@@ -77,9 +76,3 @@ def take_moves(group: str) -> str:
     since the last move was sent (and the count cleared)."""
     return ("(...args) => { const m = window.__logitspecMoves || {}; args[args.length - 1] = m['%s'] || 0;"
             " m['%s'] = 0; return args; }" % (group, group))
-
-
-def on_moves(prev: gr.Button, nxt: gr.Button, group: str, fn, inputs: list, outputs: list, **kw) -> None:
-    """Wire Previous/Next to `fn`, whose last input receives the presses counted for `group`.
-    Every press counts: presses during a slow redraw go in the next move, one move at a time."""
-    gr.on([prev.click, nxt.click], fn, inputs, outputs, trigger_mode="always_last", js=take_moves(group), **kw)

@@ -41,6 +41,7 @@ CSS = """
 .counters abbr[title], .race-note [title] { text-decoration: underline dotted; cursor: help; }
 #intro dfn { font-style: normal; font-weight: 600; }
 #attribution { font-size: .85rem; opacity: .8; }
+.held-steps { display: none !important; }  /* the steps held for Previous/Next (ui/held.py) */
 @media (max-width: 640px) {
   .gradio-container { padding-left: 6px !important; padding-right: 6px !important; }
   .counters { font-size: .72rem; }

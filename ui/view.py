@@ -15,6 +15,7 @@ class View:
     traces: dict[str, RunTrace] = field(default_factory=dict)
     lane: str = "logitspec"  # the lane the explorer shows
     step: int = 0
+    held_at: int | None = None  # the step whose neighbours the page holds (ui/held.py)
     source: str = ""  # what the traces came from, for the status line
     stop_reason: str | None = None  # "stopped" or "time limit" when the race was cut short
     tree_view: str = "lanes"  # the explorer's draft tree: "lanes" or "trie"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 import re
 import threading
 import time
@@ -79,7 +80,7 @@ def test_quick_presses_reply_in_the_order_of_their_steps(ui, files, monkeypatch)
     done = threading.Lock()
 
     def press():
-        out = ui.explorer.move(view, 1)
+        out = ui.explorer.move(view, None, 1)
         with done:
             replies.append(_shown(ui, out))
 
@@ -95,23 +96,72 @@ def test_quick_presses_reply_in_the_order_of_their_steps(ui, files, monkeypatch)
 
 def test_a_move_carries_every_press_the_page_counted(ui, files):
     view = _view(ui, files[0], 5)
-    assert _shown(ui, ui.explorer.move(view, 3)) == 8
-    assert _shown(ui, ui.explorer.move(view, -2)) == 6
+    assert _shown(ui, ui.explorer.move(view, None, 3)) == 8
+    assert _shown(ui, ui.explorer.move(view, None, -2)) == 6
     last = len(view.trace.steps) - 1
-    assert _shown(ui, ui.explorer.move(view, 10_000)) == last  # held within the run
+    assert _shown(ui, ui.explorer.move(view, None, 10_000)) == last  # held within the run
     for nothing in (0, None, "x", float("inf")):
-        assert ui.explorer.move(view, nothing) == gr.skip(), nothing
+        assert ui.explorer.move(view, None, nothing) == gr.skip(), nothing
     assert view.step == last
+
+
+def test_a_move_the_server_draws_counts_from_the_step_the_page_shows(ui, files):
+    """The page may have shown held steps the server has not heard of yet (its sync comes after
+    the paint): a press past them counts from the page's step, not the view's."""
+    view = _view(ui, files[0], 2)
+    assert _shown(ui, ui.explorer.move(view, 4, 2)) == 6 and view.step == 6
+    tab = ui.explain
+    pick = tab.linked(view, 2)
+    assert tab.move(view, pick, 4, 2)[tab.picked].step == 6
 
 
 def test_the_explain_tabs_moves_count_every_press_within_the_run(ui, files):
     view = _view(ui, files[0], 0)
     tab = ui.explain
     pick = tab.linked(view, 2)
-    out = tab.move(view, pick, 3)
+    out = tab.move(view, pick, None, 3)
     assert out[tab.picked].step == 5
-    assert tab.move(view, out[tab.picked], -100)[tab.picked].step == 0
-    assert tab.move(view, pick, 0) == gr.skip() and tab.move(view, pick, "x") == gr.skip()
+    assert tab.move(view, out[tab.picked], None, -100)[tab.picked].step == 0
+    assert tab.move(view, pick, None, 0) == gr.skip() and tab.move(view, pick, None, "x") == gr.skip()
+
+
+def test_a_held_step_is_what_the_servers_move_to_it_draws(ui, files, monkeypatch):
+    """Previous/Next show a held step on the page: it must be what the server's own move to that
+    step sends, in every part a move changes (drawn afresh, not from the same kept drawing)."""
+    view = _view(ui, files[0], 5)
+    held = json.loads(ui.explorer.hold(view))
+    assert held["at"] == 5 and held["last"] == len(view.trace.steps) - 1 and sorted(map(int, held["steps"])) == [3, 4, 5, 6, 7]
+    monkeypatch.setattr(ui.services, "drawings", Drawings(idle=lambda: False))
+    for j in (3, 7):
+        out = ui.explorer.step_outputs(copy.deepcopy(view), j)
+        assert held["steps"][str(j)] == [c.postprocess(out[c]) for c in ui.explorer.shown], j
+    assert ui.explorer.hold(view) == gr.skip()  # the page has them already
+    ui.explorer.step_outputs(view, 5)  # drawn by the server: the page holds none
+    view.racing = True
+    assert ui.explorer.hold(view) == gr.skip()  # a race's steps are still coming
+
+
+def test_after_the_page_moved_itself_the_view_takes_its_step_and_the_steps_around_it(ui, files):
+    view = _view(ui, files[0], 5)
+    explorer = ui.explorer
+    out = explorer.sync(view, 6)
+    assert view.step == 6 and set(out) == {explorer.trie_download, explorer.state}  # nothing redrawn
+    assert sorted(map(int, json.loads(explorer.hold(view))["steps"])) == [4, 5, 6, 7, 8]
+    assert explorer.sync(view, 7) != gr.skip() and explorer.sync(view, 7) == gr.skip()  # there already
+    assert explorer.sync(view, "x") == gr.skip() and view.step == 7
+
+
+def test_explains_held_steps_are_what_its_moves_draw(ui, files):
+    view = _view(ui, files[0], 0)
+    tab = ui.explain
+    pick = tab.linked(view, 2)
+    held = json.loads(tab.hold(view, pick))
+    assert tab.hold(view, pick) == gr.skip() and sorted(map(int, held["steps"])) == [0, 1, 2, 3, 4]
+    out = tab.move(view, pick, 2, 2)  # the server's own move to step 4
+    assert held["steps"]["4"] == [c.postprocess(out[c]) for c in tab.held.shown]
+    moved = tab.sync(view, pick, 4)  # the page showed step 4 itself
+    assert set(moved) == {tab.picked} and moved[tab.picked].step == 4
+    assert tab.sync(view, pick, 2) == gr.skip() and tab.sync(view, pick, 99) == gr.skip()
 
 
 def test_each_visitor_gets_a_view_of_their_own(ui, files):
@@ -119,7 +169,7 @@ def test_each_visitor_gets_a_view_of_their_own(ui, files):
     second = copy.deepcopy(first)
     assert second.moving is not first.moving
     assert second.step == 3 and second.trace.tokens == first.trace.tokens
-    ui.explorer.move(second, 1)
+    ui.explorer.move(second, None, 1)
     assert (first.step, second.step) == (3, 4)
 
 

@@ -135,7 +135,6 @@ class ExplorerTab:
         if t is None or not t.steps:
             return {}
         view.step = max(0, min(int(view.step if step is None else step) + by, len(t.steps) - 1))
-        view.held_at = None  # the steps the page held were another step's neighbours, or another run's
         i = view.step
         for j in (i + 1, i - 1):  # the likely next moves, drawn while the visitor reads this one
             if 0 <= j < len(t.steps) and not view.racing:
@@ -146,9 +145,18 @@ class ExplorerTab:
             self.tree_view: view.tree_view,
             self.trie_download: trie_view.download(t, i, view.tree_view, self.services.downloads),
             self.play_btn: play_button(bool(view.playing)),
-            self.held.store: self.held.ask(),
+            self.held.store: self._held_after_draw(view),
             self.state: view,
         }
+
+    def _held_after_draw(self, view: View):
+        """The store once the server drew a step: while playing, the steps held (the same run's);
+        during a race none, with no request (its steps are still coming); else a request for the
+        steps around this one."""
+        if view.playing:
+            return gr.skip()
+        view.held_at = None
+        return None if view.racing else self.held.ask()
 
     def _shown_values(self, t: RunTrace, i: int, view: View) -> dict:
         """What the explorer shows of step `i`: each of `shown` and its value."""

@@ -136,9 +136,13 @@ def test_a_held_step_is_what_the_servers_move_to_it_draws(ui, files, monkeypatch
         out = ui.explorer.step_outputs(copy.deepcopy(view), j)
         assert held["steps"][str(j)] == [c.postprocess(out[c]) for c in ui.explorer.shown], j
     assert ui.explorer.hold(view) == gr.skip()  # the page has them already
-    ui.explorer.step_outputs(view, 5)  # drawn by the server: the page holds none
-    view.racing = True
-    assert ui.explorer.hold(view) == gr.skip()  # a race's steps are still coming
+    store = ui.explorer.held.store
+    assert "ask" in json.loads(ui.explorer.step_outputs(view, 5)[store])  # drawn by the server: asks again
+    view.playing = 1
+    assert ui.explorer.step_outputs(view, 6)[store] == gr.skip()  # Play keeps the same run's steps held
+    view.playing, view.racing = 0, True
+    assert ui.explorer.step_outputs(view, 5)[store] is None  # a race's steps are still coming: none held
+    assert ui.explorer.hold(view) == gr.skip()
 
 
 def test_after_the_page_moved_itself_the_view_takes_its_step_and_the_steps_around_it(ui, files):

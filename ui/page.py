@@ -51,6 +51,9 @@ CSS = """
   .counters th:nth-child(6), .counters td:nth-child(6) { display: none; }
   /* So are the passes, which tokens / pass stands for: the row holds each lane's label on one line. */
   .counters th:nth-child(3), .counters td:nth-child(3) { display: none; }
+  /* Four lanes or more (visual/verdict.py's "many") do not fit one line each beside the numbers:
+     a long name wraps between its words, so the speed-up stays on the screen. */
+  .counters.many td:first-child { white-space: normal; min-width: 8em; }
   #counters .html-container { padding-left: 0 !important; padding-right: 0 !important; }
   /* The first screen holds the result: the race's table and verdict come first, then the prompt and
      Run, the race's figure, and the rest of both columns in their order (laid out as one column). */

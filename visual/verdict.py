@@ -206,5 +206,6 @@ def counters_html(traces: dict[str, RunTrace], running: bool, note: str = "",
         verdict = f"<p class='verdict'>{verdict_text(res, stop_reason)}</p>"
     state = "<p><i>racing…</i></p>" if running else ""
     extra = f"<p class='race-note'>{note}</p>" if note else ""
-    return (f"<div class='counters-wrap'><table class='counters'>{head}{''.join(rows)}</table></div>"
+    many = " many" if len(traces) > 3 else ""  # a phone wraps long lane names then (ui/page.py)
+    return (f"<div class='counters-wrap'><table class='counters{many}'>{head}{''.join(rows)}</table></div>"
             f"{verdict}{state}{extra}")

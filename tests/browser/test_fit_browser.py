@@ -305,6 +305,29 @@ def test_each_lane_of_the_counters_keeps_its_name_on_one_line(browser, app_url, 
     page.context.close()
 
 
+def test_a_phones_counters_keep_every_lanes_speed_up_on_screen(browser, app_url):
+    """Every lane ticked: a long name wraps between its words, so the table fits the screen."""
+    from logitspec.analysis.race import load_race
+    from ui.form import RACED_ALWAYS, lane_boxes
+    from visual.verdict import counters_html
+
+    recorded = load_race(ROOT / "traces" / "races" / "summarization-242.json")[0]
+    lanes = [*RACED_ALWAYS, *(b.lane for b in lane_boxes())]
+    five = counters_html({n: recorded.get(n, recorded["logitspec"]) for n in lanes}, running=False)
+    page = fresh_page(browser, app_url, PHONE)
+    page.wait_for_selector("#counters table.counters", timeout=60_000)
+    page.evaluate("(html) => { document.querySelector('#counters .counters-wrap').parentElement.innerHTML = html; }",
+                  five)
+    rows = page.evaluate(LANE_LINES_JS)
+    assert len(rows) == len(lanes) and all(1 <= r["lines"] <= 2 for r in rows), rows
+    fit = page.evaluate("""() => { const w = document.querySelector('#counters .counters-wrap');
+        const cells = [...w.querySelectorAll('tr[data-lane] td:last-child')].map(c => c.getBoundingClientRect().right);
+        return {scroll: w.scrollWidth, client: w.clientWidth, right: Math.max(...cells)}; }""")
+    assert fit["scroll"] <= fit["client"] + 1 and fit["right"] <= PHONE["width"], fit
+    shot(page, "counters-five-lanes-390", "#counters", height=500)
+    page.context.close()
+
+
 @pytest.mark.parametrize("screen", ["desktop"], indirect=True)
 def test_a_click_on_a_tree_box_shows_its_whole_token(screen):
     _, desktop = screen

@@ -35,18 +35,32 @@ def _label(page) -> str:
     return text_of(page, "#step-label")
 
 
+def _ready(page, group: str, plots: str, step: int) -> None:
+    """Wait for `step` drawn and the next one held, count the hidden buttons' presses, and take the
+    focus off any box (the keys are the page's then)."""
+    page.wait_for_function(AT_JS, arg=[plots, step], timeout=60_000)
+    page.wait_for_function(HOLDS_JS, arg=[group, step + 1], timeout=60_000)
+    page.evaluate(COUNT_JS, group)
+    page.evaluate("() => document.activeElement?.blur()")
+
+
+def _moved_on_the_page(page, group: str, plots: str, step: int) -> None:
+    """The move reached `step` without the server drawing it, and the server took the step up:
+    the steps it then sends are held around that step."""
+    page.wait_for_function(AT_JS, arg=[plots, step], timeout=30_000)
+    page.wait_for_function("() => window.__pressed.sync === 1", timeout=30_000)
+    assert page.evaluate("window.__pressed.fetch") == 0  # drawn from the page, not by the server
+    page.wait_for_function("([group, n]) => window.__logitspecHeld?.[group]?.at === n", arg=[group, step],
+                           timeout=30_000)
+
+
 def test_a_held_step_is_drawn_on_the_page_and_the_server_takes_it_up(browser, app_url):
     page = _open(browser, app_url, f"trace={RUN}&step=3&tab=explorer")
-    page.wait_for_function(AT_JS, arg=[TREE, 3], timeout=60_000)
-    page.wait_for_function(HOLDS_JS, arg=["explorer", 4], timeout=60_000)
-    page.evaluate(COUNT_JS, "explorer")
-    page.locator("#step-label").click()
+    _ready(page, "explorer", TREE, 3)
     page.keyboard.press("ArrowRight")
-    page.wait_for_function(AT_JS, arg=[TREE, 4], timeout=10_000)
+    _moved_on_the_page(page, "explorer", TREE, 4)
     assert _label(page).startswith("Step 4 (")
-    page.wait_for_function("() => window.__pressed.sync === 1", timeout=10_000)
-    assert page.evaluate("window.__pressed.fetch") == 0  # drawn from the page, not by the server
-    # The server took the step up: the trie it draws now is step 4's.
+    # A redraw the server makes now is step 4's: the trie.
     page.locator("#tree-view").get_by_text("trie", exact=True).click()
     page.wait_for_function("() => 'shared' in (document.querySelector('#tree-plot .js-plotly-plot')?.layout?.meta"
                            " || {})", timeout=30_000)  # the trie's drawing, not the lanes'
@@ -56,9 +70,7 @@ def test_a_held_step_is_drawn_on_the_page_and_the_server_takes_it_up(browser, ap
 
 def test_quick_presses_past_the_steps_held_land_on_the_right_step(browser, app_url):
     page = _open(browser, app_url, f"trace={RUN}&step=2&tab=explorer")
-    page.wait_for_function(HOLDS_JS, arg=["explorer", 3], timeout=60_000)
-    page.evaluate(COUNT_JS, "explorer")
-    page.locator("#step-label").click()
+    _ready(page, "explorer", TREE, 2)
     for _ in range(6):  # two steps are held on each side: the later presses go to the server
         page.keyboard.press("ArrowRight")
     page.wait_for_function(AT_JS, arg=[TREE, 8], timeout=60_000)
@@ -73,17 +85,15 @@ def test_quick_presses_past_the_steps_held_land_on_the_right_step(browser, app_u
 
 def test_explains_detail_moves_through_held_steps(browser, app_url):
     page = _open(browser, app_url, f"trace={RUN}&step=2&tab=explain")
+    # The link opens the lesson first (the step waits in "In detail"): only then is the tab ours to switch.
+    page.wait_for_function("() => !!document.querySelector('#lesson-keep-plot .js-plotly-plot .main-svg')",
+                           timeout=240_000)
     page.locator("#explain-levels").get_by_role("tab", name="In detail").click()
-    page.wait_for_function(AT_JS, arg=[PANELS, 2], timeout=60_000)
-    page.wait_for_function(HOLDS_JS, arg=["explain", 3], timeout=60_000)
-    page.evaluate(COUNT_JS, "explain")
-    page.locator("#explain-head").click()
+    _ready(page, "explain", PANELS, 2)
     page.keyboard.press("PageDown")
-    page.wait_for_function(AT_JS, arg=[PANELS, 3], timeout=10_000)
+    _moved_on_the_page(page, "explain", PANELS, 3)
     assert "Step 3 of" in text_of(page, "#explain-head")
-    page.wait_for_function("() => window.__pressed.sync === 1", timeout=10_000)
-    assert page.evaluate("window.__pressed.fetch") == 0
-    # The server took the step up: a press it answers itself (past the steps held) counts from step 3.
+    # A step the page does not hold is the server's to draw, from the step shown.
     page.evaluate("() => { window.__logitspecHeld.explain = null; }")
     page.keyboard.press("PageDown")
     page.wait_for_function(AT_JS, arg=[PANELS, 4], timeout=30_000)

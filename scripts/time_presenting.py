@@ -35,7 +35,9 @@ PAUSE_MS = 1000  # the presenter's pause between moves
 PAINTED_JS = """() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"""
 PLOT_AT_JS = """([sel, n]) => Array.from(document.querySelectorAll(sel)).every(g => g.layout && g.layout.meta
     && g.layout.meta.step === n) && document.querySelectorAll(sel).length > 0"""
-ROW = re.compile(r"■ ([^\t]+)\t(\d+)\t\d+\t[\d.]+\t[\d.]+\t([\d.]+) s")  # a lane's label, then its counts
+# Each counters row: its lane's key (data-lane), its tokens and its compute seconds ("1.23 s").
+LANES_JS = """() => Array.from(document.querySelectorAll('#counters table.counters tr[data-lane]'))
+    .map(tr => [tr.dataset.lane, tr.cells[1].innerText.trim(), tr.cells[5].innerText.trim()])"""
 
 
 def start_app() -> tuple[subprocess.Popen, str]:
@@ -185,7 +187,7 @@ def race(browser, url: str, max_new: int) -> dict:
             break
         page.wait_for_timeout(100)
     wall = time.perf_counter() - t0
-    lanes = {name: (int(tok), float(sec)) for name, tok, sec in ROW.findall(page.inner_text("#counters"))}
+    lanes = {name: (int(tok), float(sec.removesuffix(" s"))) for name, tok, sec in page.evaluate(LANES_JS)}
     page.context.close()
     compute = sum(sec for _, sec in lanes.values())
     return {"wall_seconds": wall, "lanes": lanes, "lanes_compute_seconds": compute,

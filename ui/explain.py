@@ -248,11 +248,11 @@ class ExplainTab:
 
     def on_link(self, view, picked: Pick | None, request: gr.Request):
         """After the first view: fill the tab when the page's link opened it (at the pick the
-        link made, which also holds when opening the tab draws it first). The lesson shows first,
-        a named step waiting in "In detail": a link on a slide opens the words a class can read."""
+        link made, which also holds when opening the tab draws it first). The lesson shows first
+        (the page opens on it), a named step waiting in "In detail": a link on a slide opens the
+        words a class can read. The reply leaves the tabs alone, so a visitor who picked "In
+        detail" before it came stays there."""
         link = parse_link(request_params(request), [])
         if link.tab != "explain":
             return gr.skip()
-        out = self.show(view, picked)
-        out[self.levels] = gr.Tabs(selected="lesson")
-        return out
+        return self.show(view, picked)

@@ -261,3 +261,15 @@ def test_a_pause_during_a_steps_drawing_shows_that_step_paused(ui, files, monkey
     assert all(_changes_nothing(r, ui) for r in paused), paused
     assert [_label(r, ui) for r in rest] == ["▶ Play"]
     assert view.step == 5 and view.playing == 0
+
+
+def test_a_links_explain_reply_leaves_the_lesson_or_detail_as_the_visitor_picked(ui, files):
+    """The page opens on the lesson; the link's reply, which can come after the visitor picked
+    "In detail", fills the tab without choosing between the two."""
+    from types import SimpleNamespace
+
+    view = _view(ui, files[0], 0)
+    tab = ui.explain
+    out = tab.on_link(view, tab.linked(view, 5), SimpleNamespace(query_params={"tab": "explain", "step": "5"}))
+    assert out[tab.picked].step == 5 and tab.levels not in out
+    assert tab.on_link(view, None, SimpleNamespace(query_params={})) == gr.skip()

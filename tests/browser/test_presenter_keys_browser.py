@@ -88,3 +88,16 @@ def test_the_step_buttons_read_on_one_line(lesson_page):
     for sel in ("#explain-prev", "#explain-next"):
         assert page.evaluate(LINES_JS, sel) == 1, (sel, page.evaluate(LINES_JS, sel))
     page.get_by_role("tab", name="Lesson").click()
+
+
+def test_in_detail_clicked_while_a_link_opens_stays_open(browser, app_url):
+    """A link to Explain opens the lesson; a visitor who picks "In detail" before the link's step
+    has come keeps it (the link's reply does not take them back to the lesson)."""
+    page = _page(browser, app_url, f"trace={RUN}&step=5&tab=explain")
+    detail = page.locator("#explain-levels").get_by_role("tab", name="In detail")
+    detail.click(timeout=240_000)  # as soon as the tab can be clicked
+    page.wait_for_function("() => /Step 5\\*?\\*? of/.test(document.querySelector('#explain-head')?.innerText || '')",
+                           timeout=240_000)  # the link's step has come
+    page.wait_for_timeout(1000)
+    assert page.evaluate(LEVEL_JS) == "In detail"
+    page.context.close()

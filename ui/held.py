@@ -79,8 +79,10 @@ class HeldSteps:
     def pack(self, at: int, last: int, draw: Callable[[int], dict]) -> str:
         """The steps around `at` (of 0..`last`), each drawn by `draw(step)` as {component: value},
         as the page receives each of `shown`."""
-        steps = {str(j): [c.postprocess(draw(j)[c]) for c in self.shown]
-                 for j in range(max(0, at - AROUND), min(last, at + AROUND) + 1)}
+        steps = {}
+        for j in range(max(0, at - AROUND), min(last, at + AROUND) + 1):
+            values = draw(j)  # once a step: a step's parts are drawn together
+            steps[str(j)] = [c.postprocess(values[c]) for c in self.shown]
         return json.dumps({"at": at, "last": last, "steps": steps})
 
     def wire(self, prev: gr.Button, nxt: gr.Button, moves: gr.Number, fns: "HeldFns", inputs: list,

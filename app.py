@@ -19,6 +19,7 @@ from serve.zerogpu import on_zerogpu
 from ui.figures import FIGURES_CSS
 from ui.files import ROOT, shipped_traces
 from ui.page import CSS, Page
+from ui.present import PRESENT_CSS
 from ui.services import Services
 
 
@@ -49,7 +50,7 @@ def main() -> None:
     demo = build_app(services)
     # max_file_size: the browser refuses a larger trace before sending it, and the server stops reading it.
     demo.queue(default_concurrency_limit=1, max_size=64).launch(
-        show_error=True, theme=gr.themes.Soft(), css=CSS + FIGURES_CSS, max_file_size=Limits.from_env().trace_bytes)
+        show_error=True, theme=gr.themes.Soft(), css=CSS + FIGURES_CSS + PRESENT_CSS, max_file_size=Limits.from_env().trace_bytes)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Time the app as a presenter uses it, in Debian's chromium on this machine: a step move in the
-Step explorer and in Explain's detail, Play paused by one press, a filter in the retrieval
-debugger, and a race's wall clock against its lanes' own compute.
+Step explorer and in Explain's detail (in normal and in large type), Play paused by one press, a
+filter in the retrieval debugger, and a race's wall clock against its lanes' own compute.
 
     python scripts/time_presenting.py [--url URL] [--moves 10] [--max-new-tokens 128] [--out FILE]
 
@@ -104,8 +104,9 @@ def time_moves(page, plots: str, moves: int, start: int) -> list[float]:
     return waits
 
 
-def explorer_moves(browser, url: str, moves: int) -> list[float]:
-    page = open_page(browser, url + f"?trace={RUN}&step=0")
+def explorer_moves(browser, url: str, moves: int, extra: str = "") -> list[float]:
+    """Step moves in the explorer; `extra` adds to the link (`&present=1`: with large type)."""
+    page = open_page(browser, url + f"?trace={RUN}&step=0{extra}")
     page.wait_for_function(PLOT_AT_JS, arg=["#tree-plot .js-plotly-plot", 0], timeout=60_000)
     page.locator("#step-label").click()  # the page has the focus, not a box
     waits = time_moves(page, "#tree-plot .js-plotly-plot, #cand-plot .js-plotly-plot", moves, 0)
@@ -113,8 +114,8 @@ def explorer_moves(browser, url: str, moves: int) -> list[float]:
     return waits
 
 
-def explain_moves(browser, url: str, moves: int) -> list[float]:
-    page = open_page(browser, url + f"?trace={RUN}&step=0&tab=explain")
+def explain_moves(browser, url: str, moves: int, extra: str = "") -> list[float]:
+    page = open_page(browser, url + f"?trace={RUN}&step=0&tab=explain{extra}")
     page.locator("#explain-levels").get_by_role("tab", name="In detail").click()
     panels = "#explain-detail .js-plotly-plot"
     page.wait_for_function(PLOT_AT_JS, arg=[panels, 0], timeout=60_000)
@@ -223,6 +224,9 @@ def cpu() -> dict:
     return {"cpu": name, "cores": os.cpu_count(), "instruction_sets": instruction_sets()}
 
 
+PRESENT = "&present=1"  # the present switch on: large type, every figure's fonts raised in the page
+
+
 def summary(waits: list[float]) -> dict:
     return {"median": statistics.median(waits), "max": max(waits), "all": [round(w, 3) for w in waits]}
 
@@ -243,6 +247,10 @@ def main() -> None:
             report = {"machine": cpu(), "screen": SCREEN}
             for name, measure in (("explorer_move_seconds", lambda: summary(explorer_moves(browser, url, args.moves))),
                                   ("explain_move_seconds", lambda: summary(explain_moves(browser, url, args.moves))),
+                                  ("explorer_move_present_seconds",
+                                   lambda: summary(explorer_moves(browser, url, args.moves, PRESENT))),
+                                  ("explain_move_present_seconds",
+                                   lambda: summary(explain_moves(browser, url, args.moves, PRESENT))),
                                   ("play", lambda: play_pause(browser, url)),
                                   ("debugger_filter_seconds", lambda: summary(debugger_filter(browser, url))),
                                   ("race", lambda: race(browser, url, args.max_new_tokens)),

@@ -5,6 +5,7 @@
   // token beside the tree, and the download buttons export each figure's 16:9 slide with the
   // Plotly.js Gradio loaded (window.Plotly). No network is needed.
   const SLIDE = __SLIDE__;
+  const PRESENT = __PRESENT__;
   const hooked = new WeakSet();
   // On a touch screen a drag that pans a plot would take every swipe over it, and a tall tree
   // could not be scrolled past: there a swipe scrolls the page (range sliders still move the view).
@@ -18,10 +19,65 @@
   const pxPerUnit = (ax) => ax._length / Math.abs(ax.range[1] - ax.range[0]);
   const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
 
+  // The present switch (ui/present.py): no font on a figure smaller than PRESENT.vw % of the
+  // window's width (24 px at 1920) nor PRESENT.min_px, a figure's height grown with its body
+  // font, so its rows keep room for their labels.
+  const floorPx = () => (document.documentElement.classList.contains("present")
+                         ? Math.max(PRESENT.min_px, Math.round(window.innerWidth * PRESENT.vw / 100)) : 0);
+  const getPath = (obj, path) => path.reduce((o, k) => (o == null ? undefined : o[k]), obj);
+  const setPath = (obj, path, v) => {
+    const last = path.length - 1;
+    path.slice(0, last).reduce((o, k) => (o[k] = o[k] || {}), obj)[path[last]] = v;
+  };
+  // Every font size set in a trace or a layout: [path, size] (annotations by their index).
+  function fontsOf(obj, path, out) {
+    for (const [k, v] of Object.entries(obj || {})) {
+      if (k === "meta" || k === "template" || !v || typeof v !== "object") continue;
+      if (Array.isArray(v)) {
+        if (k === "annotations") v.forEach((a, i) => fontsOf(a, path.concat([k, i]), out));
+      } else {
+        if (/font$/.test(k) && v.size !== undefined) out.push([path.concat([k, "size"]), v.size]);
+        fontsOf(v, path.concat([k]), out);
+      }
+    }
+    return out;
+  }
+  // A figure with its fonts raised to `floor` (0: as drawn), from the sizes it was drawn with.
+  function presented(data, layout, floor) {
+    const was = (layout.meta && layout.meta.present) || {floor: 0, base: []};
+    if (was.floor === floor) return null;
+    const fig = structuredClone({data: data, layout: layout});
+    for (const [where, path, size] of was.base) setPath(where < 0 ? fig.layout : fig.data[where], path, size);
+    const base = [];
+    const body = (fig.layout.font && fig.layout.font.size) || 12;  // Plotly's own default
+    const raise = (where, obj) => {
+      for (const [path, size] of fontsOf(obj, [], [])) {
+        const up = Array.isArray(size) ? size.map((s) => Math.max(s, floor)) : Math.max(size, floor);
+        if (same(up, size)) continue;
+        base.push([where, path, size]);
+        setPath(obj, path, up);
+      }
+    };
+    if (floor) {
+      if (!(fig.layout.font && fig.layout.font.size)) setPath(fig.layout, ["font", "size"], body);
+      raise(-1, fig.layout);
+      fig.data.forEach((t, i) => raise(i, t));
+      if (fig.layout.height) {
+        base.push([-1, ["height"], fig.layout.height]);
+        fig.layout.height = Math.round(fig.layout.height * Math.max(1, floor / body));
+      }
+    }
+    fig.layout.meta = Object.assign({}, fig.layout.meta);
+    if (floor) fig.layout.meta.present = {floor: floor, base: base, scale: Math.max(1, floor / body)};
+    else delete fig.layout.meta.present;
+    return fig;
+  }
+  const scaleOf = (gd) => (gd.layout.meta && gd.layout.meta.present && gd.layout.meta.present.scale) || 1;
+
   function labelText(gd, spec) {
-    const lay = gd._fullLayout;
-    const fits = pxPerUnit(lay.yaxis) >= spec.min_lane_px;
-    const n = fits ? Math.floor((pxPerUnit(lay.xaxis) * spec.box - spec.pad) / spec.char_px) : 0;
+    const lay = gd._fullLayout, k = scaleOf(gd);
+    const fits = pxPerUnit(lay.yaxis) >= spec.min_lane_px * k;
+    const n = fits ? Math.floor((pxPerUnit(lay.xaxis) * spec.box - spec.pad * k) / (spec.char_px * k)) : 0;
     return spec.full.map((t) => (n >= 2 ? esc(cut(t, n)) : ""));
   }
 
@@ -39,7 +95,7 @@
   function windowed(gd, w) {
     if (gd._windowedLayout === gd.layout) return false;
     gd._windowedLayout = gd.layout;
-    const cols = Math.max(2, Math.floor(gd._fullLayout.xaxis._length / w.col_px));
+    const cols = Math.max(2, Math.floor(gd._fullLayout.xaxis._length / (w.col_px * scaleOf(gd))));
     if (cols >= w.range[1] - w.range[0]) return false;
     window.Plotly.relayout(gd, {"xaxis.range": [w.range[0], w.range[0] + cols],
                                 "xaxis.rangeslider": {visible: true, range: w.range, thickness: 0.08},
@@ -57,7 +113,7 @@
     }
     if (spec.ticks) {
       const t = spec.ticks;
-      const shown = thin(t.vals, pxPerUnit(gd._fullLayout[t.axis]), t.min_px, t.keep);
+      const shown = thin(t.vals, pxPerUnit(gd._fullLayout[t.axis]), t.min_px * scaleOf(gd), t.keep);
       const vals = t.vals.filter((v) => shown.has(v));
       const text = t.text.filter((_, i) => shown.has(t.vals[i]));
       if (!same(vals, gd.layout[t.axis].tickvals)) {
@@ -92,8 +148,20 @@
       window.Plotly.relayout(gd, {dragmode: false});  // drawn again: settle() runs once more
       return;
     }
+    const fig = gd.layout && presented(gd.data || [], gd.layout, floorPx());
+    if (fig) {
+      if (gd._windowedLayout === gd.layout) gd._windowedLayout = fig.layout;  // it keeps its slider
+      window.Plotly.react(gd, fig.data, fig.layout);  // drawn again: settle() runs once more
+      return;
+    }
     fit(gd);
   }
+  const settleAll = () => document.querySelectorAll(".js-plotly-plot").forEach((gd) => gd._fullLayout && settle(gd));
+  let resized = null;
+  window.addEventListener("resize", () => {
+    clearTimeout(resized);
+    resized = setTimeout(() => floorPx() && settleAll(), 200);  // the floor follows the window's width
+  });
 
   let queued = false;
   new MutationObserver(() => {
@@ -105,8 +173,12 @@
     });
   }).observe(document.body, {childList: true, subtree: true});
 
+  // The figure as drawn before the present switch raised its fonts (a slide has its own sizes).
+  const unpresented = (gd) => presented(gd.data, gd.layout, 0) || {data: gd.data, layout: gd.layout};
+
   function slideOf(gd) {
-    const patch = gd.layout.meta.slide;
+    const fig = unpresented(gd);
+    const patch = fig.layout.meta.slide;
     const apply = (obj, changes) => {
       const out = Object.assign({}, obj);
       for (const [k, v] of Object.entries(changes || {})) {
@@ -114,20 +186,24 @@
       }
       return out;
     };
-    const layout = apply(gd.layout, patch.layout);
+    const layout = apply(fig.layout, patch.layout);
     layout.meta = {};  // nothing left for fit() to re-cut: the slide's labels are its own
-    return {data: gd.data.map((t, i) => apply(t, patch.data[i])), layout: layout, config: {}};
+    return {data: fig.data.map((t, i) => apply(t, patch.data[i])), layout: layout, config: {}};
   }
 
   window.logitspecFigures = {
     slideOf: slideOf,
+    // A LivePlot's new figure, raised before its one draw (ui/live_plot.js); null: as it is.
+    present: (data, layout) => presented(data, layout, floorPx()),
+    // The present switch turned on or off: every figure on the page drawn again for it.
+    presentChanged: settleAll,
     download(elemId, format) {
       const gd = document.querySelector("#" + elemId + " .js-plotly-plot");
       if (!gd || !gd.layout || !window.Plotly) return null;
       const meta = gd.layout.meta || {};
       const name = "logitspec-" + elemId + (meta.step === undefined ? "" : "-step" + meta.step);
       // A figure without a slide of its own (the trie) is laid out at the slide's size as it is.
-      return window.Plotly.downloadImage(meta.slide ? slideOf(gd) : gd, {format: format, width: SLIDE.width,
+      return window.Plotly.downloadImage(meta.slide ? slideOf(gd) : unpresented(gd), {format: format, width: SLIDE.width,
                                          height: SLIDE.height, scale: SLIDE.scale, filename: name});
     },
   };

@@ -20,11 +20,13 @@ from visual.fit import SLIDE_H, SLIDE_SCALE, SLIDE_W, caption_html
 from visual.tree import tree_key_html
 
 from .live_plot import LivePlot
+from .present import PHONE_PX, PRESENT_VW
 
 NODE_HINT = "Click or tap a box in the tree: its whole token and where it came from show here."
 
 FIGURES_JS = (Path(__file__).with_name("figures.js").read_text(encoding="utf-8")
-              .replace("__SLIDE__", json.dumps({"width": SLIDE_W, "height": SLIDE_H, "scale": SLIDE_SCALE})))
+              .replace("__SLIDE__", json.dumps({"width": SLIDE_W, "height": SLIDE_H, "scale": SLIDE_SCALE}))
+              .replace("__PRESENT__", json.dumps({"vw": PRESENT_VW, "min_px": PHONE_PX})))
 
 MODEBAR_PX = 28  # Plotly's mode bar: 22-pixel buttons, 2 pixels from the top
 

@@ -1,4 +1,5 @@
-"""Deep links: `?trace=NAME&step=N&tab=TAB` opens a recorded run at a step, on a tab.
+"""Deep links: `?trace=NAME&step=N&tab=TAB` opens a recorded run at a step, on a tab (and
+`&present=1` in large type: ui/present.py, in the browser alone).
 
 A teacher can put such a link on a slide. The trace is looked up by name among the shipped
 files only (never a path); a bad value is named in one line and the page works as usual.

@@ -35,19 +35,23 @@ const draw = () => {
   drawn = value;
   const fig = JSON.parse(value);
   // As gr.Plot lays a figure out: the container's width, margins grown to fit their labels.
-  const layout = Object.assign({}, fig.layout, {autosize: true});
+  let layout = Object.assign({}, fig.layout, {autosize: true});
   layout.margin = Object.assign({}, layout.margin, {autoexpand: true});
   keepTicks(layout);
   if (touch) layout.dragmode = false;  // a swipe over a plot scrolls the page (figures.js)
   const config = Object.assign({responsive: true}, fig.config);
+  // With the present switch on, its fonts are raised before the one draw a step move makes.
+  const up = window.logitspecFigures && window.logitspecFigures.present(fig.data || [], layout);
+  const data = up ? up.data : fig.data || [];
+  if (up) layout = up.layout;
   if (!host.layout || kind(host.layout) === kind(layout)) {
-    window.Plotly.react(host, fig.data || [], layout, config);
+    window.Plotly.react(host, data, layout, config);
     return;
   }
   // Another kind of figure (the trie after the lanes): drawn afresh, so no margin the last one
   // pushed out is kept; the listeners figures.js hung on the plot go on to the new drawing.
   const listeners = host._ev ? host._ev.eventNames().map((e) => [e, host._ev.listeners(e)]) : [];
-  window.Plotly.newPlot(host, fig.data || [], layout, config).then(() => {
+  window.Plotly.newPlot(host, data, layout, config).then(() => {
     for (const [e, fns] of listeners) fns.forEach((fn) => host.on(e, fn));
     host.emit("plotly_afterplot");  // drawn before the listeners were back: figures.js fits it now
   });

@@ -21,6 +21,7 @@ from .downloads import UPLOAD_NOTE_JS
 from .drawings import trace_key
 from .links import SCROLL_JS
 from .observations import ObservationsTab
+from .present import PRESENT_LOAD_JS
 from .race import RaceTab
 from .services import Services
 from .trace_files import TraceFilesTab
@@ -190,8 +191,8 @@ class Page:
                   **VIEW_KW).then(
             self.explain.on_link, [self.state, self.explain.picked], self.explain.outputs, **VIEW_KW).then(
             None, None, None, js=SCROLL_JS)
-        # keys, counted presses; a stale upload note, the what-if bound; fitting and exporting the figures
-        for js in (KEYS_JS, MOVES_JS, UPLOAD_NOTE_JS, WHATIF_CLAMP_JS, FIGURES_JS):
+        # keys, counted presses; a stale upload note, the what-if bound; fitting and exporting the figures; present
+        for js in (KEYS_JS, MOVES_JS, UPLOAD_NOTE_JS, WHATIF_CLAMP_JS, FIGURES_JS, PRESENT_LOAD_JS):
             demo.load(None, None, None, js=js)
         self.explain.wire(self.explain_tab, self.state, VIEW_KW, STEP_KW)
         explorer.wire(VIEW_KW, STEP_KW)

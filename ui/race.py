@@ -19,11 +19,13 @@ from serve.stop import run_deadline
 from serve.zerogpu import race_lanes
 from logitspec.core.settings import DecodeSettings
 from visual.glossary import ON_SCREEN
+from visual.pieces import split_note
 from visual.verdict import counters_html, verdict_text
 
 from .figures import figure_slot
 from .files import load_examples, write_trace_file
 from .form import SETTINGS, by_name, lane_boxes, race_inputs, race_lanes_of, sampling_note, settings_from
+from .present import present_switch
 from .services import Services
 from .view import View
 
@@ -48,6 +50,10 @@ COUNTERS_IN_VIEW_JS = """() => {
 }"""
 
 
+TEXT_LABEL = ("LogitSpec output: one colour block per step (colour = tokens the step committed); "
+              "click a block to open its step")
+
+
 class RaceTab:
     """The race's components and handlers. `page` fills the explorer and the tabs (ui/page.py)."""
 
@@ -63,6 +69,7 @@ class RaceTab:
         with gr.Row(elem_id="status-bar"):
             self.model_md = gr.Markdown("", elem_id="model-status")
             self.status_md = gr.Markdown("", elem_id="status")
+            present_switch()
         with gr.Row(elem_id="race-row"):
             with gr.Column(scale=2, min_width=300, elem_id="race-form"):
                 self._build_form()
@@ -98,8 +105,7 @@ class RaceTab:
         # Counts, not time: what the paper's tokens per pass mean on any hardware.
         self.passes_fig = figure_slot("race-passes-plot", "Race: tokens against forward passes")
         self.text_view = gr.HighlightedText(
-            label="LogitSpec output: one colour block per step (colour = tokens the step committed); "
-                  "click a block to open its step",
+            label=TEXT_LABEL,
             color_map=visual.ACCEPT_COLORS, show_legend=True, combine_adjacent=False, elem_id="text-view")
 
     def wire(self, demo: gr.Blocks, trace_out: list, view_kw: dict) -> None:
@@ -144,8 +150,11 @@ class RaceTab:
                 **self.passes_fig.fill(visual.passes_figure(traces, stopped=stopped, fit=True))}
 
     def run_outputs(self, t) -> dict:
-        """The run's text and answer."""
-        return {self.text_view: visual.text_spans(t), self.answer: visual.answer_text(t)}
+        """The run's text (its label says what ‹hex› is when a block shows one) and answer."""
+        spans = visual.text_spans(t)
+        note = split_note(*(text for text, _ in spans))
+        return {self.text_view: gr.HighlightedText(spans, label=TEXT_LABEL + (f" · {note}" if note else "")),
+                self.answer: visual.answer_text(t)}
 
     # ------------------------------------------------------------ Run, Stop and the model
 

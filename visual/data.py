@@ -7,7 +7,7 @@ from logitspec.core.trace import (BOTH_FAILED, G1_MATCHED, G2_RESCUED, PLD_FAILE
                                   StepRecord, TreeNode)
 from logitspec.core.tree import TreeIndex
 
-from .pieces import TokenPiece, join_pieces
+from .pieces import TokenPiece, join_pieces, whole_characters
 from .style import visible
 
 OUTCOMES_LOGITSPEC = (G1_MATCHED, G2_RESCUED, BOTH_FAILED)
@@ -43,6 +43,16 @@ def token_pieces(trace: RunTrace, tokens: Sequence[int], before: Sequence[int] =
     """One display piece per token: the tokens' bytes joined after `before` and decoded in order,
     so a character split across tokens shows whole at the token that completes it."""
     return join_pieces([trace.bytes_of(t) for t in tokens], _tail_bytes(trace, before), final)
+
+
+def has_split_characters(trace: RunTrace) -> bool:
+    """Whether a token the run drew (its output, a tree node or a candidate) holds part of a
+    character, which a token drawn alone shows as ‹hex›."""
+    tokens = set(trace.tokens)
+    for s in trace.steps:
+        tokens.update(n.token for n in s.tree)
+        tokens.update(c.token for c in s.candidates)
+    return not all(whole_characters(trace.bytes_of(t)) for t in tokens)
 
 
 def token_labels(trace: RunTrace, tokens: Sequence[int], before: Sequence[int] = (),

@@ -2,16 +2,32 @@
 
 A byte-level token may hold only part of a UTF-8 character (an emoji is often three tokens).
 Decoding the joined bytes incrementally shows each character whole at the token that
-completes it; the tokens before it show a placeholder, never "\ufffd". Bytes that can never
-form a character are shown as hex, e.g. ‹E3 81›. Pure Python: no tokenizer, no torch.
+completes it, never "\ufffd". Bytes that are only part of a character show as hex, e.g.
+‹E3 81›, wherever a token is drawn alone: the one notation for them (SPLIT_NOTE says it on
+screen). Pure Python: no tokenizer, no torch.
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-PENDING_MARK = "⋯"  # a token whose bytes a later token's character completes
 HEX_SEP = "\u2009"  # a thin space between hex bytes: `visible` would turn a plain space into ·
+SPLIT_NOTE = ("‹E3 81›: the bytes, in hex, of a character split between tokens; "
+              "the token that ends it shows it whole")
+
+
+def split_note(*drawn: str) -> str:
+    """SPLIT_NOTE where any of `drawn` shows bytes as ‹hex›, else ""."""
+    return SPLIT_NOTE if any("‹" in d for d in drawn) else ""
+
+
+def whole_characters(data: bytes) -> bool:
+    """Whether the bytes are whole UTF-8 characters (a token drawn alone shows no ‹hex›)."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 @dataclass
@@ -19,11 +35,16 @@ class TokenPiece:
     """What one token shows inside a run of tokens."""
 
     text: str  # the characters this token completes (bytes that form none as ‹hex›)
-    pending: bool = False  # part of this token's bytes belong to a character a later token ends
+    split: bytes = b""  # this token's bytes of a character a later token ends (or may end)
+
+    @property
+    def pending(self) -> bool:
+        """Part of this token's bytes belong to a character a later token ends."""
+        return bool(self.split)
 
     def label(self) -> str:
-        """The text with a placeholder for bytes a later token completes ("" when there is none)."""
-        return self.text + (PENDING_MARK if self.pending else "")
+        """The token drawn alone: its characters, then its bytes of a character a later token ends."""
+        return self.text + (hex_bytes(self.split) if self.split else "")
 
 
 def char_length(lead: int) -> int:
@@ -73,7 +94,7 @@ class _Parts:
         return "".join(hex_bytes(bytes(p)) if isinstance(p, bytearray) else p for p in self.parts[i])
 
 
-def _emit(held: list[tuple[int, int]], i: int, out: _Parts, pending: list[bool]) -> None:
+def _emit(held: list[tuple[int, int]], i: int, out: _Parts, split: list[bytearray]) -> None:
     """Decode held (owner, byte) pairs: a character goes to token i, which completes it; a byte
     that forms no character goes back to the token it came from (dropped if from the context)."""
     data = bytes(b for _, b in held)
@@ -86,9 +107,9 @@ def _emit(held: list[tuple[int, int]], i: int, out: _Parts, pending: list[bool])
             pos += 1
             continue
         size = len(ch.encode("utf-8"))
-        for owner, _ in held[pos:pos + size]:
+        for owner, b in held[pos:pos + size]:
             if 0 <= owner < i:
-                pending[owner] = True
+                split[owner].append(b)
         out.text(i, ch)
         pos += size
 
@@ -103,11 +124,11 @@ def join_pieces(chunks: Sequence[bytes], before: bytes = b"", final: bool = True
     n = len(chunks)
     before = bytes(before)
     held: list[tuple[int, int]] = [(-1, b) for b in before[incomplete_start(before):]]
-    out, pending = _Parts(n), [False] * n
+    out, split = _Parts(n), [bytearray() for _ in range(n)]
     for i, chunk in enumerate(chunks):
         held += [(i, b) for b in chunk]
         cut = incomplete_start(bytes(b for _, b in held))
-        _emit(held[:cut], i, out, pending)
+        _emit(held[:cut], i, out, split)
         held = held[cut:]
     for owner, b in held:
         if owner < 0:
@@ -115,5 +136,5 @@ def join_pieces(chunks: Sequence[bytes], before: bytes = b"", final: bool = True
         if final:
             out.byte(owner, b)
         else:
-            pending[owner] = True
-    return [TokenPiece(out.joined(i), pending[i]) for i in range(n)]
+            split[owner].append(b)
+    return [TokenPiece(out.joined(i), bytes(split[i])) for i in range(n)]

@@ -29,6 +29,7 @@ from .data import (
     token_labels,
     token_pieces,
 )
+from .pieces import split_note
 from .style import PALETTE, sub_x
 
 SNIPPET_BEFORE = 12  # context tokens shown before a match
@@ -331,8 +332,8 @@ def retrieval_html(trace: RunTrace, step: int) -> str:
     recycled = _recycled_block(trace, s, ctx) if drafts and s.forward else ""
     gen = len(ctx) - len(trace.prompt_tokens)
     head = (
-        f'<div style="{_TEXT};font-size:16px;line-height:1.45">'
-        f'<div style="font-size:20px;font-weight:700;margin-bottom:4px">Retrieval at step {i} of 0–'
+        f'<div style="{_TEXT};font-size:1rem;line-height:1.45">'
+        f'<div style="font-size:1.25rem;font-weight:700;margin-bottom:4px">Retrieval at step {i} of 0–'
         f"{len(trace.steps) - 1}: x<sub>i+1</sub> = {_e(ngram_text(trace, [s.root], ctx))}</div>"
         f'<div style="{_MUTED};margin-bottom:6px">searched {len(ctx)} context tokens '
         f"(prompt {len(trace.prompt_tokens)} + generated {gen}) · "
@@ -342,7 +343,7 @@ def retrieval_html(trace: RunTrace, step: int) -> str:
     if not s.queries:
         why = ("no forward pass was needed: the root was the last token" if not s.forward
                else "" if recycled else "this decoder does no lookups")
-        return head + recycled + (f'<div style="{_MUTED}">{_e(why)}</div>' if why else "") + "</div>"
+        return _noted(head + recycled + (f'<div style="{_MUTED}">{_e(why)}</div>' if why else "")) + "</div>"
     blocks = [_query_block(trace, s, qi, ctx) for qi, q in enumerate(s.queries) if q.kind in ("g1", "pld")]
     blocks += [BASELINE_BLOCKS[q.kind](trace, s, ctx) for q in s.queries[:1] if q.kind in BASELINE_BLOCKS]
     g2 = [qi for qi, q in enumerate(s.queries) if q.kind == "g2"]
@@ -354,7 +355,13 @@ def retrieval_html(trace: RunTrace, step: int) -> str:
                  f"g2 · one lookup per candidate x̂<sub>i+2</sub>: {len(hit_ranks)} of {len(g2)} matched{which}"
                  "</summary>"
                  + "".join(_query_block(trace, s, qi, ctx) for qi in g2) + "</details>")
-    return head + body + recycled + "</div>"
+    return _noted(head + body + recycled) + "</div>"
+
+
+def _noted(drawn: str) -> str:
+    """`drawn`, with a line saying what ‹hex› is when it shows any."""
+    note = split_note(drawn)
+    return drawn + (f'<div class="split-note" style="{_MUTED};margin-top:6px">{_e(note)}</div>' if note else "")
 
 
 # The one lookup a step of the paper's baselines makes, drawn by its own block.
@@ -490,8 +497,10 @@ def debugger_html(rows: list[dict[str, Any]]) -> str:
         body.append(f'<tr class="main" data-step="{step}" tabindex="0">'
                     + "".join(_debug_cell(key, shown.get(key, ""), phone) for _, key, _, phone in columns) + "</tr>"
                     f'<tr class="below" data-step="{step}"><td class="tok" colspan="{phone_cols}">{below}</td></tr>')
+    note = split_note(*body)
     return (f'<div class="dbg-scroll"><table class="dbg"><thead><tr>{head}</tr></thead>'
-            f'<tbody>{"".join(body)}</tbody></table></div>')
+            f'<tbody>{"".join(body)}</tbody></table></div>'
+            + (f'<p class="split-note">{_e(note)}</p>' if note else ""))
 
 
 # What an outcome in the filter reads as, for the sentence an empty list shows.

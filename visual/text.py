@@ -11,7 +11,7 @@ from .data import (
     context_before, get_step, is_finished, match_text, ngram_text, outcome, query_tail,
     step_position, token_pieces,
 )
-from .pieces import PENDING_MARK
+from .pieces import split_note
 from .style import ACCEPT_COLORS
 
 
@@ -42,14 +42,15 @@ def answer_text(trace: RunTrace) -> str:
 def text_spans(trace: RunTrace) -> list[tuple[str, str | None]]:
     """(text, label) per step, in order; the label is how many tokens that step committed.
 
-    A step whose tokens only begin a character (the rest comes in a later step) shows ⋯, so
-    every step keeps a span that can be seen and clicked.
+    A step whose tokens only begin a character (the rest comes in a later step) shows their
+    bytes as ‹hex›, so every step keeps a span that can be seen and clicked.
     """
     pieces = output_pieces(trace)
+    split = token_pieces(trace, trace.tokens, trace.prompt_tokens, final=is_finished(trace))
     spans, k = [], 0
     for s in trace.steps:
-        text = "".join(pieces[k:k + len(s.tokens)])
-        spans.append((text or PENDING_MARK, accept_label(len(s.tokens))))
+        text = "".join(pieces[k:k + len(s.tokens)]) or "".join(p.label() for p in split[k:k + len(s.tokens)])
+        spans.append((text, accept_label(len(s.tokens))))
         k += len(s.tokens)
     return spans
 
@@ -151,7 +152,8 @@ def step_summary_md(trace: RunTrace, step: int) -> str:
     c = run_counts(trace, upto=i)
     lines.append(f"- **So far:** {plural(c.tokens, 'token')} in {passes_words(c.passes)} "
                  f"({c.tokens_per_pass:.2f} per pass), {drafts_accepted_words(c.drafts_accepted)}")
-    return "\n".join(lines)
+    note = split_note(*lines)
+    return "\n".join(lines + [f"- {note}"] * bool(note))
 
 
 __all__ = ["ACCEPT_COLORS", "END_MARK", "accept_label", "output_pieces", "span_steps", "step_summary_md", "text_spans"]

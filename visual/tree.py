@@ -29,6 +29,7 @@ from .data import (
     candidate_words,
     context_before,
     get_step,
+    has_split_characters,
     match_text,
     ngram_text,
     query_name,
@@ -53,7 +54,7 @@ from .fit import (
     slide_title,
     title_block,
 )
-from .pieces import TokenPiece, hex_bytes
+from .pieces import SPLIT_NOTE, TokenPiece, hex_bytes
 from .style import (
     MIN_FONT,
     MONO_CHAR_EM,
@@ -453,7 +454,7 @@ def path_pieces(trace: RunTrace, s: StepRecord, ctx: list[int]) -> dict[int, Tok
         while cur is not None:
             path.append(cur.token)
             cur = by_id.get(cur.parent)
-        # Not final: a token whose character a child would complete shows "⋯", not bytes.
+        # Not final: a token whose character a child would complete shows its bytes of it as ‹hex›.
         out[node.id] = token_pieces(trace, path[::-1], ctx, final=False)[-1]
     return out
 
@@ -855,4 +856,6 @@ def tree_key_html(trace: RunTrace, theme: str = "light") -> str:
     """The tree's key as HTML, for beside the app's tree (it wraps to any width)."""
     rows = "".join(f"<li>{_swatch(it)}<span>{sub_x(html.escape(it.name, quote=False))}</span></li>"
                    for it in key_items(trace, theme))
+    if has_split_characters(trace):  # a box may show part of a character: say how
+        rows += f'<li class="split-note"><span>{html.escape(SPLIT_NOTE, quote=False)}</span></li>'
     return f'<ul class="tree-key" aria-label="Key of the draft tree">{rows}</ul>'

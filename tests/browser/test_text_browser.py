@@ -1,5 +1,6 @@
 """Non-Latin output in a real browser: an emoji and Japanese answer reads as text in the text
-view, the plain answer, the draft tree and the retrieval panel, never as "\ufffd".
+view, the plain answer, the draft tree and the retrieval panel, never as "\ufffd". Part of a
+character drawn alone shows in one notation everywhere, ‹hex›, said in words wherever it shows.
 
 Screenshot: artifacts/browser/emoji-japanese.png.
 """
@@ -8,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from helpers.browser import MODEL_WAIT_MS, fresh_page, set_max_new, shot, text_of
+from visual.pieces import SPLIT_NOTE
 
 PROMPT = "Reply only with these characters repeated three times: 🌍こんにちは🎉"
 MAX_NEW = 24
@@ -36,11 +38,17 @@ def test_an_emoji_and_japanese_answer_reads_as_text_everywhere(browser, app_url)
     assert "\ufffd" not in answer and "\ufffd" not in view, (answer, view)
     assert KANA[:2] in answer and non_latin(view), (answer, view)
     assert "<|im_end|>" not in view
+    label = text_of(page, "#text-view [data-testid=block-label], #text-view .label-wrap, #text-view label")
+    assert ("‹" in view) == (SPLIT_NOTE in label), (view, label)
+    page.get_by_role("tab", name="Retrieval debugger").click()
+    table = text_of(page, "#debug-table")
+    assert ("‹" in table.replace(SPLIT_NOTE, "")) == (SPLIT_NOTE in table), table
+    page.get_by_role("tab", name="Step explorer").click()
 
     # Every step's tree and retrieval panel: no replacement character, and the characters
     # the model wrote show whole in some tree (a node's label is decoded along its path).
     last = int(page.evaluate("() => document.querySelector('#step-slider input[type=range]').max"))
-    whole = 0
+    whole = split = 0
     for i in range(last + 1):
         if i:
             page.locator("#next").click()
@@ -49,9 +57,16 @@ def test_an_emoji_and_japanese_answer_reads_as_text_everywhere(browser, app_url)
                 arg=i, timeout=30_000)
         tree = page.evaluate("""() => { const el = document.querySelector('#tree-plot .js-plotly-plot');
             return el && el.data ? JSON.stringify(el.data.map(t => [t.text, t.hovertext])) : ''; }""")
-        retrieval = text_of(page, "#retrieval")
+        retrieval, summary = text_of(page, "#retrieval"), text_of(page, "#step-summary")
         assert tree and "\ufffd" not in tree and "\\ufffd" not in tree, i
         assert "\ufffd" not in retrieval, i
         whole += non_latin(tree)
-    assert whole > 0
+        # One notation for part of a character, and its meaning beside it wherever it shows.
+        assert "⋯" not in tree, i
+        split += "‹" in tree
+        if "‹" in tree:
+            assert SPLIT_NOTE in text_of(page, "#tree-side-panel"), i
+        for drawn in (retrieval, summary):
+            assert ("‹" in drawn.replace(SPLIT_NOTE, "")) == (SPLIT_NOTE in drawn), (i, drawn)
+    assert whole > 0 and split > 0
     shot(page, "emoji-japanese")

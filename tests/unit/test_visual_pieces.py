@@ -3,6 +3,7 @@ token, never as "\ufffd": in the text view, the tree, the retrieval panel and th
 from __future__ import annotations
 
 import html
+import re
 
 import pytest
 from hypothesis import given, settings
@@ -13,7 +14,7 @@ from logitspec.tokens import unicode_to_bytes
 from logitspec.core.trace import Candidate, NgramAttempt, QueryRecord, RunTrace, StepRecord, TreeNode
 from visual import answer_text, candidates_figure, retrieval_html, text_spans, tree_figure
 from visual.data import ngram_text, tok, token_labels, token_pieces
-from visual.pieces import PENDING_MARK, hex_bytes, join_pieces
+from visual.pieces import SPLIT_NOTE, hex_bytes, join_pieces
 from visual.style import truncate, visible
 from visual.text import END_MARK
 from visual.tree import tree_layout
@@ -78,13 +79,14 @@ STEPS = [[10391], [237, 41152, 7365], [111, 7365], [124, 29917, 7906, 240], [178
 def test_an_emoji_in_three_tokens_shows_whole_at_the_last():
     pieces = join_pieces([b" \xf0\x9f", b"\x8c", b"\x8d"])
     assert [p.text for p in pieces] == [" ", "", "🌍"]
-    assert [p.pending for p in pieces] == [True, True, False]
-    assert [p.label() for p in pieces] == [" " + PENDING_MARK, PENDING_MARK, "🌍"]
+    assert [p.split for p in pieces] == [b"\xf0\x9f", b"\x8c", b""]
+    # Drawn alone, a token shows its bytes of the emoji in the one notation for them, ‹hex›.
+    assert [p.label() for p in pieces] == [" ‹F0\u20099F›", "‹8C›", "🌍"]
 
 
 def test_a_part_of_a_character_alone_shows_its_bytes():
     assert join_pieces([b"\xe3\x81"])[0].text == hex_bytes(b"\xe3\x81") == "‹E3\u200981›"
-    assert join_pieces([b"a\xe3\x81"], final=False)[0].label() == "a" + PENDING_MARK
+    assert join_pieces([b"a\xe3\x81"], final=False)[0].label() == "a" + hex_bytes(b"\xe3\x81")
     # A stray continuation byte forms no character: its own token shows it as hex.
     assert [p.text for p in join_pieces([b"\x8c", b"x"])] == ["‹8C›", "x"]
     # Bytes of a character the context began are completed here, not shown as hex.
@@ -125,9 +127,9 @@ def test_text_spans_join_characters_across_steps_one_span_per_step():
     body = "".join(t for t, _ in spans)
     assert "\ufffd" not in body
     # "こ" began in the prompt: its second token is the output's first; 10391 alone only begins
-    # "ん", so its step shows the placeholder that keeps its span visible and clickable.
-    assert body == PENDING_MARK + TEXT[1:] + END_MARK
-    assert spans[0][0] == PENDING_MARK
+    # "ん", so its step shows those bytes as ‹hex›, which keeps its span visible and clickable.
+    assert spans[0][0] == hex_bytes("ん".encode("utf-8")[:len(tr.bytes_of(10391))])
+    assert body == spans[0][0] + TEXT[1:] + END_MARK
     assert answer_text(tr) == TEXT[1:]  # the plain answer: the characters alone, no marks
     assert spans[1][0] == "んに"  # 237 completes "ん", then "に", and 7365 begins "ち"
     assert spans[2][0] == "ち"
@@ -170,11 +172,11 @@ def test_tree_labels_are_decoded_along_each_path():
     tr = make_trace(STEPS)
     lay = tree_layout(tr, 3)  # tokens 124 29917 7906 240: "は", "、", then 世 in two tokens
     labels = {v.id: v.label for v in lay.nodes if v.id >= 0}
-    assert labels == {0: "は", 1: "、", 2: PENDING_MARK, 3: "世"}
+    assert labels == {0: "は", 1: "、", 2: "‹E4\u2009B8›", 3: "世"}
     hover = next(v.hover for v in lay.nodes if v.id == 2)
     assert "bytes ‹E4\u2009B8›" in html.unescape(hover)
     lay0 = tree_layout(tr, 0)  # root 10391 begins "ん"; the g2 candidate 239 cannot finish it
-    assert {v.id: v.label for v in lay0.nodes}[0] == PENDING_MARK
+    assert {v.id: v.label for v in lay0.nodes}[0] == text_spans(tr)[0][0]  # the same bytes, the same notation
 
 
 def test_candidates_are_joined_after_the_root():
@@ -186,6 +188,24 @@ def test_candidates_are_joined_after_the_root():
     assert ticks[1] == "世"  # 240 completes the root's character
     assert ticks[2] == "‹F0\u20099F›"  # 10813 begins an emoji instead: alone, its bytes as hex
     assert tok(tr, 7906) == "‹E4\u2009B8›"  # the root alone: its bytes
+
+
+def test_wherever_hex_shows_its_meaning_is_said_beside_it():
+    from visual import failure_rows, step_summary_md
+    from visual.retrieval import debugger_html
+    from visual.tree import tree_key_html
+
+    split, plain = make_trace(STEPS), load(FIXTURE_NAMES[0])
+    assert SPLIT_NOTE in tree_key_html(split) and SPLIT_NOTE not in tree_key_html(plain)
+    shown = 0
+    for tr in (split, plain):
+        for i in range(len(tr.steps)):
+            for drawn in (step_summary_md(tr, i), html.unescape(retrieval_html(tr, i))):
+                shown += "‹" in drawn.replace(SPLIT_NOTE, "")
+                assert ("‹" in drawn.replace(SPLIT_NOTE, "")) == (SPLIT_NOTE in drawn), (i, drawn)
+        table = html.unescape(debugger_html(failure_rows(tr)))
+        assert ("‹" in table.replace(SPLIT_NOTE, "")) == (SPLIT_NOTE in table)
+    assert shown  # the split trace shows some
 
 
 def test_no_replacement_character_anywhere_in_the_pictures():
@@ -217,8 +237,8 @@ def test_a_real_run_with_emoji_and_japanese_draws_without_replacement_characters
     assert b"".join(tr.bytes_of(t) for t in tr.tokens) == out.encode("utf-8")
     eos = bundled.tokenizer.eos_token
     shown = "".join(t for t, _ in text_spans(tr))
-    # Steps that only begin a character show the placeholder; the plain answer has none.
-    assert shown.replace(PENDING_MARK, "") == out.replace(eos, END_MARK)
+    # Steps that only begin a character show its bytes as ‹hex›; the plain answer has none.
+    assert re.sub("‹[^›]*›", "", shown) == out.replace(eos, END_MARK)
     assert answer_text(tr) == out.replace(eos, "")
     whole = 0  # tree boxes that show a kana or an emoji joined along their path
     for i in range(len(tr.steps)):

@@ -1,0 +1,130 @@
+"""The present switch, in a real browser: with it on, no text and no figure label on any tab is
+smaller than 1.25 % of the window's width (24 px at 1920, 16 px on a 1280 projector), a phone's
+page still fits its width, a step move keeps the large labels, and turning it off gives back the
+figures as they were drawn, while their 16:9 slides never change.
+"""
+from __future__ import annotations
+
+import pytest
+
+from helpers.browser import fresh_page
+from ui.present import PHONE_PX, PRESENT_VW
+
+RUN = "coding-122"
+SCREENS = {"1920": {"width": 1920, "height": 1080}, "1280": {"width": 1280, "height": 720}}
+PHONE = {"width": 390, "height": 844}
+TABS = [("explorer", "Step explorer"), ("debugger", "Retrieval debugger"), ("observations", "Observations"),
+        ("explain", "Explain"), ("traces", "Traces")]
+# Every text on the page that is drawn (visible, with a size): its font size, tag, nearest id and words.
+SMALL_TEXT_JS = """(floor) => {
+  const small = [];
+  const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  while (walk.nextNode()) {
+    const text = walk.currentNode.textContent.trim(), el = walk.currentNode.parentElement;
+    if (!text || !el || !el.checkVisibility({checkOpacity: true, checkVisibilityCSS: true})) continue;
+    const r = el.getBoundingClientRect();
+    if (r.width < 1 || r.height < 1) continue;
+    const px = parseFloat(getComputedStyle(el).fontSize);
+    if (px < floor - 0.5) small.push(px + 'px ' + el.tagName + ' #' + (el.closest('[id]')?.id || '') + ': ' + text.slice(0, 30));
+  }
+  return small;
+}"""
+PLOTS_JS = "() => Array.from(document.querySelectorAll('.js-plotly-plot')).filter(g => g.checkVisibility()).length"
+# Every figure's font sizes as Plotly laid it out, and its 16:9 slide's, by the figure's id.
+FONTS_JS = """() => Object.fromEntries(Array.from(document.querySelectorAll('[id] > * .js-plotly-plot, [id] .js-plotly-plot'))
+  .filter(g => g.layout && g._fullLayout).map(g => [g.closest('[id]:not(.js-plotly-plot)').id, {
+    drawn: Array.from(g.querySelectorAll('text')).map(t => t.style.fontSize).sort().join(),
+    slide: g.layout.meta && g.layout.meta.slide ? JSON.stringify(window.logitspecFigures.slideOf(g)) : ''}]))"""
+
+
+def floor_px(width: int) -> float:
+    return max(PHONE_PX, width * PRESENT_VW / 100)
+
+
+def _open(browser, app_url, viewport, query=f"trace={RUN}&step=5", **ctx):
+    page = fresh_page(browser, app_url.rstrip("/") + "/?" + query, viewport) if not ctx else \
+        browser.new_context(viewport=viewport, **ctx).new_page()
+    if ctx:
+        page.goto(app_url.rstrip("/") + "/?" + query, wait_until="domcontentloaded")
+    page.wait_for_function("() => !!document.querySelector('#tree-plot .js-plotly-plot .main-svg')", timeout=240_000)
+    return page
+
+
+def _settled(page) -> None:
+    """The figures drawn again for the switch (one frame to start, Plotly's redraws to end)."""
+    page.wait_for_timeout(400)
+    page.wait_for_function("() => Array.from(document.querySelectorAll('.js-plotly-plot'))"
+                           ".every(g => !g._transitioning && !(g._fullLayout && g._fullLayout._redrawing))")
+    page.wait_for_timeout(200)
+
+
+def _show(page, tab_id: str, title: str) -> None:
+    page.get_by_role("tab", name=title, exact=True).click()
+    page.wait_for_function(f"() => document.querySelector('#tabs [role=tab][aria-selected=true]')?.innerText.trim() === {title!r}")
+    page.wait_for_timeout(600)  # a tab's figures are laid out when it is first shown
+    _settled(page)
+
+
+def _small_on_every_tab(page, floor: float) -> dict[str, list[str]]:
+    small = {}
+    for tab_id, title in TABS:
+        _show(page, tab_id, title)
+        small[tab_id] = page.evaluate(SMALL_TEXT_JS, floor)
+        if tab_id == "explain":  # the lesson opens first; then its detail
+            page.locator("#explain-levels [role=tab]", has_text="In detail").click()
+            _settled(page)
+            small["explain detail"] = page.evaluate(SMALL_TEXT_JS, floor)
+    return {k: v[:12] for k, v in small.items() if v}
+
+
+@pytest.mark.parametrize("which", list(SCREENS))
+def test_the_switch_brings_every_tabs_text_and_labels_to_the_floor(browser, app_url, which):
+    viewport = SCREENS[which]
+    page = _open(browser, app_url, viewport)
+    floor = floor_px(viewport["width"])
+    assert page.evaluate(SMALL_TEXT_JS, floor), "the page was already large without the switch"
+    page.locator("#present-switch").click()
+    page.wait_for_function("() => document.documentElement.classList.contains('present')")
+    assert "present=1" in page.url  # a copied link opens the same way
+    _settled(page)
+    assert _small_on_every_tab(page, floor) == {}
+    page.context.close()
+
+
+def test_a_present_link_opens_large_and_a_step_move_keeps_the_labels_large(browser, app_url):
+    viewport = SCREENS["1920"]
+    page = _open(browser, app_url, viewport, f"trace={RUN}&step=5&tab=explorer&present=1")
+    _settled(page)
+    floor = floor_px(viewport["width"])
+    tree_small = "(f) => (" + SMALL_TEXT_JS + ")(f).filter(s => s.includes('#tree-plot'))"
+    assert page.evaluate(tree_small, floor) == []
+    page.locator("#next").click()
+    page.wait_for_function("() => (document.querySelector('#step-label')?.innerText || '').startsWith('Step 6 (')")
+    _settled(page)
+    assert page.evaluate(tree_small, floor) == []
+    page.context.close()
+
+
+def test_turning_it_off_gives_back_each_figure_and_no_slide_changes(browser, app_url):
+    page = _open(browser, app_url, SCREENS["1920"])
+    _settled(page)
+    before = page.evaluate(FONTS_JS)
+    assert any(f["slide"] for f in before.values())
+    page.locator("#present-switch").click()
+    _settled(page)
+    during = page.evaluate(FONTS_JS)
+    assert {k: f["slide"] for k, f in during.items()} == {k: f["slide"] for k, f in before.items()}
+    assert all(during[k]["drawn"] != before[k]["drawn"] for k in before if before[k]["drawn"])
+    page.locator("#present-switch").click()
+    _settled(page)
+    assert "present" not in page.url and page.evaluate(FONTS_JS) == before
+    page.context.close()
+
+
+def test_a_phone_in_present_type_keeps_its_width(browser, app_url):
+    page = _open(browser, app_url, PHONE, f"trace={RUN}&present=1", has_touch=True, is_mobile=True)
+    _settled(page)
+    assert page.evaluate("() => document.documentElement.classList.contains('present')")
+    assert page.evaluate("() => document.scrollingElement.scrollWidth") <= PHONE["width"] + 1
+    assert page.evaluate(SMALL_TEXT_JS, PHONE_PX) == []
+    page.context.close()

@@ -34,9 +34,14 @@ html.present {{
 /* a sub- or superscript (x_{{i+1}}) keeps its place, not a smaller size */
 html.present sub, html.present sup {{ font-size: var(--present-px); }}
 html.present .js-plotly-plot tspan[style*="font-size:70%"] {{ font-size: 100% !important; }}  /* Plotly's <sub> */
-/* the race's form above its results, each across the page: the results table keeps every column */
-html.present #race-row {{ flex-wrap: wrap; }}
-html.present #race-form, html.present #race-views {{ flex: 1 1 100% !important; min-width: 100% !important; }}
+/* One column, as on a phone: the prompt and Run, then the results table and the race figure (so
+   the live counters stay in view during a race and keep every column), then the rest. */
+html.present #race-row {{ flex-direction: column; flex-wrap: nowrap; }}
+html.present #race-form, html.present #race-views {{ display: contents; }}
+html.present #race-form > *, html.present #race-views > * {{ order: 3; }}
+html.present #race-form > :has(#prompt), html.present #race-form > :has(#run) {{ order: 0; }}
+html.present #counters {{ order: 1; }}
+html.present #race-views > .fig-slot:has(#race-plot) {{ order: 2; }}
 /* !important: Gradio also copies each rule under its container, which outranks html.present here */
 html.present .counters {{ font-size: max(var(--present-px), 1.05rem) !important; }}
 #present-switch {{ flex: 0 0 auto; }}

@@ -1,7 +1,8 @@
 """The present switch, in a real browser: with it on, no text and no figure label on any tab is
-smaller than 1.25 % of the window's width (24 px at 1920, 16 px on a 1280 projector), a phone's
-page still fits its width, a step move keeps the large labels, and turning it off gives back the
-figures as they were drawn, while their 16:9 slides never change.
+smaller than 1.25 % of the window's width (24 px at 1920, 16 px on a 1280 projector), the results
+table is whole on the first screen, a phone's page still fits its width, a step move keeps the
+large labels, and turning it off gives back the figures as they were drawn, while their 16:9
+slides never change.
 """
 from __future__ import annotations
 
@@ -87,6 +88,11 @@ def test_the_switch_brings_every_tabs_text_and_labels_to_the_floor(browser, app_
     page.wait_for_function("() => document.documentElement.classList.contains('present')")
     assert "present=1" in page.url  # a copied link opens the same way
     _settled(page)
+    # The results table right under Run, whole on the first screen: a race's live counters stay in view.
+    page.evaluate("() => window.scrollTo(0, 0)")
+    box = page.evaluate("() => { const r = document.querySelector('#counters table').getBoundingClientRect();"
+                        " return [r.top, r.bottom, r.right, window.innerHeight, window.innerWidth]; }")
+    assert box[0] > 0 and box[1] <= box[3] and box[2] <= box[4], box
     assert _small_on_every_tab(page, floor) == {}
     page.context.close()
 

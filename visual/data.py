@@ -57,7 +57,7 @@ def has_split_characters(trace: RunTrace) -> bool:
 
 def token_labels(trace: RunTrace, tokens: Sequence[int], before: Sequence[int] = (),
                  final: bool = True) -> list[str]:
-    """`token_pieces` as visible labels: whitespace shown, ⋯ where a later token ends the character."""
+    """`token_pieces` as visible labels: whitespace shown, ‹hex› for bytes of a character a later token ends."""
     return [visible(p.label()) for p in token_pieces(trace, tokens, before, final)]
 
 

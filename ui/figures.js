@@ -24,7 +24,6 @@
   // font, so its rows keep room for their labels.
   const floorPx = () => (document.documentElement.classList.contains("present")
                          ? Math.max(PRESENT.min_px, Math.round(window.innerWidth * PRESENT.vw / 100)) : 0);
-  const getPath = (obj, path) => path.reduce((o, k) => (o == null ? undefined : o[k]), obj);
   const setPath = (obj, path, v) => {
     const last = path.length - 1;
     path.slice(0, last).reduce((o, k) => (o[k] = o[k] || {}), obj)[path[last]] = v;

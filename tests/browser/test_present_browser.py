@@ -66,15 +66,26 @@ def _show(page, tab_id: str, title: str) -> None:
     _settled(page)
 
 
+def _small(page, floor: float, within_ms: int = 5_000) -> list[str]:
+    """The text still under `floor` once the page has had `within_ms` to draw what it shows."""
+    from playwright.sync_api import TimeoutError as PageTimeout
+
+    try:
+        page.wait_for_function(f"(f) => ({SMALL_TEXT_JS})(f).length === 0", arg=floor, timeout=within_ms)
+    except PageTimeout:  # say what stayed small
+        pass
+    return page.evaluate(SMALL_TEXT_JS, floor)
+
+
 def _small_on_every_tab(page, floor: float) -> dict[str, list[str]]:
     small = {}
     for tab_id, title in TABS:
         _show(page, tab_id, title)
-        small[tab_id] = page.evaluate(SMALL_TEXT_JS, floor)
+        small[tab_id] = _small(page, floor)
         if tab_id == "explain":  # the lesson opens first; then its detail
             page.locator("#explain-levels [role=tab]", has_text="In detail").click()
             _settled(page)
-            small["explain detail"] = page.evaluate(SMALL_TEXT_JS, floor)
+            small["explain detail"] = _small(page, floor)
     return {k: v[:12] for k, v in small.items() if v}
 
 
@@ -102,12 +113,11 @@ def test_a_present_link_opens_large_and_a_step_move_keeps_the_labels_large(brows
     page = _open(browser, app_url, viewport, f"trace={RUN}&step=5&tab=explorer&present=1")
     _settled(page)
     floor = floor_px(viewport["width"])
-    tree_small = "(f) => (" + SMALL_TEXT_JS + ")(f).filter(s => s.includes('#tree-plot'))"
-    assert page.evaluate(tree_small, floor) == []
+    assert _small(page, floor) == []
     page.locator("#next").click()
     page.wait_for_function("() => (document.querySelector('#step-label')?.innerText || '').startsWith('Step 6 (')")
     _settled(page)
-    assert page.evaluate(tree_small, floor) == []
+    assert _small(page, floor) == []
     page.context.close()
 
 
@@ -132,5 +142,5 @@ def test_a_phone_in_present_type_keeps_its_width(browser, app_url):
     _settled(page)
     assert page.evaluate("() => document.documentElement.classList.contains('present')")
     assert page.evaluate("() => document.scrollingElement.scrollWidth") <= PHONE["width"] + 1
-    assert page.evaluate(SMALL_TEXT_JS, PHONE_PX) == []
+    assert _small(page, PHONE_PX) == []
     page.context.close()

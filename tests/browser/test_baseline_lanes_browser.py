@@ -14,9 +14,9 @@ import re
 
 import pytest
 
-from helpers.browser import DESKTOP, MODEL_WAIT_MS, fresh_page, set_max_new, shot, text_of
+from helpers.browser import DESKTOP, shot, text_of
 from test_fit_browser import PHONE, assert_fits, assert_no_text_over_text, wait_for_plots
-from test_race_passes_browser import inside
+from test_race_passes_browser import inside, race_code_example
 from logitspec.analysis.lanes import label
 from visual.style import PALETTE
 
@@ -38,19 +38,8 @@ BESIDE_JS = """() => { const gd = document.querySelector('#cand-plot .js-plotly-
 @pytest.fixture(scope="module")
 def raced(browser, app_url):
     """A desktop page after a short race of the Code example with Lookahead decoding and REST ticked."""
-    from playwright.sync_api import expect
-
-    page = fresh_page(browser, app_url, DESKTOP)
-    wait_for_plots(page, PLOTS)
-    page.get_by_role("button", name="Code").first.click()
-    expect(page.locator("#prompt textarea")).to_have_value(re.compile("Fibonacci"), timeout=10_000)
-    for lane in BASELINES:
-        page.locator(f"#with-{lane} input[type=checkbox]").check()
-    set_max_new(page, RACE_TOKENS)
-    page.locator("#run").click()
-    page.wait_for_function("() => (document.querySelector('#status')?.innerText || '').startsWith('Done')",
-                           timeout=MODEL_WAIT_MS + 300_000)
-    wait_for_plots(page, PLOTS)
+    page = race_code_example(browser, app_url, *(f"with-{lane}" for lane in BASELINES), tokens=RACE_TOKENS,
+                             plots=PLOTS)
     yield page
     page.context.close()
 

@@ -28,20 +28,22 @@ def inside(page, selector: str, width: int) -> None:
     assert box and box["x"] >= 0 and box["x"] + box["width"] <= width + 1, (selector, box, width)
 
 
-def race_code_example(browser, app_url, lane_checkbox: str):
-    """A desktop page after a 24-token race of the Code example with one optional lane ticked."""
+def race_code_example(browser, app_url, *lane_checkboxes: str, tokens: int = RACE_TOKENS, plots=PLOTS):
+    """A desktop page after a race of `tokens` tokens of the Code example with the optional lanes
+    of `lane_checkboxes` (their elem ids) ticked, its `plots` drawn."""
     from playwright.sync_api import expect
 
     page = fresh_page(browser, app_url, DESKTOP)
-    wait_for_plots(page, PLOTS)
+    wait_for_plots(page, plots)
     page.get_by_role("button", name="Code").first.click()
     expect(page.locator("#prompt textarea")).to_have_value(re.compile("Fibonacci"), timeout=10_000)
-    page.locator(f"#{lane_checkbox} input[type=checkbox]").check()
-    set_max_new(page, RACE_TOKENS)
+    for box in lane_checkboxes:
+        page.locator(f"#{box} input[type=checkbox]").check()
+    set_max_new(page, tokens)
     page.locator("#run").click()
     page.wait_for_function("() => (document.querySelector('#status')?.innerText || '').startsWith('Done')",
                            timeout=MODEL_WAIT_MS + 300_000)
-    wait_for_plots(page, PLOTS)
+    wait_for_plots(page, plots)
     return page
 
 

@@ -96,6 +96,9 @@
     gd._windowedLayout = gd.layout;
     const cols = Math.max(2, Math.floor(gd._fullLayout.xaxis._length / (w.col_px * scaleOf(gd))));
     if (cols >= w.range[1] - w.range[0]) return false;
+    // Drawn in large type: the height it goes back to without it keeps the slider's room too.
+    const present = gd.layout.meta && gd.layout.meta.present;
+    if (present) present.base.forEach((b) => { if (b[0] < 0 && b[1].join() === "height") b[2] += w.slider_px; });
     window.Plotly.relayout(gd, {"xaxis.range": [w.range[0], w.range[0] + cols],
                                 "xaxis.rangeslider": {visible: true, range: w.range, thickness: 0.08},
                                 "height": gd._fullLayout.height + w.slider_px});

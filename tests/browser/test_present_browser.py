@@ -33,8 +33,9 @@ SMALL_TEXT_JS = """(floor) => {
 PLOTS_JS = "() => Array.from(document.querySelectorAll('.js-plotly-plot')).filter(g => g.checkVisibility()).length"
 # Every figure's font sizes as Plotly laid it out, and its 16:9 slide's, by the figure's id.
 FONTS_JS = """() => Object.fromEntries(Array.from(document.querySelectorAll('[id] > * .js-plotly-plot, [id] .js-plotly-plot'))
-  .filter(g => g.layout && g._fullLayout).map(g => [g.closest('[id]:not(.js-plotly-plot)').id, {
+  .filter(g => g.layout && g._fullLayout).map(g => [(g.closest('[id$="-plot"]') || g.closest('[id]:not(.js-plotly-plot)')).id, {
     drawn: Array.from(g.querySelectorAll('text')).map(t => t.style.fontSize).sort().join(),
+    height: g._fullLayout.height,
     slide: g.layout.meta && g.layout.meta.slide ? JSON.stringify(window.logitspecFigures.slideOf(g)) : ''}]))"""
 
 
@@ -108,7 +109,7 @@ def test_the_switch_brings_every_tabs_text_and_labels_to_the_floor(browser, app_
     page.context.close()
 
 
-def test_a_present_link_opens_large_and_a_step_move_keeps_the_labels_large(browser, app_url):
+def test_a_present_link_opens_large_a_step_move_keeps_it_and_off_gives_the_normal_figure(browser, app_url):
     viewport = SCREENS["1920"]
     page = _open(browser, app_url, viewport, f"trace={RUN}&step=5&tab=explorer&present=1")
     _settled(page)
@@ -118,6 +119,14 @@ def test_a_present_link_opens_large_and_a_step_move_keeps_the_labels_large(brows
     page.wait_for_function("() => (document.querySelector('#step-label')?.innerText || '').startsWith('Step 6 (')")
     _settled(page)
     assert _small(page, floor) == []
+    # Off again, the step drawn in large type is the figure a page in normal type draws, height and all.
+    page.locator("#present-switch").click()
+    _settled(page)
+    normal = _open(browser, app_url, viewport, f"trace={RUN}&step=6&tab=explorer")
+    _settled(normal)
+    got, want = page.evaluate(FONTS_JS), normal.evaluate(FONTS_JS)
+    assert got["tree-plot"] == want["tree-plot"]
+    normal.context.close()
     page.context.close()
 
 

@@ -11,7 +11,7 @@ from .data import (
     context_before, get_step, is_finished, match_text, ngram_text, outcome, query_tail,
     step_position, token_pieces,
 )
-from .pieces import split_note
+from .pieces import TokenPiece, split_note
 from .style import ACCEPT_COLORS
 
 
@@ -23,14 +23,21 @@ def accept_label(n: int) -> str:
 END_MARK = " ⏹ end"  # shown for an end-of-sequence token instead of its literal tag
 
 
+def _output(trace: RunTrace) -> list[TokenPiece]:
+    """The generated tokens' pieces, decoded across the whole output after the prompt."""
+    # While a run streams, its last character may still be unfinished: wait rather than show bytes.
+    return token_pieces(trace, trace.tokens, trace.prompt_tokens, final=is_finished(trace))
+
+
+def _texts(trace: RunTrace, pieces: list[TokenPiece]) -> list[str]:
+    eos = set(trace.eos_token_ids)
+    return [END_MARK if t in eos else p.text for t, p in zip(trace.tokens, pieces)]
+
+
 def output_pieces(trace: RunTrace) -> list[str]:
     """The text each generated token adds to the output, decoded across the whole output after
     the prompt: a character split across tokens (or steps) shows at the token that completes it."""
-    toks = trace.tokens
-    # While a run streams, its last character may still be unfinished: wait rather than show bytes.
-    pieces = token_pieces(trace, toks, trace.prompt_tokens, final=is_finished(trace))
-    eos = set(trace.eos_token_ids)
-    return [END_MARK if t in eos else p.text for t, p in zip(toks, pieces)]
+    return _texts(trace, _output(trace))
 
 
 def answer_text(trace: RunTrace) -> str:
@@ -45,8 +52,8 @@ def text_spans(trace: RunTrace) -> list[tuple[str, str | None]]:
     A step whose tokens only begin a character (the rest comes in a later step) shows their
     bytes as ‹hex›, so every step keeps a span that can be seen and clicked.
     """
-    pieces = output_pieces(trace)
-    split = token_pieces(trace, trace.tokens, trace.prompt_tokens, final=is_finished(trace))
+    split = _output(trace)
+    pieces = _texts(trace, split)
     spans, k = [], 0
     for s in trace.steps:
         text = "".join(pieces[k:k + len(s.tokens)]) or "".join(p.label() for p in split[k:k + len(s.tokens)])

@@ -8,19 +8,17 @@ import pytest
 import torch
 
 from helpers.paths import FIXTURES
+from helpers.threads import TEST_THREADS, WORKERS
 from helpers.tiny_models import tiny_gpt2 as _build_tiny_gpt2
 from helpers.tiny_models import tiny_llama as _build_tiny_llama
 
 MEASURE = "LOGITSPEC_MEASURE_CURVES"
-# The CI machine has 2 cores: a run on two workers (make test) gives each worker one of them.
-WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-TEST_THREADS = 2 if WORKERS < 2 else 1
 # Marks every test of a folder carries, whatever its module says: `make test-fast` leaves them out.
 FOLDER_MARKS = {"browser": ("browser", "slow"), "notebooks": ("slow",), "package": ("slow",)}
 
 
 def pytest_configure(config):
-    if WORKERS > 1:  # two workers each spinning two threads on two cores wait on each other
+    if WORKERS > 1:
         torch.set_num_threads(TEST_THREADS)
 
 

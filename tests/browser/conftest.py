@@ -1,6 +1,7 @@
-"""The browser the browser tests share: one Debian chromium through Playwright for the whole
-folder, started by the first test that asks and closed after the folder's last test (so no
-Playwright loop outlives the folder into tests that run their own event loops)."""
+"""The browser the browser tests share: one Debian chromium through Playwright per test process
+(each pytest-xdist worker has its own), started by the first test that asks and closed after the
+folder's last test (so no Playwright loop outlives the folder into tests that run their own event
+loops); a worker that comes back to the folder starts it again."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -37,11 +38,18 @@ class SharedBrowser:
 KEY = pytest.StashKey[SharedBrowser]()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(request):
+    """The shared chromium, started again if the folder's end closed it (on pytest-xdist a
+    worker may come back to the folder after another folder's tests)."""
     shared = request.config.stash.setdefault(KEY, SharedBrowser())
-    yield shared.get()
-    shared.close()
+    return shared.get()
+
+
+def pytest_sessionfinish(session):
+    shared = session.config.stash.get(KEY, None)
+    if shared is not None:
+        shared.close()
 
 
 @pytest.hookimpl(wrapper=True)

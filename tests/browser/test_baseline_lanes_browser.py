@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from helpers.browser import DESKTOP, shot, text_of
+from helpers.browser import DESKTOP, next_step, settle, shot, text_of
 from test_fit_browser import PHONE, assert_fits, assert_no_text_over_text, wait_for_plots
 from test_race_passes_browser import inside, race_code_example
 from logitspec.analysis.lanes import label
@@ -65,13 +65,13 @@ def _explore(page, lane: str) -> dict:
     page.get_by_role("tab", name="Step explorer").click()
     page.locator("#explore-lane").get_by_label(label(lane), exact=True).check()
     expect(page.locator("#step-label")).to_contain_text(label(lane), timeout=60_000)
+    settle(page)
     branch = "pool n-gram 1" if lane == "lookahead" else "continuation 1"
     for _ in range(RACE_TOKENS):
-        page.wait_for_timeout(1500)
         got = page.evaluate(BESIDE_JS)
         if branch in got["rows"]:
             break
-        page.locator("#next").click()
+        next_step(page)
     return got
 
 
@@ -93,7 +93,7 @@ def test_lane_explored_draws_the_baselines_steps_beside_the_tree(raced, lane):
 def test_the_baselines_drawing_fits_a_phone(raced):
     _explore(raced, "lookahead")
     raced.set_viewport_size(PHONE)
-    raced.wait_for_timeout(1500)  # laid out again at the new width
+    settle(raced, 600)  # laid out again at the new width
     assert_fits(raced, ("cand-plot", "tree-plot"), "phone, Lookahead explored")
     assert_no_text_over_text(raced, ("cand-plot",), "phone, Lookahead explored")
     for sel in ("#cand-plot", "#explore-lane"):

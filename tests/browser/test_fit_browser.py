@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.browser import DESKTOP, MODEL_WAIT_MS, fresh_page, set_max_new, shot, text_of
+from helpers.browser import DESKTOP, MODEL_WAIT_MS, fresh_page, set_max_new, settle, shot, text_of
 from helpers.paths import ROOT
 from logitspec.analysis.lanes import label
 from visual.explain import TITLES, step_facts, title_of
@@ -127,7 +127,7 @@ def overlap(a: dict, b: dict, tol: float = 1.0) -> bool:
 def wait_for_plots(page, ids) -> None:
     for i in ids:
         page.wait_for_selector(f"#{i} .js-plotly-plot .main-svg", timeout=60_000)
-    page.wait_for_timeout(1200)  # the browser's fitting runs after Plotly's first drawing
+    settle(page)  # the browser's fitting runs after Plotly's first drawing
 
 
 def assert_fits(page, ids, where: str) -> None:
@@ -173,11 +173,16 @@ def assert_tree_labels_fit(page, where: str) -> list[str]:
 def assert_mode_bar_clear(page, ids, where: str) -> None:
     """Plotly's mode bar, shown by a pointer over the plot, stays inside its figure's block and
     covers none of the plot, its caption and words, nor the download buttons."""
+    from playwright.sync_api import TimeoutError as PageTimeout
+
     for i in ids:
         page.evaluate(SCROLL_TO_JS, i)  # the plot's top on screen, however tall the plot
         svg = page.locator(f"#{i} .js-plotly-plot .main-svg").first.bounding_box()
         page.mouse.move(svg["x"] + svg["width"] / 2, svg["y"] + min(svg["height"] / 2, 150))
-        page.wait_for_timeout(500)  # Plotly fades the mode bar in over 0.3 s
+        try:  # Plotly fades the mode bar in over 0.3 s
+            page.wait_for_function(f"(i) => ({MODEBAR_JS})(i)?.shown === '1'", arg=i, timeout=5_000)
+        except PageTimeout:
+            pass  # the assertion below says what was shown
         got = page.evaluate(MODEBAR_JS, i)
         assert got is not None and got["shown"] == "1", f"{where}: #{i}: no mode bar shown: {got}"
         bar, block = got["bar"], got["block"]
@@ -232,7 +237,7 @@ def test_every_figure_fits_its_container_without_text_over_text(screen):
     # ... and scrolled there, its labels still sit inside their boxes.
     page.evaluate("() => Plotly.relayout(document.querySelector('#tree-plot .js-plotly-plot'), "
                   "{'xaxis.range': [14.5, 24.5]})")
-    page.wait_for_timeout(800)
+    settle(page)
     assert_tree_labels_fit(page, which + " scrolled")
     page.evaluate(f"() => Plotly.relayout(document.querySelector('#tree-plot .js-plotly-plot'), "
                   f"{{'xaxis.range': [-0.6, {axis['shown']}]}})")
@@ -285,7 +290,7 @@ def test_the_mode_bar_covers_nothing_in_any_figure(screen):
     page.locator("#tree-view").get_by_label("trie").check()
     shown = "(v) => document.querySelector('#tree-plot .js-plotly-plot')?.layout?.meta?.shared !== undefined === v"
     page.wait_for_function(shown, arg=True, timeout=30_000)
-    page.wait_for_timeout(1200)
+    settle(page)
     assert_mode_bar_clear(page, ("tree-plot",), f"{which}, the trie")
     page.locator("#tree-view").get_by_label("lanes").check()
     page.wait_for_function(shown, arg=False, timeout=30_000)

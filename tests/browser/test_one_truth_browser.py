@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from helpers.browser import DESKTOP, set_max_new, shot, text_of
+from helpers.browser import DESKTOP, TAB_SHOWN_JS, set_max_new, settle, shot, text_of
 from helpers.run_files import RACE, SHIPPED
 
 PHONE = {"width": 390, "height": 844}
@@ -85,7 +85,8 @@ def test_every_panel_scrolls_or_fits(request, screen):
     page = request.getfixturevalue(screen)
     for tab in TABS:
         page.get_by_role("tab", name=tab).click()
-        page.wait_for_timeout(1000)
+        page.wait_for_function(TAB_SHOWN_JS, arg=tab)
+        settle(page, 500)  # the tab's figures are laid out when it is first shown
         try:  # a tab still drawing its panels can be caught mid-reply, for seconds on a busy machine: wait
             page.wait_for_function(f"() => ({OVERFLOWS})().length === 0", timeout=60_000)
         except Exception:
@@ -131,7 +132,7 @@ def test_the_trie_has_its_own_key_and_keeps_inside_the_plot(request, screen):
     page.get_by_role("tab", name="Step explorer").click()
     page.locator("#tree-view").get_by_label("trie").check()
     page.wait_for_function(TRIE_SHOWN, timeout=30_000)
-    page.wait_for_timeout(1500)  # the page fits the trie to its width after drawing it
+    settle(page)  # the page fits the trie to its width after drawing it
     got = page.evaluate("""() => {
         const gd = document.querySelector('#tree-plot .js-plotly-plot'), lay = gd._fullLayout, ax = lay.xaxis;
         const rect = (s) => { const e = gd.querySelector(s); return e && e.getBoundingClientRect(); };

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers.browser import fresh_page
+from helpers.browser import TAB_SHOWN_JS, fresh_page, settle
 from ui.present import PHONE_PX, PRESENT_VW
 
 RUN = "coding-122"
@@ -54,16 +54,15 @@ def _open(browser, app_url, viewport, query=f"trace={RUN}&step=5", **ctx):
 
 def _settled(page) -> None:
     """The figures drawn again for the switch (one frame to start, Plotly's redraws to end)."""
-    page.wait_for_timeout(400)
+    settle(page)
     page.wait_for_function("() => Array.from(document.querySelectorAll('.js-plotly-plot'))"
                            ".every(g => !g._transitioning && !(g._fullLayout && g._fullLayout._redrawing))")
-    page.wait_for_timeout(200)
 
 
 def _show(page, tab_id: str, title: str) -> None:
     page.get_by_role("tab", name=title, exact=True).click()
-    page.wait_for_function(f"() => document.querySelector('#tabs [role=tab][aria-selected=true]')?.innerText.trim() === {title!r}")
-    page.wait_for_timeout(600)  # a tab's figures are laid out when it is first shown
+    page.wait_for_function(TAB_SHOWN_JS, arg=title)
+    settle(page, 500)  # a tab's figures are laid out when it is first shown
     _settled(page)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers.browser import DESKTOP, shot, text_of
+from helpers.browser import DESKTOP, next_step, settle, shot, text_of
 from test_fit_browser import PHONE, assert_fits
 from test_race_passes_browser import PLOTS, RACE_TOKENS, inside, race_code_example
 from logitspec.analysis.lanes import label
@@ -46,12 +46,11 @@ def test_lane_explored_opens_the_recycling_lanes_steps(raced):
 
     raced.locator("#explore-lane").get_by_label(label("recycling"), exact=True).check()
     expect(raced.locator("#step-label")).to_contain_text(label("recycling"), timeout=60_000)
-    raced.wait_for_timeout(1500)
+    settle(raced)
     for _ in range(RACE_TOKENS):  # a first step may find no row in the matrix yet; a later one does
         if PALETTE["recycled"] in raced.evaluate(TREE_LINES_JS):
             break
-        raced.locator("#next").click()
-        raced.wait_for_timeout(1500)
+        next_step(raced)
     assert PALETTE["recycled"] in raced.evaluate(TREE_LINES_JS)
     assert "recycled: from the matrix" in text_of(raced, "#tree-row")
 
@@ -61,7 +60,7 @@ def test_the_checkbox_and_the_lane_choice_fit_a_desktop_and_a_phone(raced):
         inside(raced, sel, DESKTOP["width"])
     shot(raced, "recycling-desktop", "#explore-lane", 1300)
     raced.set_viewport_size(PHONE)
-    raced.wait_for_timeout(1500)  # laid out again at the new width
+    settle(raced, 600)  # laid out again at the new width
     assert_fits(raced, PLOTS, "phone after the race")
     for sel in ("#with-recycling", "#explore-lane", "#counters .verdict"):
         inside(raced, sel, PHONE["width"])

@@ -11,6 +11,7 @@ import urllib.request
 from pathlib import Path
 
 from helpers.paths import ROOT
+from helpers.threads import TEST_THREADS
 
 MAX_NEW = 24
 
@@ -25,7 +26,7 @@ def start_app(log_path: Path, env_extra: dict[str, str] | None = None, timeout: 
     """Start app.py on a free port; return (process, url) once it answers."""
     port = free_port()
     env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port),
-           "GRADIO_ANALYTICS_ENABLED": "False", "LOGITSPEC_THREADS": "2",
+           "GRADIO_ANALYTICS_ENABLED": "False", "LOGITSPEC_THREADS": str(TEST_THREADS),
            # No curve measuring in the background: it would take the cores from the tests the
            # whole session (tests/unit/test_calibration.py covers it).
            "LOGITSPEC_MEASURE_CURVES": "0", **(env_extra or {})}

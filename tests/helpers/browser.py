@@ -32,6 +32,41 @@ def fresh_page(browser, app_url, viewport=DESKTOP):
     return pg
 
 
+# Plotly's events after a drawing: a figure's own fitting (ui/figures.js) answers them with more.
+DRAWN_EVENTS = ("plotly_afterplot", "plotly_relayout", "plotly_restyle", "plotly_redraw", "plotly_react")
+QUIET_JS = """(quiet) => {
+  const s = window.__drawn || (window.__drawn = {last: performance.now(), seen: new WeakSet()});
+  for (const gd of document.querySelectorAll('.js-plotly-plot')) {
+    if (s.seen.has(gd) || typeof gd.on !== 'function') continue;
+    s.seen.add(gd);
+    s.last = performance.now();
+    for (const ev of %s) gd.on(ev, () => { s.last = performance.now(); });
+  }
+  return performance.now() - s.last > quiet;
+}""" % list(DRAWN_EVENTS)
+
+
+def settle(page, quiet_ms: int = 300, timeout: int = 60_000) -> None:
+    """Wait until no figure on the page has been drawn for `quiet_ms`: the fitting, windowing and
+    resizing a drawing sets off are over. Only for what the page does by itself: a reply the
+    server has still to send needs its own condition first."""
+    page.evaluate("() => { if (window.__drawn) window.__drawn.last = performance.now(); }")
+    page.wait_for_function(QUIET_JS, arg=quiet_ms, timeout=timeout, polling=50)
+
+
+TAB_SHOWN_JS = "(t) => document.querySelector('#tabs [role=tab][aria-selected=true]')?.innerText.trim() === t"
+STEP_LABEL_JS = "() => (document.querySelector('#step-label')?.innerText || '').trim()"
+
+
+def next_step(page, timeout: int = 30_000) -> None:
+    """Press the explorer's Next and wait for the step it opens to be drawn (the label and the
+    figures of a step come in one update, from the page's held steps or from the server)."""
+    before = page.evaluate(STEP_LABEL_JS)
+    page.locator("#next").click()
+    page.wait_for_function(f"(b) => ({STEP_LABEL_JS})() !== b", arg=before, timeout=timeout)
+    settle(page)
+
+
 def text_of(page, selector: str) -> str:
     return page.evaluate("(s) => (document.querySelector(s)?.innerText || '').trim()", selector)
 

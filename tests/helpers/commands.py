@@ -8,10 +8,11 @@ import subprocess
 import sys
 
 from helpers.paths import ROOT
+from helpers.threads import TEST_THREADS
 
 
 def cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    env = dict(os.environ, LOGITSPEC_THREADS="2", HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT))
+    env = dict(os.environ, LOGITSPEC_THREADS=str(TEST_THREADS), HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT))
     return subprocess.run([sys.executable, "-m", "logitspec", "generate", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=timeout)
 

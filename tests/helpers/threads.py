@@ -1,5 +1,6 @@
-"""The torch threads a test process, and the app server it starts, decode on: `make test` runs
-each part on two pytest-xdist workers, and each worker gets one of the machine's two cores."""
+"""The torch threads a test process, and the app server and commands it starts, decode on: under
+two pytest-xdist workers (`make test`'s folders without a page) each worker gets one of the
+machine's two cores; a test process alone gets both."""
 from __future__ import annotations
 
 import os

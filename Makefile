@@ -47,10 +47,10 @@ $(TOOLCHAIN_STAMP): | $(STAMP)
 demo: $(STAMP) $(TOOLCHAIN_STAMP)
 	$(BIN)/python app.py
 
-# Two parts, both always run, one after the other. Decoding spends most of its time in one Python
-# thread, so the folders without a page run on two workers, a file each; the app and browser
-# folders share one app server and one chromium, and their page waits are set for a machine they
-# have to themselves (on a loaded machine typed settings went missing: docs/testing.md).
+# Two parts, both always run, one after the other, each on two workers, a file each. Decoding
+# spends most of its time in one Python thread; in the page part each worker has its own app
+# server (decoding on one thread) and chromium, and the page waits for one another more than for
+# the cores (docs/testing.md).
 PYTEST := $(BIN)/python -m pytest -q --durations=25
 # The longest single tests (the GPU kit's dry run, the wheel) first, so that no worker ends alone.
 ON_WORKERS := tests/package tests/notebooks tests/lossless tests/unit
@@ -60,7 +60,7 @@ TESTS_OUT := artifacts/tests
 test: $(STAMP) $(BROWSER_STAMP) $(TOOLCHAIN_STAMP)
 	@rc=0; t0=$$(date +%s); \
 	$(PYTEST) -n 2 --dist loadfile --junitxml=$(TESTS_OUT)/workers.xml $(ON_WORKERS) || rc=1; \
-	$(PYTEST) --junitxml=$(TESTS_OUT)/page.xml $(ON_PAGE) || rc=1; \
+	$(PYTEST) -n 2 --dist loadfile --junitxml=$(TESTS_OUT)/page.xml $(ON_PAGE) || rc=1; \
 	$(BIN)/python scripts/test_times.py $(TESTS_OUT)/workers.xml $(TESTS_OUT)/page.xml --files 0; \
 	echo "both parts: $$(( $$(date +%s) - t0 )) s"; \
 	exit $$rc

@@ -94,7 +94,7 @@ class RaceTab:
         self.model = gr.Dropdown(choices=[(model_label(m), m) for m in models], value=models[0],
                                  label="Model", allow_custom_value=False, elem_id="model")
         self.boxes = {b.name: gr.Checkbox(label=b.label, value=False, elem_id=b.elem_id) for b in lane_boxes(s)}
-        with gr.Accordion("Decoder parameters (paper defaults)", open=False):
+        with gr.Accordion("Decoder parameters (paper defaults)", open=False, elem_id="decoder-params"):
             self.settings = {f.name: f.component(lim, s) for f in SETTINGS}
 
     def _build_views(self) -> None:

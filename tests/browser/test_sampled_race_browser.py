@@ -15,7 +15,7 @@ import shutil
 
 import pytest
 
-from helpers.browser import ACCORDION, MODEL_WAIT_MS, SHOTS, fresh_page, set_max_new, shot, text_of
+from helpers.browser import MODEL_WAIT_MS, SHOTS, fresh_page, set_max_new, set_parameters, shot, text_of
 from helpers.paths import ROOT
 
 TEMPERATURE = 0.7
@@ -26,32 +26,9 @@ README_SHOT = ROOT / "docs" / "img" / RACE_SHOT.name
 MAX_PNG_BYTES = 400_000
 
 
-def set_number(page, selector: str, value) -> None:
-    """Type a value into a component's number box (a slider's range input confirms it)."""
-    from playwright.sync_api import expect
-
-    box = page.locator(f"{selector} input[type=number]")
-    for attempt in range(3):  # on a busy machine a typed value can be missed: type it again
-        box.fill(str(value))
-        box.press("Enter")
-        box.blur()
-        try:
-            expect(box).to_have_value(str(value), timeout=10_000)
-            if page.locator(f"{selector} input[type=range]").count():
-                expect(page.locator(f"{selector} input[type=range]")).to_have_value(str(value), timeout=10_000)
-            return
-        except AssertionError:
-            if attempt == 2:
-                raise
-
-
 def set_sampling(page, temperature: float, seed: int) -> None:
     """Temperature and seed in the folded decoder parameters, folded again after."""
-    page.get_by_text(ACCORDION).click()
-    page.locator("#temperature input[type=number]").wait_for(state="visible", timeout=10_000)
-    set_number(page, "#temperature", f"{temperature:g}")
-    set_number(page, "#seed", seed)
-    page.get_by_text(ACCORDION).click()
+    set_parameters(page, {"#temperature": f"{temperature:g}", "#seed": seed})
 
 
 def run_race(page, name: str) -> str:

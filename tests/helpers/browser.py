@@ -97,23 +97,62 @@ def shot(page, name: str, from_selector: str | None = None, height: int = 1000) 
     return path
 
 
-def set_max_new(page, n: int) -> None:
-    """Max new tokens through the slider's number box (the range input confirms the value)."""
+# Gradio draws a folded accordion's components only when it first opens, and then sets each to
+# the value it was built with, a frame or more later: a value typed before that is overwritten
+# (on a busy machine, after the typing was confirmed). Waiting for every component and two
+# frames first, and reading the value again once folded, keeps what was typed.
+PARAMS_DRAWN_JS = """(labels) => {
+  const box = document.querySelector('#decoder-params');
+  const text = box ? box.innerText : '';
+  return labels.every(l => text.includes(l));
+}"""
+TWO_FRAMES_JS = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))"
+
+
+def set_parameters(page, values: dict[str, object]) -> None:
+    """Type each value into its component's number box (`{"#max-new": 40}`) in the folded
+    decoder parameters and fold them again; the values are read back once folded, and typed
+    again if the first drawing overwrote them."""
+    from ui.form import SETTINGS
+
+    labels = [f.label for f in SETTINGS]
+    for _ in range(3):
+        page.get_by_text(ACCORDION).click()
+        page.wait_for_function(PARAMS_DRAWN_JS, arg=labels, timeout=30_000)
+        page.evaluate(TWO_FRAMES_JS)
+        for selector, value in values.items():
+            _type_number(page, selector, value)
+        page.get_by_text(ACCORDION).click()  # fold it again
+        page.evaluate(TWO_FRAMES_JS)
+        page.wait_for_timeout(200)
+        held = {sel: page.locator(f"{sel} input[type=number]").input_value() for sel in values}
+        if all(held[sel] == str(v) for sel, v in values.items()):
+            return
+    raise AssertionError(f"the decoder parameters did not keep the typed values: {held} against {values}")
+
+
+def _type_number(page, selector: str, value) -> None:
+    """Type into a component's number box until it (and a slider's range input) shows the value."""
     from playwright.sync_api import expect
 
-    page.get_by_text(ACCORDION).click()
-    box = page.locator("#max-new input[type=number]")
-    for attempt in range(3):  # on a busy machine the slider can miss a typed value: type it again
-        box.fill(str(n))
+    box, rng = page.locator(f"{selector} input[type=number]"), page.locator(f"{selector} input[type=range]")
+    for attempt in range(3):
+        box.fill(str(value))
         box.press("Enter")
         box.blur()
         try:
-            expect(page.locator("#max-new input[type=range]")).to_have_value(str(n), timeout=10_000)
-            break
+            expect(box).to_have_value(str(value), timeout=10_000)
+            if rng.count():
+                expect(rng).to_have_value(str(value), timeout=10_000)
+            return
         except AssertionError:
             if attempt == 2:
                 raise
-    page.get_by_text(ACCORDION).click()  # fold it again
+
+
+def set_max_new(page, n: int) -> None:
+    """Max new tokens through the slider's number box."""
+    set_parameters(page, {"#max-new": n})
 
 
 def counter_rows(page) -> dict[str, dict[str, str]]:

@@ -51,9 +51,15 @@ demo: $(STAMP) $(TOOLCHAIN_STAMP)
 # spends most of its time in one Python thread; in the page part each worker has its own app
 # server (decoding on one thread) and chromium, and the page waits for one another more than for
 # the cores (docs/testing.md).
-PYTEST := $(BIN)/python -m pytest -q --durations=25
-# The longest single tests (the GPU kit's dry run, the wheel) first, so that no worker ends alone.
-ON_WORKERS := tests/package tests/notebooks tests/lossless tests/unit
+# Idle OpenMP threads sleep instead of spinning: a test that decodes on two threads shares its
+# cores with the other worker, and a spinning thread took a core from it (docs/testing.md).
+PYTEST := OMP_WAIT_POLICY=PASSIVE $(BIN)/python -m pytest -q --durations=25
+# Files in the order the workers take them, the longest first (measured: docs/testing.md), so that
+# no worker ends alone on a long one; pytest keeps the order of files named one by one.
+LONGEST := tests/lossless/test_lossless.py tests/lossless/test_half_precision.py tests/package/test_gpu_kit.py \
+	tests/lossless/test_recycling.py tests/package/test_wheel.py tests/lossless/test_families.py tests/unit/test_bench.py
+ON_WORKERS := $(LONGEST) $(filter-out $(LONGEST),$(sort $(wildcard $(addsuffix /test_*.py,\
+	tests/package tests/notebooks tests/lossless tests/unit))))
 ON_PAGE := tests/app tests/browser
 TESTS_OUT := artifacts/tests
 

@@ -3,8 +3,9 @@
 transformers reads a GGUF file by dequantising every tensor to float at every start, the
 slow part of loading (timings: docs/performance.md). The first load writes the converted
 model (safetensors, config, tokenizer) under the kernel cache folder (LOGITSPEC_KERNEL_DIR, else
-~/.cache/logitspec), in a folder named by the GGUF file's name, size and modification time,
-the transformers version and the dtype, so a changed file or library reads afresh. A
+~/.cache/logitspec), in a folder named by the GGUF file's name and the SHA-256 of its bytes, the
+transformers version and the dtype, so a changed file or library reads afresh, and the same file
+installed again elsewhere (a new venv, a copy) is served by the one entry. A
 manifest holds each file's size and SHA-256; an entry that does not match it is rebuilt,
 never used. Entries are written to a temporary folder and renamed into place.
 """
@@ -31,7 +32,7 @@ class CacheKey:
 
     gguf: str  # the file's name
     size: int
-    mtime_ns: int
+    sha256: str  # of the file's bytes: its place and modification time say nothing of its weights
     transformers: str
     dtype: str
 
@@ -45,8 +46,7 @@ class CacheKey:
 def cache_key(gguf_path: Path, dtype: str) -> CacheKey:
     import transformers
 
-    st = gguf_path.stat()
-    return CacheKey(gguf_path.name, st.st_size, st.st_mtime_ns, transformers.__version__, dtype)
+    return CacheKey(gguf_path.name, gguf_path.stat().st_size, _digest(gguf_path), transformers.__version__, dtype)
 
 
 def _digest(path: Path) -> str:

@@ -77,6 +77,21 @@ def test_a_changed_gguf_file_is_converted_afresh(tmp_path, cache_dir):
     assert second.weights_from == "gguf" and not same_weights(first.model, second.model)
 
 
+def test_the_same_file_installed_elsewhere_is_served_by_the_one_entry(tmp_path, cache_dir):
+    """A new venv or a copy has a new place and modification time, and the same weights."""
+    import shutil
+
+    path = write_gguf(tmp_path / "tiny-llama.gguf", seed=0)
+    first = load_model(str(path))
+    copy = tmp_path / "elsewhere" / "tiny-llama.gguf"
+    copy.parent.mkdir()
+    shutil.copyfile(path, copy)  # a new modification time
+    os.utime(copy, ns=(copy.stat().st_atime_ns, path.stat().st_mtime_ns + 5_000_000_000))
+    again = load_model(str(copy))
+    assert again.weights_from == "cache" and same_weights(first.model, again.model)
+    entry(cache_dir)  # one entry for both
+
+
 def test_an_unwritable_cache_only_costs_the_conversion(tmp_path, monkeypatch):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")

@@ -21,6 +21,7 @@ mkdir -p "$OUT"
 LOG="$OUT/log.txt"
 FAILED=0
 CURVE_DTYPES=float32,bfloat16
+CONTEXT=512  # the cache c(n) is timed over
 SHORT=60  # the limit of the short steps; a dry run on a busy CPU takes more
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 export PYTHONPATH="$PWD:$STASH/site${PYTHONPATH:+:$PYTHONPATH}"  # the project, then the kit's packages
@@ -42,7 +43,7 @@ call1() {
     [ "$DEV" = cpu ] || step nvidia-smi 30 nvidia-smi
     step versions "$SHORT" $PY -c "import sys, torch, transformers; print('python', sys.version.split()[0], '| torch', torch.__version__, '| transformers', transformers.__version__, transformers.__file__); print('device:', torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'cpu')"
     step tiny-families-cuda "$1" $PY -m pytest -q -p no:cacheprovider tests/lossless/test_fixed_shape.py -k "cuda and tiny"
-    step curves-llama-1b "$2" $PY scripts/gpu_kit/curves.py --model "$3" --device "$DEV" --max-n "$4" --dtypes "$CURVE_DTYPES" --out "$OUT/curves-$3.json"
+    step curves-llama-1b "$2" $PY scripts/gpu_kit/curves.py --model "$3" --device "$DEV" --max-n "$4" --context "$CONTEXT" --dtypes "$CURVE_DTYPES" --out "$OUT/curves-$3.json"
 }
 
 # call2 TESTS_S BENCH_S TOKENS MAX_N "DTYPE:CATEGORIES:METHODS ..." [zerogpu]
@@ -50,7 +51,7 @@ call2() {
     step join "$SHORT" $PY scripts/gpu_kit/kit.py join "$KIT/call2" "$STASH" || return
     step bundled-cuda "$1" $PY -m pytest -q -p no:cacheprovider tests/lossless/test_fixed_shape.py -k "cuda and bundled"
     [ "${6:-}" = zerogpu ] && step zerogpu-lanes "$SHORT" $PY -m pytest -q -p no:cacheprovider tests/app/test_zerogpu.py -k lanes_from_one_gpu_call
-    step curves-bundled "$SHORT" $PY scripts/gpu_kit/curves.py --model bundled --device "$DEV" --max-n "$4" --dtypes "$CURVE_DTYPES" --out "$OUT/curves-bundled.json"
+    step curves-bundled "$SHORT" $PY scripts/gpu_kit/curves.py --model bundled --device "$DEV" --max-n "$4" --context "$CONTEXT" --dtypes "$CURVE_DTYPES" --out "$OUT/curves-bundled.json"
     for run in $5; do
         dtype=${run%%:*} rest=${run#*:}
         step "bench-$dtype" "$2" $PY -m logitspec.bench --questions data/spec_bench_subset.jsonl \
@@ -64,7 +65,7 @@ SIX=coding,math_reasoning,summarization,rag,extraction,writing
 case "$CALL" in
     1) call1 240 90 llama-1b 256 ;;
     2) call2 180 150 128 256 "float32:$SIX:$ALL bfloat16:coding,summarization:vanilla,pld,logitspec,logitspec-static" zerogpu ;;
-    dry) CURVE_DTYPES=float32 SHORT=300; call1 300 300 tiny 16; call2 300 300 8 16 "float32:coding:vanilla,logitspec" ;;
+    dry) CURVE_DTYPES=float32 CONTEXT=64 SHORT=300; call1 300 300 tiny 16; call2 300 300 8 16 "float32:coding:vanilla,logitspec" ;;
     *) echo "device.sh: the call is 1, 2 or dry, not '$CALL'" >&2; exit 2 ;;
 esac
 echo "=== call $CALL done: $FAILED step(s) failed" | tee -a "$LOG"

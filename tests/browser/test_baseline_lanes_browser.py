@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from helpers.browser import DESKTOP, next_step, settle, shot, text_of
+from helpers.browser import DESKTOP, next_step, resize, settle, shot, text_of
 from test_fit_browser import PHONE, assert_fits, assert_no_text_over_text, wait_for_plots
 from test_race_passes_browser import inside, race_code_example
 from logitspec.analysis.lanes import label
@@ -92,8 +92,7 @@ def test_lane_explored_draws_the_baselines_steps_beside_the_tree(raced, lane):
 
 def test_the_baselines_drawing_fits_a_phone(raced):
     _explore(raced, "lookahead")
-    raced.set_viewport_size(PHONE)
-    settle(raced, 600)  # laid out again at the new width
+    resize(raced, PHONE)
     assert_fits(raced, ("cand-plot", "tree-plot"), "phone, Lookahead explored")
     assert_no_text_over_text(raced, ("cand-plot",), "phone, Lookahead explored")
     for sel in ("#cand-plot", "#explore-lane"):

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from helpers.browser import DESKTOP, MODEL_WAIT_MS, fresh_page, set_max_new, settle, shot, text_of
+from helpers.browser import DESKTOP, MODEL_WAIT_MS, fresh_page, resize, set_max_new, shot, text_of
 from logitspec.analysis.lanes import label
 from test_fit_browser import PHONE, assert_fits, assert_no_text_over_text, wait_for_plots
 
@@ -88,8 +88,7 @@ def test_the_checkbox_and_the_figure_fit_a_desktop_and_a_phone(raced):
     inside(raced, "#with-static", DESKTOP["width"])
     raced.locator("#race-passes-plot").scroll_into_view_if_needed()
     shot(raced, "passes-desktop", "#counters", 1300)
-    raced.set_viewport_size(PHONE)
-    settle(raced, 600)  # the figures are laid out again at the new width
+    resize(raced, PHONE)
     assert_fits(raced, PLOTS, "phone after the race")
     assert_no_text_over_text(raced, ("race-passes-plot",), "phone after the race")
     for sel in ("#with-static", "#race-passes-plot-caption", "#counters .verdict"):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers.browser import DESKTOP, next_step, settle, shot, text_of
+from helpers.browser import DESKTOP, next_step, resize, settle, shot, text_of
 from test_fit_browser import PHONE, assert_fits
 from test_race_passes_browser import PLOTS, RACE_TOKENS, inside, race_code_example
 from logitspec.analysis.lanes import label
@@ -59,8 +59,7 @@ def test_the_checkbox_and_the_lane_choice_fit_a_desktop_and_a_phone(raced):
     for sel in ("#with-recycling", "#explore-lane"):
         inside(raced, sel, DESKTOP["width"])
     shot(raced, "recycling-desktop", "#explore-lane", 1300)
-    raced.set_viewport_size(PHONE)
-    settle(raced, 600)  # laid out again at the new width
+    resize(raced, PHONE)
     assert_fits(raced, PLOTS, "phone after the race")
     for sel in ("#with-recycling", "#explore-lane", "#counters .verdict"):
         inside(raced, sel, PHONE["width"])

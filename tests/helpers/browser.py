@@ -54,6 +54,21 @@ def settle(page, quiet_ms: int = 300, timeout: int = 60_000) -> None:
     page.wait_for_function(QUIET_JS, arg=quiet_ms, timeout=timeout, polling=50)
 
 
+# Every autosized figure on show laid out at its element's width (the page's own test for
+# calling Plotly's resize, ui/figures.js).
+LAID_OUT_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).every(gd =>
+  !gd.offsetWidth || !gd._fullLayout || gd.layout.width || Math.abs(gd._fullLayout.width - gd.offsetWidth) <= 1)"""
+
+
+def resize(page, viewport: dict, timeout: int = 30_000) -> None:
+    """A new window size, once every figure is laid out again at its new width and the fitting
+    that sets off is over: the relayout starts a frame or more after the resize, and on a busy
+    machine later than a quiet spell of drawing events would show."""
+    page.set_viewport_size(viewport)
+    page.wait_for_function(LAID_OUT_JS, timeout=timeout, polling=100)
+    settle(page, 600)
+
+
 TAB_SHOWN_JS = "(t) => document.querySelector('#tabs [role=tab][aria-selected=true]')?.innerText.trim() === t"
 STEP_LABEL_JS = "() => (document.querySelector('#step-label')?.innerText || '').trim()"
 
@@ -97,10 +112,10 @@ def shot(page, name: str, from_selector: str | None = None, height: int = 1000) 
     return path
 
 
-# Gradio draws a folded accordion's components only when it first opens, and then sets each to
-# the value it was built with, a frame or more later: a value typed before that is overwritten
-# (on a busy machine, after the typing was confirmed). Waiting for every component and two
-# frames first, and reading the value again once folded, keeps what was typed.
+# Gradio draws a folded accordion's components only when it first opens, and a frame or more
+# later sets each to the value it was built with: a value typed before that is overwritten. Waiting
+# for every component and two frames first, and reading the values again once folded, keeps what
+# was typed (docs/testing.md).
 PARAMS_DRAWN_JS = """(labels) => {
   const box = document.querySelector('#decoder-params');
   const text = box ? box.innerText : '';
@@ -124,7 +139,7 @@ def set_parameters(page, values: dict[str, object]) -> None:
             _type_number(page, selector, value)
         page.get_by_text(ACCORDION).click()  # fold it again
         page.evaluate(TWO_FRAMES_JS)
-        page.wait_for_timeout(200)
+        page.wait_for_timeout(200)  # room for a late first drawing: nothing on the page says it came
         held = {sel: page.locator(f"{sel} input[type=number]").input_value() for sel in values}
         if all(held[sel] == str(v) for sel, v in values.items()):
             return

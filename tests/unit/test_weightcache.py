@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 
 import pytest
 import torch
@@ -79,13 +80,11 @@ def test_a_changed_gguf_file_is_converted_afresh(tmp_path, cache_dir):
 
 def test_the_same_file_installed_elsewhere_is_served_by_the_one_entry(tmp_path, cache_dir):
     """A new venv or a copy has a new place and modification time, and the same weights."""
-    import shutil
-
     path = write_gguf(tmp_path / "tiny-llama.gguf", seed=0)
     first = load_model(str(path))
     copy = tmp_path / "elsewhere" / "tiny-llama.gguf"
     copy.parent.mkdir()
-    shutil.copyfile(path, copy)  # a new modification time
+    shutil.copyfile(path, copy)
     os.utime(copy, ns=(copy.stat().st_atime_ns, path.stat().st_mtime_ns + 5_000_000_000))
     again = load_model(str(copy))
     assert again.weights_from == "cache" and same_weights(first.model, again.model)

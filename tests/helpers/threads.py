@@ -1,6 +1,6 @@
 """The torch threads a test process, and the app server and commands it starts, decode on: under
-two pytest-xdist workers (both parts of `make test`) each worker gets one of the machine's two
-cores; a test process alone gets both."""
+two pytest-xdist workers (`make test`'s folders without a page) each worker gets one of the
+machine's two cores; a test process alone gets both."""
 from __future__ import annotations
 
 import os

@@ -13,6 +13,7 @@ from helpers.tiny_models import tiny_gpt2 as _build_tiny_gpt2
 from helpers.tiny_models import tiny_llama as _build_tiny_llama
 
 MEASURE = "LOGITSPEC_MEASURE_CURVES"
+STEADY = "LOGITSPEC_STEADY_CURVES"
 # Marks every test of a folder carries, whatever its module says: `make test-fast` leaves them out.
 FOLDER_MARKS = {"browser": ("browser", "slow"), "notebooks": ("slow",), "package": ("slow",)}
 
@@ -31,16 +32,25 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session", autouse=True)
 def no_curve_timing():
-    """No c(n) measuring anywhere in the run, in this process and every process it starts:
-    cost trees start from the default shape and correct it from their own passes, so no test
-    waits on a timing it does not check (tests/unit/test_calibration.py turns it back on)."""
-    before = os.environ.get(MEASURE)
-    os.environ[MEASURE] = "0"
+    """No c(n) timing anywhere in the run, in this process and every process it starts: cost
+    trees start from the default shape and keep it (no pass's time corrects it), so no test
+    waits on a timing it does not check, and a tree is sized alike on an idle and a loaded
+    machine. tests/unit/test_calibration.py and the correction checks turn each back on."""
+    pinned = {MEASURE: "0", STEADY: "1"}
+    before = {k: os.environ.get(k) for k in pinned}
+    os.environ.update(pinned)
     yield
-    if before is None:
-        os.environ.pop(MEASURE, None)
-    else:
-        os.environ[MEASURE] = before
+    for k, v in before.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+@pytest.fixture
+def curve_corrections(monkeypatch):
+    """Passes' times correct the cost curves again, as they do outside the test run."""
+    monkeypatch.delenv(STEADY, raising=False)
 
 
 @pytest.fixture(scope="session")

@@ -456,9 +456,17 @@ def cost_curve_for(model: PreTrainedModel, context_len: int, max_n: int,
     return live_for(model, context_len, max_n, on_measure).curve()
 
 
+def corrections_allowed() -> bool:
+    """LOGITSPEC_STEADY_CURVES=1: no pass's time corrects the installed curve, so trees are
+    sized from the text alone, alike at any pace (a reproducible run; the test suite)."""
+    return os.environ.get("LOGITSPEC_STEADY_CURVES", "0") != "1"
+
+
 def observe_forward(model: PreTrainedModel, context_len: int, n: int, seconds: float,
                     at: float | None = None, threads: int | None = None) -> None:
     """Set one decoding step's measured forward time (n tokens on `threads` threads) against the curve."""
+    if not corrections_allowed():
+        return
     with _LOCK:
         live = profile_of(model).curves.get(_bucket(context_len))
         if live is not None:

@@ -28,8 +28,9 @@ def start_app(log_path: Path, env_extra: dict[str, str] | None = None, timeout: 
     env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port),
            "GRADIO_ANALYTICS_ENABLED": "False", "LOGITSPEC_THREADS": str(TEST_THREADS),
            # No curve measuring in the background: it would take the cores from the tests the
-           # whole session (tests/unit/test_calibration.py covers it).
-           "LOGITSPEC_MEASURE_CURVES": "0", **(env_extra or {})}
+           # whole session (tests/unit/test_calibration.py covers it); and no correcting from
+           # the passes' times, so a race's trees do not depend on how busy the machine is.
+           "LOGITSPEC_MEASURE_CURVES": "0", "LOGITSPEC_STEADY_CURVES": "1", **(env_extra or {})}
     log = open(log_path, "w")
     proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/"

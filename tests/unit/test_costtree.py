@@ -189,8 +189,9 @@ def cheap_trees(n: int) -> float:
 
 
 @pytest.fixture
-def no_measuring(monkeypatch):
-    """cost_curve_for must use the installed curve; measuring here would be a failure."""
+def no_measuring(monkeypatch, curve_corrections):
+    """cost_curve_for must use the installed curve, corrected by the passes the test feeds it;
+    measuring here would be a failure."""
     from logitspec.sizing import costcurve
 
     def refuse(*a, **k):
@@ -257,6 +258,27 @@ def test_only_passes_close_in_time_are_paired(no_measuring):
     assert live_cost(model, 512).observed[4] == [pytest.approx(0.066 / 0.060)]
 
 
+def test_steady_curves_take_no_correction_from_the_passes_times(no_measuring, monkeypatch):
+    from logitspec.sizing.costcurve import install_curve, live_cost, observe_forward
+
+    model = FakeModel()
+    install_curve(model, 512, LOADED)
+    live = live_cost(model, 512)
+    before = [live.curve()(n) for n in SIZES]
+
+    def passes():  # half as slow again as the curve says
+        for i in range(20):
+            n = (1, 4)[i % 2]
+            observe_forward(model, 40, n, 1.5 * LOADED(n), at=0.1 * i)
+
+    monkeypatch.setenv("LOGITSPEC_STEADY_CURVES", "1")
+    passes()
+    assert live.observed == {} and live.passes == {} and [live.curve()(n) for n in SIZES] == before
+    monkeypatch.delenv("LOGITSPEC_STEADY_CURVES")
+    passes()
+    assert live.observed and live.curve()(1) > before[0]  # the same passes, now heard
+
+
 def test_passes_on_another_thread_count_reset_the_level_and_are_not_paired(no_measuring):
     from logitspec.sizing.costcurve import install_curve, live_cost, observe_forward
 
@@ -316,7 +338,7 @@ def test_a_fixed_curve_never_probes():
         assert sizing.size == 1 and "probe" not in sizing.reason
 
 
-def test_decoding_reports_each_forward_pass_to_the_live_curve(one_thread, monkeypatch):
+def test_decoding_reports_each_forward_pass_to_the_live_curve(one_thread, curve_corrections, monkeypatch):
     from logitspec.sizing import costcurve
     from logitspec.core.settings import DecodeSettings
     from logitspec.decoders import decode

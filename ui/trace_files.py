@@ -11,7 +11,6 @@ from pathlib import Path
 import gradio as gr
 
 from logitspec.core.limits import InputError
-from logitspec.analysis.race import load_race
 from logitspec.analysis.lanes import label
 from visual.counts import run_counts, run_words
 from visual.verdict import counters_html, machine_words
@@ -19,7 +18,8 @@ from visual.verdict import counters_html, machine_words
 from . import links
 from .debugger import OUTCOMES
 from .downloads import download_of
-from .files import RECORDED_RACE, TRACES_DIR, read_lanes, recorded_examples, shipped_names, shipped_traces
+from .files import (RECORDED_RACE, TRACES_DIR, read_lanes, recorded_examples, recorded_race, shipped_names,
+                    shipped_traces)
 from .services import Services
 from .view import View
 
@@ -180,8 +180,9 @@ class TraceFilesTab:
     def _first_view(self, outcomes) -> dict:
         """A recorded race of both lanes, else the first shipped trace."""
         race = self.page.race
-        if RECORDED_RACE.is_file():
-            traces, machine = load_race(RECORDED_RACE)
+        recorded = recorded_race()
+        if recorded is not None:
+            traces, machine = dict(recorded[0]), recorded[1]  # the view's own lanes; the runs are shared
             view = View(traces=traces, lane="logitspec", source=RECORDED_RACE.name)
             out = self.page.trace_outputs(view, outcomes)
             out[race.counters] = counters_html(traces, False, recorded_note(machine))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from helpers.run_files import TRACE_REFUSALS, broken_file, good_files
+from logitspec.analysis.race import load_race
 from ui.debugger import OUTCOMES
 from ui.files import shipped_traces
 from ui.page import Page
@@ -77,3 +78,21 @@ def test_a_refused_upload_leaves_the_download_as_it_was(ui, tmp_path):
     out = ui.files.upload_trace(str(broken_file(tmp_path, sorted(TRACE_REFUSALS)[0])), OUTCOMES,
                           _opened(ui, shipped_traces()[0]))
     assert ui.files.download not in out
+
+
+def test_every_new_page_opens_the_recorded_race_read_once(ui, monkeypatch):
+    from ui import files
+
+    reads = []
+    monkeypatch.setattr(files, "load_race", lambda path: reads.append(path) or load_race(path))
+    files.recorded_race.cache_clear()
+    try:
+        first, second = (ui.files.initial_view(OUTCOMES)[ui.state] for _ in range(2))
+        # The same runs, each page its own view and its own lanes: one page's lane pick or race
+        # leaves the next visitor's page as it was.
+        assert first is not second and first.traces is not second.traces and first.traces == second.traces
+        first.traces.pop("vanilla")
+        assert "vanilla" in ui.files.initial_view(OUTCOMES)[ui.state].traces
+    finally:
+        files.recorded_race.cache_clear()  # later tests read the file again, as a new app would
+    assert reads == [files.RECORDED_RACE] and first.source == files.RECORDED_RACE.name

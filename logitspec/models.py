@@ -5,7 +5,7 @@ import importlib.util
 import os
 import re
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
@@ -197,6 +197,10 @@ def _load_weights(src: str, gguf: str | None, label: str, dtype: str):
 
     key = weightcache.cache_key(Path(src) / gguf, dtype) if gguf else None
     cached = weightcache.cached_folder(key) if key else None
+    if key and not cached and dtype != "float32":
+        # Reading the GGUF dequantises to float32 and casts; the float32 entry cast alike is the
+        # same half-precision model, without the minute-long conversion.
+        cached = weightcache.cached_folder(replace(key, dtype="float32"))
     where, kw = (str(cached), {}) if cached else (src, {"gguf_file": gguf} if gguf else {})
     config = _read_config(where, label, kw)
     try:

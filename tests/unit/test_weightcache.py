@@ -98,3 +98,16 @@ def test_an_unwritable_cache_only_costs_the_conversion(tmp_path, monkeypatch):
     path = write_gguf(tmp_path / "tiny-llama.gguf")
     assert load_model(str(path)).weights_from == "gguf"
     assert load_model(str(path)).weights_from == "gguf"
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_half_precision_is_cast_from_the_float32_entry_bit_identical(tmp_path, cache_dir, dtype):
+    """The float32 entry serves a half-precision load, as converting the file in that dtype would."""
+    path = write_gguf(tmp_path / "tiny-llama.gguf")
+    assert load_model(str(path)).weights_from == "gguf"  # the float32 entry
+    half = load_model(str(path), dtype=dtype)
+    assert half.weights_from == "cache" and half.model.dtype == getattr(torch, dtype)
+    shutil.rmtree(cache_dir)
+    direct = load_model(str(path), dtype=dtype)
+    assert direct.weights_from == "gguf" and same_weights(half.model, direct.model)
+    assert load_model(str(path), dtype=dtype).weights_from == "cache"  # its own entry now

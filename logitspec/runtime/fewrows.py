@@ -16,7 +16,8 @@ has AVX-512F, else "avx2" where it has AVX2 and FMA (x86-64 CPUs since 2013); on
 silicon). LOGITSPEC_FEW_ROWS_ISA=avx2 forces the AVX2 one on an AVX-512 CPU, to test and time
 it; `kernel_variant` names the one in use. The variant is compiled from source on first use
 with torch's extension builder, about 10 s, and cached under LOGITSPEC_KERNEL_DIR (default
-~/.cache/logitspec), one folder per variant. Where none can be built (no C++ compiler, none
+~/.cache/logitspec), one folder per variant and torch install; another install of the same
+torch version (a new venv) loads that build's library instead of compiling. Where none can be built (no C++ compiler, none
 of the instruction sets, not x86-64 or aarch64 Linux) the layers keep torch's own kernels;
 LOGITSPEC_FEW_ROWS=0 turns it off.
 
@@ -194,23 +195,35 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def _build_key(isa: str, place: bool) -> str:
+    """The sources, flags, torch version and CPU a build depends on, and where `place`, the
+    torch install's folder."""
+    import torch
+
+    key = hashlib.sha256()
+    for source in sources():
+        key.update(source.read_bytes())
+    key.update(" ".join(_cflags(isa)).encode())
+    key.update(torch.__version__.encode())
+    if place:
+        key.update(str(Path(torch.__file__).resolve().parent).encode())
+    key.update(" ".join(sorted(cpu_flags())).encode())  # -march=native code fits one CPU
+    return key.hexdigest()[:16]
+
+
 def build_directory(isa: str) -> Path:
     """Where a variant's build is cached: one folder per variant, source, torch install and CPU.
 
     The torch install's place is part of the key: two environments (a checkout's venv and a
     wheel's) write different build files, and sharing one folder made each rebuild the other's.
     """
-    import torch
+    return cache_root() / f"few_linear_{isa}-{_build_key(isa, place=True)}"
 
-    root = cache_root()
-    key = hashlib.sha256()
-    for source in sources():
-        key.update(source.read_bytes())
-    key.update(" ".join(_cflags(isa)).encode())
-    key.update(torch.__version__.encode())
-    key.update(str(Path(torch.__file__).resolve().parent).encode())
-    key.update(" ".join(sorted(cpu_flags())).encode())  # -march=native code fits one CPU
-    return root / f"few_linear_{isa}-{key.hexdigest()[:16]}"
+
+def shared_library(isa: str) -> Path:
+    """A variant's built library as every torch install of one version can load it: the
+    library names torch's by their sonames alone, so a new venv need not compile it again."""
+    return cache_root() / "shared" / f"logitspec_few_linear_{isa}-{_build_key(isa, place=False)}.so"
 
 
 @dataclass(frozen=True)
@@ -239,22 +252,61 @@ def build_lock(folder: Path) -> Iterator[None]:
 
 def _build(isa: str) -> Kernels:
     import torch
-    from torch.utils.cpp_extension import load
 
     folder = build_directory(isa)
     folder.mkdir(parents=True, exist_ok=True)
+    library, shared = folder / f"logitspec_few_linear_{isa}.so", shared_library(isa)
+    with build_lock(folder):
+        compiled_here = (folder / "build.ninja").exists()
+        if not compiled_here and not library.exists() and shared.exists():
+            _copy_file(shared, library)  # another install of this torch built it: the same code
+        if library.exists() and not compiled_here and _loaded(library):
+            pass
+        else:
+            _compile(isa, folder)
+            if not shared.exists():
+                _copy_file(library, shared)
+    # The sources name their ops after the instruction set they were compiled for: a build
+    # for another one than asked has no op of this name and fails here.
+    ops = torch.ops.logitspec
+    return Kernels(getattr(ops, f"few_linear_{isa}"), getattr(ops, f"top_k_{isa}"), getattr(ops, f"row_attention_{isa}"))
+
+
+def _compile(isa: str, folder: Path) -> None:
+    from torch.utils.cpp_extension import load
+
     ninja_dir = os.path.dirname(_ninja() or "")
     if ninja_dir and shutil.which("ninja") is None:  # a venv's ninja, when the venv is not activated
         os.environ["PATH"] = ninja_dir + os.pathsep + os.environ.get("PATH", "")
     # at::parallel_for only splits work when compiled with OpenMP; the op then shares
     # torch's own thread pool (the same libgomp, already loaded by torch).
-    with build_lock(folder):
-        load(name=f"logitspec_few_linear_{isa}", sources=[str(p) for p in sources()], build_directory=str(folder),
-             extra_cflags=_cflags(isa), extra_ldflags=["-fopenmp"], is_python_module=False, verbose=False)
-    # The sources name their ops after the instruction set they were compiled for: a build
-    # for another one than asked has no op of this name and fails here.
-    ops = torch.ops.logitspec
-    return Kernels(getattr(ops, f"few_linear_{isa}"), getattr(ops, f"top_k_{isa}"), getattr(ops, f"row_attention_{isa}"))
+    load(name=f"logitspec_few_linear_{isa}", sources=[str(p) for p in sources()], build_directory=str(folder),
+         extra_cflags=_cflags(isa), extra_ldflags=["-fopenmp"], is_python_module=False, verbose=False)
+
+
+def _loaded(library: Path) -> bool:
+    """Load a library copied from another install; one that fails is removed, to be compiled."""
+    import torch
+
+    try:
+        torch.ops.load_library(str(library))
+        return True
+    except (OSError, RuntimeError) as e:
+        log.info("few-row kernel library %s not loaded (%s); compiling it", library, e)
+        library.unlink(missing_ok=True)
+        return False
+
+
+def _copy_file(src: Path, dest: Path) -> None:
+    """A whole copy or none: written beside `dest` and renamed into place (a failure only
+    costs a compile)."""
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dest.with_name(f".{dest.name}.{os.getpid()}")
+        shutil.copyfile(src, tmp)
+        os.replace(tmp, dest)
+    except OSError as e:
+        log.info("few-row kernel library not copied to %s: %s", dest, e)
 
 
 def few_row_kernel(isa: str | None = None) -> Callable | None:

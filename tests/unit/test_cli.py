@@ -69,6 +69,7 @@ def test_bad_input_in_process(capsys, monkeypatch, argv, must_contain):
         assert part in last, f"{part!r} not in {last!r}"
 
 
+@pytest.mark.slow  # decodes on the bundled model: the full tier's
 @pytest.mark.parametrize("method", ["logitspec", "pld"])
 def test_json_output(bundled, method, tmp_path, capsys, monkeypatch):
     """The JSON contract through main(), on the session's model (the process below loads its own)."""
@@ -102,6 +103,7 @@ def test_json_output(bundled, method, tmp_path, capsys, monkeypatch):
     assert saved.method == method
 
 
+@pytest.mark.slow  # decodes on the bundled model: the full tier's
 def test_processor_options_reach_the_decoder_and_the_json(bundled, capsys, monkeypatch):
     import logitspec.models
 

@@ -1,10 +1,9 @@
-"""Where `make test`'s time goes: each part's wall time, seconds per test folder and the slowest
-files, read from the JUnit XML pytest writes (`make test` writes artifacts/tests/workers.xml for
-the folders on two workers and artifacts/tests/page.xml for the app and browser folders).
+"""Where `make test`'s time goes: each run's wall time, seconds per test folder and the slowest
+files, read from the JUnit XML pytest writes (`make test` writes artifacts/tests/tests.xml).
 
-    python scripts/test_times.py artifacts/tests/workers.xml artifacts/tests/page.xml
+    python scripts/test_times.py artifacts/tests/tests.xml [more.xml ...]
 
-On two workers a folder's seconds are summed over both, so they exceed the part's wall time.
+On two workers a folder's seconds are summed over both, so they exceed the run's wall time.
 """
 from __future__ import annotations
 
@@ -36,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--files", type=int, default=15, help="how many of the slowest files to list")
     a = ap.parse_args(argv)
     files: dict[str, float] = {}
-    print("| part | wall minutes |\n| --- | --- |")
+    print("| run | wall minutes |\n| --- | --- |")
     for path in a.junit:
         try:
             root = ET.parse(path).getroot()

@@ -48,7 +48,7 @@ demo: $(STAMP) $(TOOLCHAIN_STAMP)
 	$(BIN)/python app.py
 
 # One run on two workers, a file each (a module's fixtures load once), every file on one queue so
-# that no worker idles while the other ends a part. Decoding spends most of its time in one Python
+# that neither worker idles while the other has files left. Decoding spends most of its time in one Python
 # thread, so each test decodes on one thread; idle OpenMP threads sleep instead of spinning, since
 # a test that decodes on two threads shares its cores with the other worker. Each worker starts
 # one app server and one chromium when its first page test asks. Cost curves stay as installed

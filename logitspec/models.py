@@ -199,7 +199,7 @@ def _load_weights(src: str, gguf: str | None, label: str, dtype: str):
     cached = weightcache.cached_folder(key) if key else None
     if key and not cached and dtype != "float32":
         # Reading the GGUF dequantises to float32 and casts; the float32 entry cast alike is the
-        # same half-precision model, without the minute-long conversion.
+        # same half-precision model, without converting the file again.
         cached = weightcache.cached_folder(replace(key, dtype="float32"))
     where, kw = (str(cached), {}) if cached else (src, {"gguf_file": gguf} if gguf else {})
     config = _read_config(where, label, kw)

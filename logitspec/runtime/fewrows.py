@@ -17,9 +17,9 @@ silicon). LOGITSPEC_FEW_ROWS_ISA=avx2 forces the AVX2 one on an AVX-512 CPU, to 
 it; `kernel_variant` names the one in use. The variant is compiled from source on first use
 with torch's extension builder, about 10 s, and cached under LOGITSPEC_KERNEL_DIR (default
 ~/.cache/logitspec), one folder per variant and torch install; another install of the same
-torch version (a new venv) loads that build's library instead of compiling. Where none can be built (no C++ compiler, none
-of the instruction sets, not x86-64 or aarch64 Linux) the layers keep torch's own kernels;
-LOGITSPEC_FEW_ROWS=0 turns it off.
+torch version (a new venv) loads that build's library instead of compiling. Where none can be
+built (no C++ compiler, none of the instruction sets, not x86-64 or aarch64 Linux) the layers
+keep torch's own kernels; LOGITSPEC_FEW_ROWS=0 turns it off.
 
 Each build also holds speculation's top-k over the vocabulary (`csrc/top_k.cpp`,
 `runtime.topk`), which torch.topk serves where there is no build.
@@ -260,9 +260,7 @@ def _build(isa: str) -> Kernels:
         compiled_here = (folder / "build.ninja").exists()
         if not compiled_here and not library.exists() and shared.exists():
             _copy_file(shared, library)  # another install of this torch built it: the same code
-        if library.exists() and not compiled_here and _loaded(library):
-            pass
-        else:
+        if compiled_here or not (library.exists() and _loaded(library)):
             _compile(isa, folder)
             if not shared.exists():
                 _copy_file(library, shared)

@@ -51,6 +51,7 @@ print(" ".join(sorted(p.name for p in fewrows.build_directory(sys.argv[2]).glob(
 
 
 def test_a_new_install_of_the_same_torch_loads_the_shared_build_without_compiling(tmp_path):
+    import os
     import shutil
     import subprocess
     import sys
@@ -64,7 +65,7 @@ def test_a_new_install_of_the_same_torch_loads_the_shared_build_without_compilin
     (root / "shared").mkdir(parents=True)
     shutil.copyfile(shared, root / "shared" / shared.name)  # a cache holding that library alone
     elsewhere = str(tmp_path / "venv" / "torch" / "__init__.py")
-    env = {**__import__("os").environ, "LOGITSPEC_KERNEL_DIR": str(root)}
+    env = {**os.environ, "LOGITSPEC_KERNEL_DIR": str(root)}
     done = subprocess.run([sys.executable, "-c", SECOND_INSTALL, elsewhere, isa], env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -47,32 +47,34 @@ $(TOOLCHAIN_STAMP): | $(STAMP)
 demo: $(STAMP) $(TOOLCHAIN_STAMP)
 	$(BIN)/python app.py
 
-# Two parts, both always run, one after the other. Decoding spends most of its time in one Python
-# thread, so the folders without a page run on two workers, a file each, each decoding on one
-# thread; there idle OpenMP threads sleep instead of spinning, since a test that decodes on two
-# threads shares its cores with the other worker. The app and browser folders share one app
-# server and one chromium: on two workers, checks that hang on the pace of a loaded machine
-# failed (docs/testing.md).
-PYTEST := $(BIN)/python -m pytest -q --durations=25
-# Files in the order the workers take them, the longest first (measured: docs/testing.md), so that
-# no worker ends alone on a long one; pytest keeps the order of files named one by one.
-LONGEST := tests/lossless/test_lossless.py tests/lossless/test_half_precision.py tests/package/test_gpu_kit.py \
-	tests/lossless/test_recycling.py tests/package/test_wheel.py tests/lossless/test_families.py tests/unit/test_bench.py
-ON_WORKERS := $(LONGEST) $(filter-out $(LONGEST),$(sort $(wildcard $(addsuffix /test_*.py,\
-	tests/package tests/notebooks tests/lossless tests/unit))))
-ON_PAGE := tests/app tests/browser
+# One run on two workers, a file each (a module's fixtures load once), every file on one queue so
+# that no worker idles while the other ends a part. Decoding spends most of its time in one Python
+# thread, so each test decodes on one thread; idle OpenMP threads sleep instead of spinning, since
+# a test that decodes on two threads shares its cores with the other worker. Each worker starts
+# one app server and one chromium when its first page test asks. Cost curves stay as installed
+# (tests/conftest.py): a tree is sized alike on an idle and a loaded machine.
+PYTEST := OMP_WAIT_POLICY=PASSIVE $(BIN)/python -m pytest -q --durations=25
+# The longest files first (measured: docs/testing.md), so that no worker ends alone on a long one;
+# pytest keeps the order of files named one by one (a folder named too would drop it).
+LONGEST := tests/lossless/test_lossless.py tests/package/test_gpu_kit.py tests/lossless/test_half_precision.py \
+	tests/lossless/test_families.py tests/browser/test_teach_browser.py tests/browser/test_fit_browser.py \
+	tests/lossless/test_recycling.py tests/package/test_wheel.py tests/browser/test_one_truth_browser.py \
+	tests/browser/test_race_browser.py tests/browser/test_presenting_browser.py tests/unit/test_bench.py \
+	tests/browser/test_present_browser.py tests/browser/test_sampled_race_browser.py tests/lossless/test_sampling.py \
+	tests/app/test_load.py
+TEST_FILES := $(LONGEST) $(filter-out $(LONGEST),$(sort $(wildcard $(addsuffix /test_*.py,\
+	tests/package tests/notebooks tests/lossless tests/unit tests/app tests/browser))))
 TESTS_OUT := artifacts/tests
 
 test: $(STAMP) $(BROWSER_STAMP) $(TOOLCHAIN_STAMP)
 	@rc=0; t0=$$(date +%s); \
-	OMP_WAIT_POLICY=PASSIVE $(PYTEST) -n 2 --dist loadfile --junitxml=$(TESTS_OUT)/workers.xml $(ON_WORKERS) || rc=1; \
-	$(PYTEST) --junitxml=$(TESTS_OUT)/page.xml $(ON_PAGE) || rc=1; \
-	$(BIN)/python scripts/test_times.py $(TESTS_OUT)/workers.xml $(TESTS_OUT)/page.xml --files 0; \
-	echo "both parts: $$(( $$(date +%s) - t0 )) s"; \
+	$(PYTEST) -n 2 --dist loadfile --junitxml=$(TESTS_OUT)/tests.xml $(TEST_FILES) || rc=1; \
+	$(BIN)/python scripts/test_times.py $(TESTS_OUT)/tests.xml --files 0; \
+	echo "make test: $$(( $$(date +%s) - t0 )) s"; \
 	exit $$rc
 
 test-fast: $(STAMP) $(TOOLCHAIN_STAMP)
-	OMP_WAIT_POLICY=PASSIVE $(PYTEST) -n 2 --dist loadfile -m "not slow and not browser"
+	$(PYTEST) -n 2 --dist loadfile -m "not slow and not browser"
 
 # Every method side by side in one run (about 40 minutes on two idle cores): the README's headline.
 BENCH_ARGS := --questions data/spec_bench_subset.jsonl --limit-per-category 3 --max-new-tokens 128 \

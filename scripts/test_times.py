@@ -1,8 +1,7 @@
 """Where `make test`'s time goes: each run's wall time, seconds per test folder and the slowest
-files, read from the JUnit XML pytest writes (`make test` writes artifacts/tests/workers.xml for
-the folders on two workers and artifacts/tests/page.xml for the app and browser folders).
+files, read from the JUnit XML pytest writes (`make test` writes artifacts/tests/tests.xml).
 
-    python scripts/test_times.py artifacts/tests/workers.xml artifacts/tests/page.xml
+    python scripts/test_times.py artifacts/tests/tests.xml [more.xml ...]
 
 On two workers a folder's seconds are summed over both, so they exceed the run's wall time.
 """

@@ -104,24 +104,32 @@ def time_moves(page, plots: str, moves: int, start: int) -> list[float]:
     return waits
 
 
-def explorer_moves(browser, url: str, moves: int, extra: str = "") -> list[float]:
-    """Step moves in the explorer; `extra` adds to the link (`&present=1`: with large type)."""
-    page = open_page(browser, url + f"?trace={RUN}&step=0{extra}")
+def explorer_moves(browser, url: str, moves: int, extra: str = "", page=None) -> list[float]:
+    """Step moves in the explorer; `extra` adds to the link (`&present=1`: with large type).
+    `page`: one already open at step 0 (from open_page), left open; else a page of its own."""
+    own = page is None
+    if own:
+        page = open_page(browser, url + f"?trace={RUN}&step=0{extra}")
     page.wait_for_function(PLOT_AT_JS, arg=["#tree-plot .js-plotly-plot", 0], timeout=60_000)
     page.locator("#step-label").click()  # the page has the focus, not a box
     waits = time_moves(page, "#tree-plot .js-plotly-plot, #cand-plot .js-plotly-plot", moves, 0)
-    page.context.close()
+    if own:
+        page.context.close()
     return waits
 
 
-def explain_moves(browser, url: str, moves: int, extra: str = "") -> list[float]:
-    page = open_page(browser, url + f"?trace={RUN}&step=0&tab=explain{extra}")
-    page.locator("#explain-levels").get_by_role("tab", name="In detail").click()
+def explain_moves(browser, url: str, moves: int, extra: str = "", page=None) -> list[float]:
+    """Step moves in Explain's detail; `page`: one already open there at step 0, left open."""
+    own = page is None
+    if own:
+        page = open_page(browser, url + f"?trace={RUN}&step=0&tab=explain{extra}")
+        page.locator("#explain-levels").get_by_role("tab", name="In detail").click()
     panels = "#explain-detail .js-plotly-plot"
     page.wait_for_function(PLOT_AT_JS, arg=[panels, 0], timeout=60_000)
     page.locator("#explain-head").click()
     waits = time_moves(page, panels, moves, 0)
-    page.context.close()
+    if own:
+        page.context.close()
     return waits
 
 

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from helpers.browser import fresh_page, shot, text_of, tree_data
+from helpers.browser import TAB_SHOWN_JS, fresh_page, shot, text_of, tree_data
 from helpers.paths import ROOT
 
 FIRST_RACE = ROOT / "traces" / "races" / "summarization-242.json"  # what a new visitor sees
@@ -58,29 +58,42 @@ def test_the_debugger_table_fits(browser, app_url, width):
     page.context.close()
 
 
+@pytest.fixture(scope="module")
+def phone(browser, app_url):
+    """One phone page for the three checks below (one load, not three), on the debugger's tab."""
+    page = _debugger(browser, app_url, PHONE)
+    yield page
+    page.context.close()
+
+
+ROWS_JS = "(n) => document.querySelectorAll('#debug-table tbody tr.main').length === n"
+OUTCOMES_OFF = ("g1 matched", "g2 rescued")
+
+
 @pytest.mark.slow
 @pytest.mark.browser
-def test_an_empty_filter_says_so(browser, app_url):
+def test_an_empty_filter_says_so(phone):
     from logitspec.core.trace import BOTH_FAILED
 
     trace = _first_trace()
     failed = [s for s in trace.steps if s.forward and s.outcome == BOTH_FAILED]
-    page = _debugger(browser, app_url, PHONE)
-    for name in ("g1 matched", "g2 rescued"):
+    page = phone
+    for name in OUTCOMES_OFF:
         page.locator("#outcome").get_by_text(name).click()
     if failed:  # the filter lists exactly those steps
-        page.wait_for_function("(n) => document.querySelectorAll('#debug-table tbody tr.main').length === n",
-                               arg=len(failed), timeout=30_000)
+        page.wait_for_function(ROWS_JS, arg=len(failed), timeout=30_000)
     else:
         page.wait_for_function("() => (document.querySelector('#debug-note')?.innerText || '')"
                                ".includes('No step of this run had both queries fail')", timeout=30_000)
         assert page.locator("#debug-table tbody tr").count() == 0
-    page.context.close()
+    for name in OUTCOMES_OFF:  # every outcome again, for the next check on this page
+        page.locator("#outcome").get_by_text(name).click()
+    page.wait_for_function(ROWS_JS, arg=sum(s.forward for s in trace.steps), timeout=30_000)
 
 
 @pytest.mark.slow
 @pytest.mark.browser
-def test_the_whatif_panel_shows_both_runs(browser, app_url):
+def test_the_whatif_panel_shows_both_runs(phone):
     from logitspec.analysis.whatif import RetrievalSetting, own_setting, what_if
     from visual.counts import held_tokens
 
@@ -88,7 +101,7 @@ def test_the_whatif_panel_shows_both_runs(browser, app_url):
     own = own_setting(trace)
     setting = RetrievalSetting((2, 3), own.continuation, own.k)
     expected = what_if(trace, setting).new
-    page = _debugger(browser, app_url, PHONE)
+    page = phone
     page.wait_for_selector("#whatif-plot .js-plotly-plot", timeout=30_000)
     assert "This is the run's own setting" in text_of(page, "#whatif-summary")
     page.locator("#whatif-ngram").get_by_text("1", exact=True).click()
@@ -104,16 +117,17 @@ def test_the_whatif_panel_shows_both_runs(browser, app_url):
     assert drawn["what-if"] == expected.drafted and drawn["this run"] != drawn["what-if"]
     page.locator("#whatif-plot").scroll_into_view_if_needed()
     shot(page, "whatif")
-    page.context.close()
 
 
 @pytest.mark.slow
 @pytest.mark.browser
-def test_an_upload_error_keeps_the_view(browser, app_url, tmp_path):
+def test_an_upload_error_keeps_the_view(phone, tmp_path):
     from logitspec.core.limits import Limits
     from logitspec.core.trace import TraceFileError, read_trace_file
 
-    page = fresh_page(browser, app_url, PHONE)
+    page = phone
+    page.get_by_role("tab", name="Step explorer").click()  # the tab a new visitor sees
+    page.wait_for_function(TAB_SHOWN_JS, arg="Step explorer")
     page.wait_for_selector("#tree-plot .js-plotly-plot", timeout=90_000)
     label, tree = text_of(page, "#step-label"), tree_data(page)
     page.get_by_role("tab", name="Traces").click()
@@ -143,4 +157,3 @@ def test_an_upload_error_keeps_the_view(browser, app_url, tmp_path):
     assert text_of(page, "#step-label") == label and tree_data(page) == tree
     assert "Error" not in text_of(page, "#tree-plot") and "Error" not in text_of(page, "#debug-table")
     shot(page, "upload-error")
-    page.context.close()

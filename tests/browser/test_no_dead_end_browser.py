@@ -28,11 +28,24 @@ def _wait_label(page, start: str, timeout: int = 30_000) -> None:
                            arg=start, timeout=timeout)
 
 
+# The tree plot drawn at step n in the lanes view (its meta names the lanes) or the trie (shared prefixes).
+TREE_AT_JS = """([n, key]) => { const el = document.querySelector('#tree-plot .js-plotly-plot');
+    return !!(el && el.layout && el.layout.meta && el.layout.meta.step === n && el.layout.meta[key] !== undefined); }"""
+
+
+@pytest.fixture(scope="module")
+def shared_page(browser, app_url):
+    """One page for the module's checks (one load, not three): each starts at step 5 in the lanes view."""
+    page = _open(browser, app_url, "trace=coding-122&step=5&tab=explorer")  # steps 0–39
+    yield page
+    page.context.close()
+
+
 @pytest.mark.slow
 @pytest.mark.browser
 @pytest.mark.parametrize("typed", ["65", "-4"])
-def test_a_step_typed_past_the_run_is_held_to_it(browser, app_url, typed):
-    page = _open(browser, app_url, "trace=coding-122&step=5&tab=explorer")  # steps 0–39
+def test_a_step_typed_past_the_run_is_held_to_it(shared_page, typed):
+    page = shared_page
     _wait_label(page, "Step 5 (steps 0–39)")
     box = page.locator("#step-slider input[type=number]")
     box.fill(typed)
@@ -46,18 +59,27 @@ def test_a_step_typed_past_the_run_is_held_to_it(browser, app_url, typed):
     assert "Error" not in text_of(page, "#tree-plot") and tree_data(page)
     # The tree view radio still answers: the trie of the step held.
     page.locator("#tree-view").get_by_label("trie").check()
-    page.wait_for_function("(n) => { const el = document.querySelector('#tree-plot .js-plotly-plot');"
-                           " return el && el.layout && el.layout.meta && el.layout.meta.step === n"
-                           " && el.layout.meta.shared !== undefined; }", arg=int(held), timeout=30_000)
+    page.wait_for_function(TREE_AT_JS, arg=[int(held), "shared"], timeout=30_000)
     assert page.evaluate(ERROR_BADGE) == 0
     shot(page, "step-past-the-end")
-    page.context.close()
+    _back_to_step_5(page, int(held))
+
+
+def _back_to_step_5(page, at: int) -> None:
+    """The page as the module's next check expects it: step 5, the lanes view."""
+    page.locator("#tree-view").get_by_label("lanes").check()
+    page.wait_for_function(TREE_AT_JS, arg=[at, "n_lanes"], timeout=30_000)
+    box = page.locator("#step-slider input[type=number]")
+    box.fill("5")
+    box.press("Enter")
+    _wait_label(page, "Step 5 (steps 0–39)")
+    page.wait_for_function(TREE_AT_JS, arg=[5, "n_lanes"], timeout=30_000)
 
 
 @pytest.mark.slow
 @pytest.mark.browser
-def test_a_refused_upload_says_why_beside_the_box(browser, app_url, tmp_path):
-    page = _open(browser, app_url, "trace=coding-122&step=5&tab=explorer")
+def test_a_refused_upload_says_why_beside_the_box(shared_page, tmp_path):
+    page = shared_page  # last: it opens another run
     _wait_label(page, "Step 5 (steps 0–39)")
     label, tree = text_of(page, "#step-label"), tree_data(page)
     page.get_by_role("tab", name="Traces").click()
@@ -89,4 +111,3 @@ def test_a_refused_upload_says_why_beside_the_box(browser, app_url, tmp_path):
     assert text_of(page, "#upload-note") == ""
     page.get_by_role("tab", name="Step explorer").click()
     _wait_label(page, f"Step 0 (steps 0–{len(lanes['logitspec'].steps) - 1})")
-    page.context.close()

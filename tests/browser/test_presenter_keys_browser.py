@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers.browser import fresh_page, text_of
+from helpers.browser import TAB_SHOWN_JS, fresh_page, text_of
 
 SCREEN = {"width": 1920, "height": 1080}
 RUN = "coding-122"
@@ -49,20 +49,6 @@ def test_pagedown_and_space_move_one_stage_right_after_clicking_the_tab(lesson_p
         page.wait_for_function(STAGE_AT_TOP_JS, arg=i, timeout=5_000)
 
 
-def test_pagedown_and_space_move_one_step_in_the_explorer(browser, app_url):
-    page = _page(browser, app_url, f"trace={RUN}&step=7&tab=explorer")
-    _wait_label(page, 7, timeout=240_000)  # the first view: minutes on a busy machine
-    page.get_by_role("tab", name="Step explorer").click()  # focus on a tab button, not the page
-    page.keyboard.press("PageDown")
-    _wait_label(page, 8)
-    page.keyboard.press(" ")
-    _wait_label(page, 9)
-    page.keyboard.press("PageUp")
-    _wait_label(page, 8)
-    assert "Pause" not in text_of(page, "#play")  # space steps; it does not start playing
-    page.context.close()
-
-
 def test_a_bad_link_keeps_its_message_in_view(browser, app_url):
     page = _page(browser, app_url, f"trace={RUN}&step=x7&tab=explain")
     page.wait_for_function("() => /This link:/.test(document.querySelector('#status')?.innerText || '')",
@@ -88,6 +74,26 @@ def test_the_step_buttons_read_on_one_line(lesson_page):
     for sel in ("#explain-prev", "#explain-next"):
         assert page.evaluate(LINES_JS, sel) == 1, (sel, page.evaluate(LINES_JS, sel))
     page.get_by_role("tab", name="Lesson").click()
+
+
+# Last on lesson_page: it leaves the page on the Step explorer's tab.
+def test_pagedown_and_space_move_one_step_in_the_explorer(lesson_page):
+    page = lesson_page
+    page.get_by_role("tab", name="Step explorer").click()
+    page.wait_for_function(TAB_SHOWN_JS, arg="Step explorer")
+    box = page.locator("#step-slider input[type=number]")  # step 7, as a link with &step=7 opens it
+    box.fill("7")
+    box.press("Enter")
+    _wait_label(page, 7)
+    page.get_by_role("tab", name="Step explorer").click()  # focus on a tab button, not the page
+    assert page.evaluate("() => document.activeElement?.getAttribute('role')") == "tab"
+    page.keyboard.press("PageDown")
+    _wait_label(page, 8)
+    page.keyboard.press(" ")
+    _wait_label(page, 9)
+    page.keyboard.press("PageUp")
+    _wait_label(page, 8)
+    assert "Pause" not in text_of(page, "#play")  # space steps; it does not start playing
 
 
 def test_in_detail_clicked_while_a_link_opens_stays_open(browser, app_url):

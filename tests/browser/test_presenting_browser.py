@@ -32,16 +32,6 @@ FILTER_S = 3 * 1.0  # aim 1 s, met: 0.29 and 0.36 s measured
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 
-def test_a_step_move_in_the_explorer(browser, app_url):
-    waits = T.explorer_moves(browser, app_url, MOVES)
-    assert statistics.median(waits) < EXPLORER_MOVE_S, waits
-
-
-def test_a_step_move_in_explains_detail(browser, app_url):
-    waits = T.explain_moves(browser, app_url, MOVES)
-    assert statistics.median(waits) < EXPLAIN_MOVE_S, waits
-
-
 # Each plot a move shows, marked before the move: a plot drawn in place (Plotly.react) keeps its mark.
 MARK_JS = "(sel) => document.querySelectorAll(sel).forEach((g, i) => { g.__kept = i + 1; })"
 KEPT_JS = "(sel) => Array.from(document.querySelectorAll(sel)).map(g => g.__kept || 0)"
@@ -55,26 +45,39 @@ def moved_in_place(page, plots: str, n: int) -> list[int]:
     return page.evaluate(KEPT_JS, plots)
 
 
-def test_a_move_redraws_the_explorers_figures_in_place(browser, app_url):
+EXPLORER_PLOTS = "#tree-plot .js-plotly-plot, #cand-plot .js-plotly-plot"
+DETAIL_PLOTS = "#explain-detail .js-plotly-plot"
+
+
+def test_a_step_move_in_the_explorer_redraws_in_place_and_quickly(browser, app_url):
     """gr.Plot mounted a new plot for each step and drew it twice from nothing: most of a move."""
     page = T.open_page(browser, app_url + f"?trace={T.RUN}&step=0")
-    plots = "#tree-plot .js-plotly-plot, #cand-plot .js-plotly-plot"
-    page.wait_for_function(T.PLOT_AT_JS, arg=[plots, 0], timeout=60_000)
+    page.wait_for_function(T.PLOT_AT_JS, arg=[EXPLORER_PLOTS, 0], timeout=60_000)
     page.locator("#step-label").click()
-    assert moved_in_place(page, plots, 1) == [1, 2]
+    assert moved_in_place(page, EXPLORER_PLOTS, 1) == [1, 2]
     assert text_of(page, "#step-label").startswith("Step 1 (")
+    # The timed moves on the same page, from step 0 again (one page load less).
+    page.keyboard.press("ArrowLeft")
+    page.wait_for_function(T.PLOT_AT_JS, arg=[EXPLORER_PLOTS, 0], timeout=60_000)
+    assert text_of(page, "#step-label").startswith("Step 0 (")
+    waits = T.explorer_moves(browser, app_url, MOVES, page=page)
     page.context.close()
+    assert statistics.median(waits) < EXPLORER_MOVE_S, waits
 
 
-def test_a_move_in_explains_detail_redraws_its_panels_in_place(browser, app_url):
+def test_a_step_move_in_explains_detail_redraws_its_panels_in_place_and_quickly(browser, app_url):
     page = T.open_page(browser, app_url + f"?trace={T.RUN}&step=0&tab=explain")
     page.locator("#explain-levels").get_by_role("tab", name="In detail").click()
-    panels = "#explain-detail .js-plotly-plot"
-    page.wait_for_function(T.PLOT_AT_JS, arg=[panels, 0], timeout=60_000)
+    page.wait_for_function(T.PLOT_AT_JS, arg=[DETAIL_PLOTS, 0], timeout=60_000)
     page.locator("#explain-head").click()
-    kept = moved_in_place(page, panels, 1)
+    kept = moved_in_place(page, DETAIL_PLOTS, 1)
     assert len(kept) == 6 and all(kept), kept
+    # The timed moves on the same page, from step 0 again (one page load less).
+    page.keyboard.press("ArrowLeft")
+    page.wait_for_function(T.PLOT_AT_JS, arg=[DETAIL_PLOTS, 0], timeout=60_000)
+    waits = T.explain_moves(browser, app_url, MOVES, page=page)
     page.context.close()
+    assert statistics.median(waits) < EXPLAIN_MOVE_S, waits
 
 
 def test_play_pauses_on_the_first_press(browser, app_url):

@@ -45,14 +45,24 @@ def _step_label(page) -> str:
     return text_of(page, "#step-label")
 
 
-@pytest.mark.browser
-def test_a_deep_link_opens_the_run_step_and_tab(browser, app_url):
+TABS_AT_TOP_JS = "() => Math.abs(document.getElementById('tabs').getBoundingClientRect().top) < 40"
+
+
+@pytest.fixture(scope="module")
+def coding_step5(browser, app_url):
+    """The explorer's deep link, kept open for the quick presses below (one page load less)."""
     page = _open(browser, app_url, "trace=coding-122&step=5&tab=explorer")
+    yield page
+    page.context.close()
+
+
+@pytest.mark.browser
+def test_a_deep_link_opens_the_run_step_and_tab(coding_step5, browser, app_url):
+    page = coding_step5
     _wait_step(page, 5)
     assert _step_label(page).startswith("Step 5 (steps 0–39)"), _step_label(page)
     assert "coding-122.json" in text_of(page, "#status"), text_of(page, "#status")
     assert _selected_tab(page) == "Step explorer"
-    page.context.close()
 
     page = _open(browser, app_url, "trace=translation-161.json&step=5&tab=explain")
     page.wait_for_selector("#lesson-keep-plot .main-svg", timeout=60_000)
@@ -66,8 +76,7 @@ def test_a_deep_link_opens_the_run_step_and_tab(browser, app_url):
     head = text_of(page, "#explain-head")
     assert "translation-161.json" in head and "the step the link named" in head, head
     # the link lands on its panel: the tabs at the top of the screen, not the race above them
-    page.wait_for_function("() => Math.abs(document.getElementById('tabs').getBoundingClientRect().top) < 40",
-                           timeout=10_000)
+    page.wait_for_function(TABS_AT_TOP_JS, timeout=10_000)
     page.context.close()
 
     # Bad values: one line says what was wrong, and the page works as without a link.
@@ -228,11 +237,15 @@ def _check_panels(page, trace: RunTrace, step: int) -> None:
 
 
 @pytest.mark.browser
-def test_quick_presses_each_move_a_step(browser, app_url):
+def test_quick_presses_each_move_a_step(coding_step5):
     """A presenter pressing → twice before the first redraw lands moves two steps, not one,
     in the Step explorer and in the Explain tab."""
-    page = _open(browser, app_url, "trace=coding-122&step=5")
+    page = coding_step5
     _wait_step(page, 5)
+    # The page as ?trace=coding-122&step=5 opens it: the link's tab scrolled the tabs up; back to the top.
+    page.wait_for_function(TABS_AT_TOP_JS, timeout=10_000)
+    page.evaluate("() => window.scrollTo(0, 0)")
+    page.wait_for_function("() => window.scrollY === 0", timeout=10_000)
     page.locator("#next").click()
     page.locator("#next").click()
     page.locator("#next").click()
@@ -262,7 +275,6 @@ def test_quick_presses_each_move_a_step(browser, app_url):
     page.wait_for_function(explained, arg=6, timeout=30_000)
     page.wait_for_timeout(1500)
     assert re.search(r"Step 6 of", text_of(page, "#explain-head")), text_of(page, "#explain-head")
-    page.context.close()
 
 
 @pytest.mark.slow

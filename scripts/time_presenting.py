@@ -14,6 +14,7 @@ figures and writes them as JSON (with the CPU named) to --out.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -104,33 +105,37 @@ def time_moves(page, plots: str, moves: int, start: int) -> list[float]:
     return waits
 
 
+@contextlib.contextmanager
+def _page_at(browser, link: str, page=None):
+    """`page` as given, left open; else a page of its own at `link`, closed after."""
+    if page is not None:
+        yield page
+        return
+    own = open_page(browser, link)
+    try:
+        yield own
+    finally:
+        own.context.close()
+
+
 def explorer_moves(browser, url: str, moves: int, extra: str = "", page=None) -> list[float]:
     """Step moves in the explorer; `extra` adds to the link (`&present=1`: with large type).
     `page`: one already open at step 0 (from open_page), left open; else a page of its own."""
-    own = page is None
-    if own:
-        page = open_page(browser, url + f"?trace={RUN}&step=0{extra}")
-    page.wait_for_function(PLOT_AT_JS, arg=["#tree-plot .js-plotly-plot", 0], timeout=60_000)
-    page.locator("#step-label").click()  # the page has the focus, not a box
-    waits = time_moves(page, "#tree-plot .js-plotly-plot, #cand-plot .js-plotly-plot", moves, 0)
-    if own:
-        page.context.close()
-    return waits
+    with _page_at(browser, url + f"?trace={RUN}&step=0{extra}", page) as pg:
+        pg.wait_for_function(PLOT_AT_JS, arg=["#tree-plot .js-plotly-plot", 0], timeout=60_000)
+        pg.locator("#step-label").click()  # the page has the focus, not a box
+        return time_moves(pg, "#tree-plot .js-plotly-plot, #cand-plot .js-plotly-plot", moves, 0)
 
 
 def explain_moves(browser, url: str, moves: int, extra: str = "", page=None) -> list[float]:
     """Step moves in Explain's detail; `page`: one already open there at step 0, left open."""
-    own = page is None
-    if own:
-        page = open_page(browser, url + f"?trace={RUN}&step=0&tab=explain{extra}")
-        page.locator("#explain-levels").get_by_role("tab", name="In detail").click()
-    panels = "#explain-detail .js-plotly-plot"
-    page.wait_for_function(PLOT_AT_JS, arg=[panels, 0], timeout=60_000)
-    page.locator("#explain-head").click()
-    waits = time_moves(page, panels, moves, 0)
-    if own:
-        page.context.close()
-    return waits
+    with _page_at(browser, url + f"?trace={RUN}&step=0&tab=explain{extra}", page) as pg:
+        if page is None:
+            pg.locator("#explain-levels").get_by_role("tab", name="In detail").click()
+        panels = "#explain-detail .js-plotly-plot"
+        pg.wait_for_function(PLOT_AT_JS, arg=[panels, 0], timeout=60_000)
+        pg.locator("#explain-head").click()
+        return time_moves(pg, panels, moves, 0)
 
 
 def play_pause(browser, url: str) -> dict:

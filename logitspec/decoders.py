@@ -55,7 +55,7 @@ def decode(
     method: str = "logitspec",
     settings: DecodeSettings | None = None,
     eos_ids: Sequence[int] = (),
-    on_prefill: Callable[[float], None] | None = None,
+    on_prefill: Callable[[float, bool], None] | None = None,
     processors: Sequence[LogitsProcessor] | None = None,
 ) -> Iterator[StepRecord]:
     """Decoding with the method's drafter, one StepRecord per forward pass.

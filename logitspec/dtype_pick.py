@@ -53,7 +53,7 @@ def answer_seconds(lm, new_tokens: int) -> float:
 
     def run(n: int) -> float:
         t0 = time.perf_counter()
-        for _ in decode(lm.model, prompt, "vanilla", DecodeSettings(max_new_tokens=n)):
+        for _ in decode(lm.model, prompt, "vanilla", DecodeSettings(max_new_tokens=n, share_prefill=False)):
             pass
         return time.perf_counter() - t0
 

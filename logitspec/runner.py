@@ -26,8 +26,8 @@ class Run:
             settings=self.settings.to_dict(), eos_token_ids=eos, device=lm.device, dtype=lm.dtype,
         )
 
-    def _on_prefill(self, seconds: float) -> None:
-        self.trace.prefill_seconds = seconds
+    def _on_prefill(self, seconds: float, reused: bool) -> None:
+        self.trace.prefill_seconds, self.trace.prefill_reused = seconds, reused
 
     def __iter__(self) -> Iterator[StepRecord]:
         t = self.trace

@@ -71,7 +71,8 @@ def measure(lm, prompt_ids: list[int], method: str, settings: DecodeSettings) ->
     from ..decoders import decode
 
     name, tree = run_spec(method, settings.tree)
-    s = replace(settings, tree=tree) if tree else settings
+    # Every timed run pays its own prefill: none is copied from the run before.
+    s = replace(settings, tree=tree or settings.tree, share_prefill=False)
     t0 = time.perf_counter()
     steps = list(decode(lm.model, prompt_ids, name, s, lm.eos_ids))
     # A re-measuring of c(n) that decoding asked for (see costcurve.observe_forward) is a

@@ -14,10 +14,12 @@ import torch
 from transformers import Cache, LogitsProcessor, PreTrainedModel
 
 from ..runtime.kvcache import new_cache
+from ..runtime.prefills import PrefillStore
 from ..runtime.tuner import ThreadTuner, thread_tuner
 from .drafter import Draft, Drafter
 from .errors import DecodeError
 from .processors import Processing, processing_for
+from .profile import profile_of
 from .retrieval import NgramPool
 from .sampling import Lead
 from .settings import DecodeSettings
@@ -46,7 +48,7 @@ def decode_run(
     drafter: Drafter,
     s: DecodeSettings,
     eos_ids: Sequence[int] = (),
-    on_prefill: Callable[[float], None] | None = None,
+    on_prefill: Callable[[float, bool], None] | None = None,
     processors: Sequence[LogitsProcessor] | None = None,
 ) -> Iterator[StepRecord]:
     """The decode loop with `drafter`, one StepRecord per forward pass: prefill, then steps
@@ -63,12 +65,12 @@ def decode_run(
         # Host threads only time a CPU's passes: on an accelerator the count stays as set.
         tuner=thread_tuner() if model.device.type == "cpu" else ThreadTuner(torch.get_num_threads(), fixed=True),
     )
+    logits, seconds, reused = prefill_once(model, run.cache, prompt, s.share_prefill)
     t0 = time.perf_counter()
-    logits = prefill(model, run.cache, prompt)
     # The first new token sits at position len(prompt).
     root, lead = run.processing.choose_with_lead(prompt, logits, len(prompt))
     if on_prefill:
-        on_prefill(time.perf_counter() - t0)
+        on_prefill(seconds + time.perf_counter() - t0, reused)
     pool = NgramPool(s.ngram_sizes, prompt, s.pool, s.continuation)
     produced, index = 0, 0
     while produced < s.max_new_tokens:
@@ -124,6 +126,27 @@ def root_pass(run: Decoding, root: int, context_len: int) -> None:
     """A one-token pass of the root over the context, the cache left as it was: the
     thread tuner's probe, on this run's own model, context and cache."""
     trial_pass(run.model, run.cache, chain_tree(root, [], "root"), context_len, run.head_rows)
+
+
+def prefill_once(model: PreTrainedModel, cache: Cache, prompt: Sequence[int], share: bool
+                 ) -> tuple[torch.Tensor, float, bool]:
+    """The prompt's prefill into the empty `cache`: copied from the model's store when an earlier
+    run of the same prompt kept one (`share`), else computed, and then kept. Returns the last
+    position's logits: [V], the measured seconds of the pass that computed them, and whether
+    they were copied."""
+    prof = profile_of(model)
+    if share and prof.prefills is None:
+        prof.prefills = PrefillStore()
+    store = prof.prefills if share else None
+    kept = store.restore(model, prompt, cache) if store else None
+    if kept is not None:
+        return kept.logits.clone(), kept.seconds, True
+    t0 = time.perf_counter()
+    logits = prefill(model, cache, prompt)
+    seconds = time.perf_counter() - t0
+    if store:
+        store.keep(model, prompt, cache, logits, seconds)
+    return logits, seconds, False
 
 
 @torch.inference_mode()

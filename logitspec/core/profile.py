@@ -21,6 +21,7 @@ class ModelProfile:
     successors: Any = None  # SuccessorMatrix (recycling)
     head_rows: int | None = None  # rows the output head maps at the cost of one (verify)
     layout: Any = None  # AttentionLayout (families)
+    prefills: Any = None  # PrefillStore: the latest prompts' prefills (runtime.prefills)
 
 
 def profile_of(model) -> ModelProfile:

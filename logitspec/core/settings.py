@@ -75,6 +75,9 @@ class DecodeSettings:
     # PROCESSOR_OPTIONS by name, e.g. {"repetition_penalty": 1.1}: applied to each position with
     # its own prefix, as generate applies them; empty applies none.
     processors: dict = field(default_factory=dict)
+    # A run copies the prompt's prefill from an earlier run of the same prompt on the same model
+    # (runtime/prefills.py), as the lanes of one race do; timed runs (the bench) turn it off.
+    share_prefill: bool = True
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -208,6 +208,9 @@ class RunTrace:
     settings: dict[str, Any]
     steps: list[StepRecord] = field(default_factory=list)
     prefill_seconds: float = 0.0
+    # The prefill was copied from an earlier run of the prompt on this model (runtime/prefills.py);
+    # prefill_seconds is then the measured time of the pass that computed it.
+    prefill_reused: bool = False
     eos_token_ids: list[int] = field(default_factory=list)
     token_texts: dict[str, str] = field(default_factory=dict)  # id -> decoded piece
     # id -> hex of the token's raw bytes: a byte-level token may hold part of a character,

@@ -237,6 +237,24 @@ def test_each_reason_for_a_slower_logitspec_follows_from_its_numbers(summ, forwa
         assert f"{gain / (forward * gain):.2f}× as fast" in why  # the steps alone were faster
 
 
+def test_a_lane_behind_with_one_shared_prefill_is_not_blamed_on_the_prefill(summ):
+    """With one prefill for both lanes (runtime/prefills.py) the prompt pass cannot be the reason:
+    a lane slow in its first passes and fast later is behind over a stopped race's first tokens."""
+    from visual.verdict import shortfall
+
+    res, per_pass = _slower(summ, 0.9)
+    ls, van = res.traces["logitspec"], res.traces["vanilla"]
+    half = len(ls.steps) // 2
+    ls.steps = ([dataclasses.replace(s, forward_seconds=s.forward_seconds * 1.5) for s in ls.steps[:half]]
+                + [dataclasses.replace(s, forward_seconds=s.forward_seconds / 10) for s in ls.steps[half:]])
+    van.steps = van.steps[: len(van.steps) // 4]  # stopped early: the first tokens are compared
+    ls.prefill_reused = True
+    res = result_of({"vanilla": van, "logitspec": ls})
+    assert res.speedups["logitspec"] < 1.0 and ls.prefill_seconds == van.prefill_seconds
+    why = shortfall(res)
+    assert "prompt pass" not in why and f"over the first {res.compared_tokens} tokens" in why, why
+
+
 def test_a_sampled_race_is_compared_with_vanilla_sampling_not_greedy_decoding(summ):
     from visual.verdict import verdict_text
 

@@ -21,8 +21,9 @@ def test_cli_defaults_equal_decode_settings():
 
 
 def test_every_settings_field_is_either_an_option_or_internal():
-    # Not offered on the command line: the baselines' own parameters keep their authors' defaults.
+    # Not offered on the command line: the baselines' own parameters keep their authors' defaults,
+    # and one run a process has no earlier run's prefill to share.
     internal = {"pld_tokens", "rule", "recycle_k", "recycle_depth", "recycle_across_runs", "processors",
                 "lookahead_window", "lookahead_ngram", "lookahead_guesses",
-                "rest_suffix", "rest_matches", "rest_span", "rest_drafts"}
+                "rest_suffix", "rest_matches", "rest_span", "rest_drafts", "share_prefill"}
     assert {f.name for f in fields(DecodeSettings)} == set(OPTION_OF) | internal

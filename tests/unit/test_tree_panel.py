@@ -26,4 +26,7 @@ def test_each_step_and_each_run_gets_a_fresh_panel():
     assert _panel(t, 4) != first
     rerun = dataclasses.replace(t, prefill_seconds=t.prefill_seconds + 0.01)  # same text, another run
     assert _panel(rerun, 3) != first
+    # Another run that copied the same prefill (runtime/prefills.py): only its steps' timings differ.
+    steps = [dataclasses.replace(t.steps[0], forward_seconds=t.steps[0].forward_seconds + 0.01), *t.steps[1:]]
+    assert _panel(dataclasses.replace(t, steps=steps, prefill_reused=True), 3) != first
     assert _panel(load("coding-121"), 3) != first

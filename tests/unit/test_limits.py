@@ -1,12 +1,10 @@
 """One set of input limits, enforced by the library and the CLI with clear messages."""
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
-from helpers.paths import ROOT
+from helpers.commands import in_process
+from logitspec.cli import main
 from logitspec.core.settings import DecodeSettings
 from logitspec.core.limits import InputError, Limits, check_context, check_prompt, check_settings
 
@@ -85,19 +83,26 @@ def test_limits_are_overridden_by_the_environment(monkeypatch):
     (["hi", "--ngram", "1-7"], "n-gram size"),
     (["hi", "--max-new-tokens", "5000"], "max new tokens"),
 ])
-def test_cli_refuses_bad_input_before_loading_a_model(args, message):
-    r = subprocess.run([sys.executable, "-m", "logitspec", "generate", *args], cwd=ROOT,
-                       capture_output=True, text=True, timeout=120)
+def test_cli_refuses_bad_input_before_loading_a_model(args, message, capsys, monkeypatch):
+    from logitspec import models
+
+    def no_load(*a, **kw):
+        raise AssertionError("a model was loaded before the input was checked")
+
+    monkeypatch.setattr(models, "load_model", no_load)
+    r = in_process(main, capsys, "generate", *args)  # the CLI as a process: tests/unit/test_cli.py
     assert r.returncode == 2
     assert message in r.stderr
     assert "Traceback" not in r.stderr
 
 
-@pytest.mark.slow
-def test_cli_refuses_a_prompt_longer_than_the_context_cap():
+@pytest.mark.slow  # tokenizes on the bundled model: the full tier's
+def test_cli_refuses_a_prompt_longer_than_the_context_cap(bundled, capsys, monkeypatch):
+    from logitspec import models
+
+    monkeypatch.setattr(models, "load_model", lambda *a, **k: bundled)  # the session's model
     long = "word " * 5000
-    r = subprocess.run([sys.executable, "-m", "logitspec", "generate", long, "--max-new-tokens", "16"],
-                       cwd=ROOT, capture_output=True, text=True, timeout=600)
+    r = in_process(main, capsys, "generate", long, "--max-new-tokens", "16")
     assert r.returncode == 2
     assert "exceeds the context cap of 4,096 tokens" in r.stderr or "exceeds the model's context" in r.stderr
     assert "Traceback" not in r.stderr

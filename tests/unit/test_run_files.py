@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers.commands import assert_refused, bench, visual_cli, visual_main
+from helpers.commands import assert_refused, in_process, visual_cli, visual_main
 from helpers.figures import FIGURES
 from helpers.run_files import RACE, TRACE_REFUSALS, broken_file, good_files
 
@@ -109,9 +109,14 @@ def test_the_bench_questions_reader_says_what_a_file_is_in_one_line(kind, tmp_pa
     assert BENCH_REFUSALS[kind] in str(e.value) and "\n" not in str(e.value), str(e.value)
 
 
-@pytest.mark.slow  # the bench as a process: torch and transformers imported again
 @pytest.mark.parametrize("kind", ["race", "folder"])
-def test_the_bench_refuses_a_run_file_as_questions_before_loading_a_model(kind, tmp_path):
+def test_the_bench_refuses_a_run_file_as_questions_before_loading_a_model(kind, tmp_path, capsys, monkeypatch):
+    from logitspec import models
+    from logitspec.bench.run import main
+
+    def no_load(*a, **kw):
+        raise AssertionError("a model was loaded before the questions were read")
+
+    monkeypatch.setattr(models, "load_model", no_load)
     path = good_files(tmp_path).get(kind) or broken_file(tmp_path, kind)
-    res = bench("--questions", str(path), "--model", "no-such-model", timeout=120)
-    assert_refused(res, BENCH_REFUSALS[kind])
+    assert_refused(in_process(main, capsys, "--questions", str(path), "--model", "no-such-model"), BENCH_REFUSALS[kind])

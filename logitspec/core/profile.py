@@ -1,8 +1,9 @@
 """What decoding learns about one loaded model, in one object: its cost curves, acceptance
 statistics, Token Recycling's successor matrix and rank chances, the output head's batch rows
-and its attention layout. The profile lives on the model object, so it is made with the model
-and goes with it; nothing about a model is kept in a module. `fresh_profile` starts one anew:
-two decodes that each start from a fresh profile build the same trees."""
+and its attention layout; and the latest prompts' prefills, kept for the next runs of them. The
+profile lives on the model object, so it is made with the model and goes with it; nothing about
+a model is kept in a module. `fresh_profile` starts one anew: two decodes that each start from a
+fresh profile build the same trees."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -282,8 +282,10 @@ TIME_WORDS = {"prefill": "prefill (the prompt)", "draft": "drafting", "forward":
 def _time_words(trace: RunTrace) -> tuple[str, str]:
     tb = time_breakdown(trace)
     parts = " · ".join(f"{k} {v:.2f} s" for k, v in tb.items())
+    # A copied prefill (runtime/prefills.py) is charged the measured time of the pass that ran.
+    shared = "; the prefill was one pass shared with an earlier run of this prompt" if trace.prefill_reused else ""
     return "Where the time went", (f"{sum(tb.values()):.2f} s of compute in all: {parts}; drafting = speculate, "
-                                   "retrieve, build the tree; bookkeeping = inputs, acceptance, cache")
+                                   f"retrieve, build the tree; bookkeeping = inputs, acceptance, cache{shared}")
 
 
 def _time_bars(fig: go.Figure, trace: RunTrace, c: dict[str, str]) -> None:

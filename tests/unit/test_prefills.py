@@ -128,3 +128,16 @@ def test_a_cache_with_layers_of_other_kinds_is_never_kept(tiny_llama, one_thread
     stock = DynamicCache(config=tiny_llama.config)  # stock layers: state this copy does not know
     store.keep(tiny_llama, prompt, stock, loop.prefill(tiny_llama, stock, prompt), 0.01)
     assert not store.entries
+
+
+def test_where_the_time_went_says_when_the_prefill_was_a_shared_pass():
+    import dataclasses
+
+    from helpers.paths import FIXTURES
+    from logitspec.core.trace import RunTrace
+    from visual.observations import time_breakdown_figure
+
+    own = RunTrace.load(FIXTURES / "writing-81.json")
+    for trace, said in ((own, False), (dataclasses.replace(own, prefill_reused=True), True)):
+        words = time_breakdown_figure(trace, fit=True).layout.meta["caption"]["subtitle"]
+        assert ("one pass shared with an earlier run" in words) == said, words

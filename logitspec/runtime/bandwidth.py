@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
-# Larger than a CPU's last-level cache, so the sum streams from memory, not from the cache.
+# The least buffer read; a CPU whose last-level cache holds it reads twice that cache instead
+# (cpu_buffer_bytes), so the sum streams from memory, not from the cache.
 BUFFER_BYTES = 256 << 20
 ROUNDS = 5
+CACHES = Path("/sys/devices/system/cpu/cpu0/cache")
+UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
 
 @dataclass
@@ -46,11 +50,30 @@ def weight_bytes(model: torch.nn.Module) -> int:
     return total
 
 
-def read_rate(device: torch.device | str = "cpu", nbytes: int = BUFFER_BYTES, rounds: int = ROUNDS) -> float:
+def last_level_cache_bytes(caches: Path = CACHES) -> int:
+    """The largest CPU cache Linux lists (sysfs sizes such as "491520K"); 0 where none is listed."""
+    sizes = []
+    for f in caches.glob("index*/size"):
+        text = f.read_text().strip()
+        try:
+            sizes.append(int(text.rstrip("KMG")) * UNITS.get(text[-1:], 1))
+        except ValueError:  # an unreadable entry leaves the others
+            continue
+    return max(sizes, default=0)
+
+
+def cpu_buffer_bytes() -> int:
+    """A buffer no CPU cache holds: BUFFER_BYTES, or twice the last-level cache where that is
+    larger (a Xeon may list hundreds of MiB)."""
+    return max(BUFFER_BYTES, 2 * last_level_cache_bytes())
+
+
+def read_rate(device: torch.device | str = "cpu", nbytes: int | None = None, rounds: int = ROUNDS) -> float:
     """Bytes per second a sum over a buffer larger than the caches reads on `device` (on a CPU,
     on torch's intra-op threads); the fastest round is kept, since other work on a shared
     machine only adds time."""
     device = torch.device(device)
+    nbytes = nbytes or cpu_buffer_bytes()
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     buf = torch.ones(nbytes // 4, dtype=torch.float32, device=device)
     buf.sum()  # the first touch maps the pages; it is not a read
@@ -71,7 +94,7 @@ def memory_floor(model: torch.nn.Module, threads: int | None = None) -> MemoryFl
     threads = threads or was
     device = next(model.parameters()).device
     # A GPU's L2 holds tens of MB: a larger buffer keeps its cache out of the read too.
-    nbytes = BUFFER_BYTES * 4 if device.type == "cuda" else BUFFER_BYTES
+    nbytes = BUFFER_BYTES * 4 if device.type == "cuda" else cpu_buffer_bytes()
     torch.set_num_threads(threads)
     try:
         return MemoryFloor(weight_bytes(model), read_rate(device, nbytes), threads)

@@ -54,10 +54,10 @@ def last_level_cache_bytes(caches: Path = CACHES) -> int:
     """The largest CPU cache Linux lists (sysfs sizes such as "491520K"); 0 where none is listed."""
     sizes = []
     for f in caches.glob("index*/size"):
-        text = f.read_text().strip()
         try:
+            text = f.read_text().strip()
             sizes.append(int(text.rstrip("KMG")) * UNITS.get(text[-1:], 1))
-        except ValueError:  # an unreadable entry leaves the others
+        except (OSError, ValueError):  # an unreadable entry leaves the others
             continue
     return max(sizes, default=0)
 

@@ -60,11 +60,12 @@ class PrefillStore:
         """Copy a kept prefill of `prompt` into the empty `cache`; None when none is kept."""
         if not _ours(cache):
             return None
+        key = self.key(model, prompt)
         with self.lock:
-            got = self.entries.get(self.key(model, prompt))
+            got = self.entries.get(key)
             if got is None:
                 return None
-            self.entries.move_to_end(self.key(model, prompt))
+            self.entries.move_to_end(key)
         for layer, k, v in zip(cache.layers, got.keys, got.values):
             layer.update(k, v)  # our layers copy into their own buffers
         return got

@@ -190,18 +190,42 @@ def _first_line(e: BaseException) -> str:
 
 def _load_weights(src: str, gguf: str | None, label: str, dtype: str):
     """(model, tokenizer, where the weights came from). A GGUF file is read from its
-    converted copy in the cache when a valid one exists, else converted and cached."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
+    converted copy in the cache when a valid one exists, else converted and cached; a process
+    that finds another converting the same file waits for its entry instead of converting too."""
     from .runtime import weightcache
 
-    key = weightcache.cache_key(Path(src) / gguf, dtype) if gguf else None
-    cached = weightcache.cached_folder(key) if key else None
-    if key and not cached and dtype != "float32":
-        # Reading the GGUF dequantises to float32 and casts; the float32 entry cast alike is the
-        # same half-precision model, without converting the file again.
+    if not gguf:
+        return (*_from_pretrained(src, {}, label, dtype), "source")
+    key = weightcache.cache_key(Path(src) / gguf, dtype)
+    cached = _converted_entry(key)
+    if cached is None:
+        with weightcache.conversion_lock(key):
+            cached = _converted_entry(key)  # written while this process waited
+            if cached is None:
+                model, tok = _from_pretrained(src, {"gguf_file": gguf}, label, dtype)
+                weightcache.store(key, model, tok)  # before prepare_model changes any layer
+                return model, tok, "gguf"
+    model, tok = _from_pretrained(str(cached), {}, label, dtype)
+    model.config._name_or_path = src  # one identity for the model, converted now or earlier
+    return model, tok, "cache"
+
+
+def _converted_entry(key) -> Path | None:
+    """The key's cached entry, else (for half precision) the float32 entry of the same file:
+    reading the GGUF dequantises to float32 and casts, so the float32 entry cast alike is the
+    same half-precision model, without converting the file again."""
+    from .runtime import weightcache
+
+    cached = weightcache.cached_folder(key)
+    if cached is None and key.dtype != "float32":
         cached = weightcache.cached_folder(replace(key, dtype="float32"))
-    where, kw = (str(cached), {}) if cached else (src, {"gguf_file": gguf} if gguf else {})
+    return cached
+
+
+def _from_pretrained(where: str, kw: dict, label: str, dtype: str):
+    """(model, tokenizer) from a folder, hub id or GGUF file; the config is read and checked first."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
     config = _read_config(where, label, kw)
     try:
         tok = AutoTokenizer.from_pretrained(where, trust_remote_code=False, **kw)
@@ -209,13 +233,7 @@ def _load_weights(src: str, gguf: str | None, label: str, dtype: str):
                                                      trust_remote_code=False, **kw)
     except (OSError, ValueError, ImportError, KeyError, RuntimeError, NotImplementedError, TypeError) as e:
         raise ModelLoadError(f"could not load model {label!r}: {_first_line(e)}") from e
-    if cached:
-        model.config._name_or_path = src  # one identity for the model, converted now or earlier
-        return model, tok, "cache"
-    if key:
-        weightcache.store(key, model, tok)  # before prepare_model changes any layer
-        return model, tok, "gguf"
-    return model, tok, "source"
+    return model, tok
 
 
 def load_model(name: str | None = None, device: str | None = None, dtype: str = "float32") -> LoadedModel:

@@ -17,8 +17,10 @@ import logging
 import os
 import shutil
 import tempfile
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Iterator
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +74,28 @@ def cached_folder(key: CacheKey) -> Path | None:
         return folder
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
+
+
+@contextmanager
+def conversion_lock(key: CacheKey) -> Iterator[None]:
+    """One conversion of a GGUF file at a time across processes (two app workers or test
+    workers starting together): an OS lock, released when its holder dies. Per file, not per
+    dtype, so a half-precision load waits for the float32 entry and casts it. Without a
+    writable cache folder there is nothing to share and no lock."""
+    import fcntl
+
+    from .fewrows import cache_root
+
+    path = cache_root() / "weights.locks" / f"{Path(key.gguf).stem}-{key.sha256[:16]}.lock"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        f = path.open("w")
+    except OSError:
+        yield
+        return
+    with f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
 
 
 def _save_model(model, folder: Path) -> None:

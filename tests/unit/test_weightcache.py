@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 
 import pytest
 import torch
@@ -89,6 +90,26 @@ def test_the_same_file_installed_elsewhere_is_served_by_the_one_entry(tmp_path, 
     again = load_model(str(copy))
     assert again.weights_from == "cache" and same_weights(first.model, again.model)
     entry(cache_dir)  # one entry for both
+
+
+def test_a_load_waits_for_a_conversion_under_way_and_reads_its_entry(tmp_path, cache_dir):
+    """Two processes starting on a cold cache convert the file once: the second waits on the
+    first's lock and then reads the entry it wrote (here the first's conversion is staged: the
+    entry is held aside while this test holds the lock)."""
+    path = write_gguf(tmp_path / "tiny-llama.gguf")
+    first = load_model(str(path))
+    folder = entry(cache_dir)
+    aside = tmp_path / "aside"
+    folder.rename(aside)
+    got = {}
+    waiter = threading.Thread(target=lambda: got.update(lm=load_model(str(path))))
+    with weightcache.conversion_lock(weightcache.cache_key(path, "float32")):
+        waiter.start()
+        waiter.join(1.5)
+        assert waiter.is_alive(), "the load converted the file instead of waiting for the conversion under way"
+        aside.rename(folder)  # the other process's entry, in place as it lets go of the lock
+    waiter.join(60)
+    assert got["lm"].weights_from == "cache" and same_weights(first.model, got["lm"].model)
 
 
 def test_an_unwritable_cache_only_costs_the_conversion(tmp_path, monkeypatch):

@@ -54,11 +54,13 @@ SOURCE = Path(__file__).with_name("csrc") / "few_linear.cpp"
 TOP_K_SOURCE = SOURCE.with_name("top_k.cpp")  # built beside it: speculation's top-k (see top_k_kernel)
 # Also beside it: attention computed row by row, as a one-token pass does (see row_attention_kernel).
 ATTENTION_SOURCE = SOURCE.with_name("row_attention.cpp")
+# The one file compiled: it includes the three, so torch's headers are read once a build.
+UNIT_SOURCE = SOURCE.with_name("kernels.cpp")
 
 
 def sources() -> tuple[Path, ...]:
     """The files of one build (read when asked, so a test may point one elsewhere)."""
-    return SOURCE, TOP_K_SOURCE, ATTENTION_SOURCE
+    return SOURCE, TOP_K_SOURCE, ATTENTION_SOURCE, UNIT_SOURCE
 ISA_VARIABLE = "LOGITSPEC_FEW_ROWS_ISA"
 
 
@@ -278,7 +280,7 @@ def _compile(isa: str, folder: Path) -> None:
         os.environ["PATH"] = ninja_dir + os.pathsep + os.environ.get("PATH", "")
     # at::parallel_for only splits work when compiled with OpenMP; the op then shares
     # torch's own thread pool (the same libgomp, already loaded by torch).
-    load(name=f"logitspec_few_linear_{isa}", sources=[str(p) for p in sources()], build_directory=str(folder),
+    load(name=f"logitspec_few_linear_{isa}", sources=[str(UNIT_SOURCE)], build_directory=str(folder),
          extra_cflags=_cflags(isa), extra_ldflags=["-fopenmp"], is_python_module=False, verbose=False)
 
 

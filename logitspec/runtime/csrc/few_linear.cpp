@@ -18,7 +18,8 @@
 // fixed tree. A row's outputs are the same bits alone or beside other rows (per variant).
 // bfloat16 and float16 weights are widened to float32 as they are loaded, so a half-precision
 // model's products are float32 sums in that same order, rounded once: row-invariant too.
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 #if defined(__x86_64__)

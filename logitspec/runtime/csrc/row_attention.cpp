@@ -12,7 +12,8 @@
 // exactly the keys, in exactly the order, that a one-token pass at that position sees. All in
 // float32, rounded to the inputs' dtype once at the end. Built beside the few-row kernel
 // (logitspec/runtime/fewrows.py), which passes KERNEL_ISA.
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 

@@ -7,7 +7,8 @@
 // values at a time with the heap's worst, so it reads the vector once and writes nothing
 // else. Built beside the few-row kernel (logitspec/runtime/fewrows.py), which passes
 // KERNEL_ISA; its x86 variants both have AVX2, and every aarch64 CPU has NEON.
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
 #include <torch/library.h>
 #if defined(__x86_64__)
 #include <immintrin.h>

@@ -75,3 +75,19 @@ def test_the_race_api_keeps_its_order_and_the_lanes_come_from_the_table():
     assert race_lanes_of(ticked) == ["vanilla", "logitspec", "logitspec-static", "recycling"]
     with pytest.raises(TypeError, match="not inputs of the race"):
         default_values(lanes=["pld"])
+
+
+def test_an_idle_server_polls_its_queue_every_20_ms_not_every_millisecond():
+    """Gradio's own queue polls every millisecond while idle (about 5% of a core); app.py slows
+    it. Fails if Gradio renames the settings, which app.py would otherwise skip in silence."""
+    import gradio as gr
+
+    from app import PROGRESS_POLL_SECONDS, QUEUE_POLL_SECONDS, quiet_queue
+
+    with gr.Blocks() as demo:
+        gr.Markdown("x")
+    demo.queue()
+    assert demo._queue.sleep_when_free < QUEUE_POLL_SECONDS  # what Gradio does unasked
+    quiet_queue(demo)
+    assert demo._queue.sleep_when_free == QUEUE_POLL_SECONDS
+    assert demo._queue.progress_update_sleep_when_free == PROGRESS_POLL_SECONDS

@@ -47,6 +47,18 @@ def no_curve_timing():
             os.environ[k] = v
 
 
+@pytest.fixture(scope="session", autouse=True)
+def shared_references(tmp_path_factory):
+    """On a pytest-xdist worker, vanilla's reference runs (helpers/references.py) go to a folder
+    both workers read: each is decoded once a run, by whichever worker asks first."""
+    from helpers import references
+
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        references.SHARED["folder"] = tmp_path_factory.getbasetemp().parent / "vanilla-references"
+    yield
+    references.SHARED.clear()
+
+
 @pytest.fixture
 def curve_corrections(monkeypatch):
     """Passes' times correct the cost curves again, as they do outside the test run."""

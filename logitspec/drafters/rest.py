@@ -43,19 +43,21 @@ MIN_SUFFIX = 2  # REST's shortest suffix tried
 def suffix_array(tokens: np.ndarray) -> np.ndarray:
     """The start of every suffix of `tokens`, in sorted order (prefix doubling, O(n log^2 n))."""
     n = len(tokens)
-    rank = tokens.astype(np.int64)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    rank = np.unique(np.asarray(tokens), return_inverse=True)[1].astype(np.int64).reshape(-1)
     k = 1
     while True:
-        second = np.full(n, -1, dtype=np.int64)
-        second[: n - k] = rank[k:]
-        sa = np.lexsort((second, rank))
-        r1, r2 = rank[sa], second[sa]
-        step = np.ones(n, dtype=np.int64)
-        step[1:] = (r1[1:] != r1[:-1]) | (r2[1:] != r2[:-1])
+        second = np.zeros(n, dtype=np.int64)
+        second[: n - k] = rank[k:] + 1  # 0: the suffix ends first, and sorts first
+        # One integer key per suffix (rank < n): one sort a round instead of lexsort's two.
+        key = rank * (n + 1) + second
+        sa = np.argsort(key)
+        ordered = key[sa]
         rank = np.empty(n, dtype=np.int64)
-        rank[sa] = np.cumsum(step) - 1
-        if n == 0 or rank.max() == n - 1 or k >= n:
-            return sa.astype(np.int64)
+        rank[sa] = np.concatenate(([0], np.cumsum(ordered[1:] != ordered[:-1])))
+        if rank[sa[-1]] == n - 1 or k >= n:
+            return sa
         k *= 2
 
 

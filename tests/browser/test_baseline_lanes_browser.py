@@ -4,7 +4,7 @@ and says their output is vanilla's; "Method explored" opens each lane's steps, w
 pool, or retrieved continuations, are drawn beside the tree; and all of it fits at 1440 px and
 at 390 px (a phone).
 
-REST's datastore (the standard library, about 25 s to build) is made at its first race and kept on
+REST's datastore (the standard library, a few seconds to build) is made at its first race and kept on
 disk. Screenshots go to artifacts/browser/ (baselines-lookahead-desktop.png,
 baselines-rest-desktop.png, baselines-phone.png).
 """

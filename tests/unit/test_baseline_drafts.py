@@ -82,12 +82,14 @@ def test_the_lookahead_tree_walks_the_pool_and_never_the_window():
 
 # ----- REST ---------------------------------------------------------------------------------------------
 
-def test_the_suffix_array_sorts_every_suffix():
-    rng = np.random.default_rng(0)
-    toks = rng.integers(0, 4, 300)
+@pytest.mark.parametrize("n, vocab", [(0, 1), (1, 1), (2, 1), (300, 1), (300, 2), (300, 4), (257, 50_000), (64, 3)])
+def test_the_suffix_array_sorts_every_suffix(n, vocab):
+    """Short alphabets make long repeats (many doubling rounds); one token repeated is the longest."""
+    rng = np.random.default_rng(n + vocab)
+    toks = rng.integers(0, vocab, n) + (49_000 if vocab > 1000 else 0)
     sa = suffix_array(toks)
     want = sorted(range(len(toks)), key=lambda i: toks[i:].tolist())
-    assert sa.tolist() == want
+    assert sa.dtype == np.int64 and sa.tolist() == want
 
 
 def test_matches_finds_every_occurrence():

@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 
 import gradio as gr
 
 import visual
 from logitspec.core.trace import RunTrace
+from logitspec.runtime.files import written_whole
 from visual.tree import tree_key_html
 from visual.trie import node_link_json, trie_figure, trie_key_html
 
@@ -34,9 +34,8 @@ def write_json(trace: RunTrace, step: int, folder: Path) -> Path:
     digest = hashlib.sha1(text.encode("utf-8")).hexdigest()[:10]
     path = folder / f"logitspec-trie-{trace.method}-step{i}-{digest}.json"
     if not path.exists():
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)  # whole or absent, even with two sessions at once
+        with written_whole(path) as tmp:  # whole or absent, even with two sessions at once
+            tmp.write_text(text, encoding="utf-8")
     return path
 
 

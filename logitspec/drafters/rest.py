@@ -29,6 +29,7 @@ from ..core.retrieval import NgramPool
 from ..core.settings import DecodeSettings
 from ..core.trace import QueryRecord, TreeNode
 from ..core.tree import DraftTree
+from ..runtime.files import written_whole
 
 if TYPE_CHECKING:
     import torch
@@ -178,10 +179,8 @@ def build_datastore(tokenizer, chars: int = CORPUS_CHARS) -> Datastore:
     ids = tokenizer(texts, add_special_tokens=False)["input_ids"]
     tokens = np.fromiter((t for row in ids for t in row), dtype=np.int64)
     store = Datastore(tokens, name=name)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")
-    np.savez(tmp, tokens=store.tokens.astype(np.int32), sa=store.sa.astype(np.int32))
-    os.replace(tmp, path)
+    with written_whole(path) as tmp, open(tmp, "wb") as f:
+        np.savez(f, tokens=store.tokens.astype(np.int32), sa=store.sa.astype(np.int32))
     return store
 
 

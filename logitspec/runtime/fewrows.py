@@ -39,6 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .files import written_whole
+
 if TYPE_CHECKING:
     import torch
 
@@ -301,10 +303,8 @@ def _copy_file(src: Path, dest: Path) -> None:
     """A whole copy or none: written beside `dest` and renamed into place (a failure only
     costs a compile)."""
     try:
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = dest.with_name(f".{dest.name}.{os.getpid()}")
-        shutil.copyfile(src, tmp)
-        os.replace(tmp, dest)
+        with written_whole(dest) as tmp:
+            shutil.copyfile(src, tmp)
     except OSError as e:
         log.info("few-row kernel library not copied to %s: %s", dest, e)
 

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import tempfile
 import threading
 import time
 import weakref
@@ -22,6 +20,7 @@ from pathlib import Path
 
 import torch
 
+from ..runtime.files import written_whole
 from .costcurve import CONTEXT_BUCKETS, CostCurve, CurveMeasurement, install_curve, measure_context
 
 log = logging.getLogger(__name__)
@@ -100,11 +99,8 @@ def save_curve(key: dict, curve: CostCurve) -> Path | None:
     """Store the curve atomically (a temporary file renamed over the old one); None on failure."""
     path = curve_path(key)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump({"format": FORMAT, "key": key, "curve": curve.to_dict()}, f)
-        os.replace(tmp, path)
+        with written_whole(path) as tmp:
+            tmp.write_text(json.dumps({"format": FORMAT, "key": key, "curve": curve.to_dict()}), encoding="utf-8")
         return path
     except OSError as e:  # a read-only home only costs measuring again next start
         log.info("cost curve not stored: %s", e)

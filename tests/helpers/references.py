@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 
 import torch
@@ -13,6 +12,7 @@ import torch
 from logitspec.core.settings import DecodeSettings
 from logitspec.core.trace import RunTrace
 from logitspec.runner import run_trace
+from logitspec.runtime.files import written_whole
 
 # The length of the float32 lossless runs on the bundled model: several tree steps on every
 # prompt (structural faults part within the first steps), and one vanilla run for all modules.
@@ -59,8 +59,6 @@ def _shared_run(lm, text: str, settings: DecodeSettings, identity: dict) -> RunT
             return RunTrace.load(path)
     trace = run_trace(lm, text, "vanilla", settings)
     if path is not None:
-        folder.mkdir(parents=True, exist_ok=True)
-        part = path.with_suffix(f".{os.getpid()}.part")
-        trace.save(part)
-        os.replace(part, path)  # whole or absent: the other worker never reads half a file
+        with written_whole(path) as part:  # whole or absent: the other worker never reads half a file
+            trace.save(part)
     return trace

@@ -29,7 +29,6 @@ from ..core.profile import profile_of
 from ..core.retrieval import NgramPool
 from ..core.settings import DecodeSettings
 from ..sizing.costtree import AcceptanceStats, CostAwareDrafter, _Trie, rank_bucket, temperature_bucket
-from ..sizing.costcurve import observe_forward
 from ..core.trace import Candidate, TreeNode, TreeSizing
 
 if TYPE_CHECKING:
@@ -184,12 +183,9 @@ class RecycledCostTree(CostAwareDrafter):
                 threads: int | None = None) -> None:
         """Learn the cost curve and the run's rate as LogitSpec does, and each rank's chance
         from every expanded row on the true path (all its ranks were tested, verified or not)."""
-        if seconds is not None and verified and self.model is not None and self.curve is None:
-            observe_forward(self.model, self._context_len, verified, seconds, threads=threads)
-        t = self.trie
-        if t is None or len(truth) < 2:
+        if not self._learn_step(truth, verified, seconds, threads):
             return
-        self.rate.observe(len(truth) - 1, self._relative_cost)
+        t = self.trie
         node = 0
         for depth in range(1, len(truth)):
             row = self._rows.get(node)

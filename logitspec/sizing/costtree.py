@@ -17,8 +17,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-import torch
-
 from ..core.profile import profile_of
 from .costcurve import CostCurve, LiveCost, live_for, observe_forward
 from ..core.trace import Candidate, QueryRecord, TreeNode, TreeSizing
@@ -414,6 +412,17 @@ class CostAwareDrafter:
                                   prune_reason=why, accept_prob=round(t.p[n], 6)))
         return nodes
 
+    def _learn_step(self, truth: Sequence[int], verified: int | None, seconds: float | None,
+                    threads: int | None) -> bool:
+        """What every cost tree learns from a step: the pass's time against the cost curve (unless
+        the curve was given) and the run's rate; False when the step drafted no trie to learn from."""
+        if seconds is not None and verified and self.model is not None and self.curve is None:
+            observe_forward(self.model, self._context_len, verified, seconds, threads=threads)
+        if self.trie is None or len(truth) < 2:
+            return False
+        self.rate.observe(len(truth) - 1, self._relative_cost)  # the root and the accepted drafts
+        return True
+
     def observe(self, truth: Sequence[int], verified: int | None = None, seconds: float | None = None,
                 threads: int | None = None) -> None:
         """Learn from the step's truth: root, the accepted drafts, then the bonus token; and
@@ -424,12 +433,9 @@ class CostAwareDrafter:
         was every candidate left out of the trie for its low chance, and so is the chain
         through the deepest right node past where the trie or the truth ended (`ChainTail`).
         """
-        if seconds is not None and verified and self.model is not None and self.curve is None:
-            observe_forward(self.model, self._context_len, verified, seconds, threads=threads)
-        t = self.trie
-        if t is None or len(truth) < 2:
+        if not self._learn_step(truth, verified, seconds, threads):
             return
-        self.rate.observe(len(truth) - 1, self._relative_cost)  # the root and the accepted drafts
+        t = self.trie
         # The outcomes in order, gathered by node kind: a step tests ~60 nodes of a dozen kinds.
         tests: dict[tuple, list[bool]] = {}
         # The last step's chain against this step's new tokens; what is left of it is dropped,

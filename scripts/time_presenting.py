@@ -19,16 +19,15 @@ import json
 import os
 import platform
 import re
-import socket
 import statistics
-import subprocess
 import sys
+import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from scripts.local_app import start, stop  # noqa: E402  (the project's root, above)
 
 SCREEN = {"width": 1920, "height": 1080}
 RUN = "coding-122"
@@ -39,25 +38,6 @@ PLOT_AT_JS = """([sel, n]) => Array.from(document.querySelectorAll(sel)).every(g
 # Each counters row: its lane's key (data-lane), its tokens and its compute seconds ("1.23 s").
 LANES_JS = """() => Array.from(document.querySelectorAll('#counters table.counters tr[data-lane]'))
     .map(tr => [tr.dataset.lane, tr.cells[1].innerText.trim(), tr.cells[5].innerText.trim()])"""
-
-
-def start_app() -> tuple[subprocess.Popen, str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port),
-           "GRADIO_ANALYTICS_ENABLED": "False"}
-    proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}/"
-    for _ in range(360):
-        try:
-            with urllib.request.urlopen(url, timeout=2):
-                return proc, url
-        except OSError:
-            time.sleep(0.5)
-    proc.kill()
-    raise SystemExit("app.py did not answer within 3 minutes")
 
 
 def open_page(browser, url: str):
@@ -253,7 +233,9 @@ def main() -> None:
     args = ap.parse_args()
     from playwright.sync_api import sync_playwright
 
-    proc, url = (None, args.url.rstrip("/") + "/") if args.url else start_app()
+    # Without --url, the app as `make demo` starts it (curve timing on).
+    proc, url = (None, args.url.rstrip("/") + "/") if args.url else start(Path(tempfile.mkdtemp()) / "app.log",
+                                                                          timeout=180)
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
@@ -273,7 +255,7 @@ def main() -> None:
             browser.close()
     finally:
         if proc is not None:
-            proc.terminate()
+            stop(proc)
     print(json.dumps(report, indent=1))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

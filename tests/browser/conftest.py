@@ -50,13 +50,14 @@ def browser(request):
     return shared.get()
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture(scope="module", autouse=True)
 def pages_closed(request):
-    """Whatever page a test opens and leaves open (a failed test, most often) is closed when the
-    test ends, its module's shared pages excepted: an open page of the app draws every frame, about
-    0.05 CPU-seconds a second, which every later test on this worker would pay for."""
+    """Whatever page a module's tests open and leave open (a failed test, most often) is closed
+    when the module ends: an open page of the app draws every frame, about 0.05 CPU-seconds a
+    second, which every later module on this worker would pay for. (Per module, not per test: a
+    test may ask for a module's shared page itself, request.getfixturevalue, mid-test.)"""
     shared = request.config.stash.setdefault(KEY, SharedBrowser())
-    before = shared.contexts()  # the module's pages are opened before this (a wider scope)
+    before = shared.contexts()  # set up before the module's own fixtures, so torn down after them
     yield
     for context in shared.contexts() - before:
         context.close()

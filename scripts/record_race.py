@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import sys
 from pathlib import Path
 
@@ -23,30 +22,12 @@ from serve.model_cache import warm_cost_curves  # noqa: E402
 from logitspec.core.settings import DecodeSettings  # noqa: E402
 from logitspec.analysis.lanes import lane, race_order  # noqa: E402
 from ui.form import RACED_ALWAYS  # noqa: E402
+from logitspec.runtime.fewrows import cpu_description  # noqa: E402
 
 
 def optional_lanes() -> list[str]:
     """The race lanes the app offers as checkboxes, in the lane table's order."""
     return [n for n in race_order() if n not in RACED_ALWAYS]
-
-
-def cpu_name() -> str:
-    """The CPU's model name and core count (what the recorded seconds depend on)."""
-    import os
-
-    name = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                name = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    from logitspec.runtime.fewrows import cpu_flags
-
-    flags = cpu_flags()
-    isa = "AVX-512" if "avx512f" in flags else "AVX2, no AVX-512" if "avx2" in flags else "no AVX2"
-    return f"{name}, {os.cpu_count()} cores, {isa}"
 
 
 def main() -> int:
@@ -76,7 +57,7 @@ def main() -> int:
     traces = {ln.name: ln.trace for ln in lanes}
     res = result_of(traces)
     a.out.parent.mkdir(parents=True, exist_ok=True)
-    save_race(traces, a.out, machine=cpu_name())
+    save_race(traces, a.out, machine=cpu_description())
     print(f"{a.out}: " + ", ".join(f"{n} {s.tokens_per_second:.1f} tokens/s" for n, s in res.stats.items())
           + f"; LogitSpec {res.speedups['logitspec']:.2f}x vanilla, lossless {res.lossless}")
     return 0

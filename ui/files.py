@@ -1,5 +1,5 @@
 """The files the app ships and writes: the example prompts, the recorded traces and races, and
-a run's trace for download. No components here."""
+a race's file for download. No components here."""
 from __future__ import annotations
 
 import functools
@@ -9,8 +9,9 @@ from pathlib import Path
 from logitspec.bench.questions import load_questions
 from logitspec.core.limits import Limits
 from serve.model_cache import BUNDLED, ModelCache
-from logitspec.analysis.race import load_race
+from logitspec.analysis.race import RaceFile, load_race, read_race, save_race
 from logitspec.core.trace import RunTrace
+from logitspec.runtime.fewrows import cpu_description
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACES_DIR = ROOT / "traces"
@@ -66,20 +67,30 @@ def recorded_logitspec() -> tuple[RunTrace | None, str]:
     return (RunTrace.load(files[0]), files[0].name) if files else (None, "")
 
 
-def write_trace_file(trace: RunTrace) -> str:
-    """The trace as a JSON file in Gradio's temp area, for the download button."""
-    d = Path(tempfile.mkdtemp(prefix="logitspec-"))
-    path = d / f"logitspec-trace-{trace.method}-{len(trace.tokens)}tok.json"
-    trace.save(path)
+def race_file_name(traces: dict[str, RunTrace], stop_reason: str | None) -> str:
+    """A race file's name: a race, its lanes, how far it got, and whether it was cut short
+    ("logitspec-race-vanilla_logitspec-stopped-19tok.json"); a lane's name holds no "_"."""
+    lanes = "_".join(traces).replace("+", "plus")
+    cut = f"-{stop_reason.replace(' ', '-')}" if stop_reason else ""
+    return f"logitspec-race-{lanes}{cut}-{max(len(t.tokens) for t in traces.values())}tok.json"
+
+
+def write_race_file(traces: dict[str, RunTrace], stop_reason: str | None) -> str:
+    """A live race, every lane of it, as a race file in Gradio's temp area, for the download button:
+    the verdict's inputs (the traces, why it stopped) and the machine it ran on (this CPU, when
+    every lane ran on one; a GPU's name is not known here)."""
+    machine = cpu_description() if all(t.device == "cpu" for t in traces.values()) else ""
+    path = Path(tempfile.mkdtemp(prefix="logitspec-")) / race_file_name(traces, stop_reason)
+    save_race(traces, path, machine, stop_reason)
     return str(path)
 
 
-def read_lanes(p: Path, models: ModelCache) -> tuple[dict[str, RunTrace], str]:
-    """The checked lanes in trace or race file `p`, and the machine a race ran on (ids checked
-    against the real vocabulary once its model is loaded); InputError saying what is wrong otherwise."""
+def read_lanes(p: Path, models: ModelCache) -> RaceFile:
+    """The checked lanes in trace or race file `p`, the machine a race ran on and why it stopped (ids
+    checked against the real vocabulary once its model is loaded); InputError saying what is wrong otherwise."""
     limit = Limits.from_env().trace_bytes
-    lanes, machine = load_race(p, limit)
+    race = read_race(p, limit)
     lm = models.loaded(BUNDLED)
-    if lm is not None and any(t.model == lm.name for t in lanes.values()):
-        lanes, machine = load_race(p, limit, len(lm.tokenizer))
-    return lanes, machine
+    if lm is not None and any(t.model == lm.name for t in race.lanes.values()):
+        race = read_race(p, limit, len(lm.tokenizer))
+    return race

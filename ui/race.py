@@ -23,7 +23,7 @@ from visual.pieces import split_note
 from visual.verdict import counters_html, verdict_text
 
 from .figures import figure_slot
-from .files import load_examples, write_trace_file
+from .files import load_examples, write_race_file
 from .form import SETTINGS, by_name, lane_boxes, race_inputs, race_lanes_of, sampling_note, settings_from
 from .present import present_switch
 from .services import Services
@@ -326,6 +326,6 @@ class RaceTab:
             self.counters: counters_html(view.traces, False, note, stop_reason=reason),
             self.status_md: f"{head} {lm.name} on {lm.device}. " + sampling_note(view.traces["logitspec"].settings)
                             + verdict,
-            **self.page.files.downloadable(write_trace_file(view.traces["logitspec"])),
+            **self.page.files.downloadable(write_race_file(view.traces, reason)),  # every lane, and why it stopped
         })
         return out

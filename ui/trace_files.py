@@ -90,16 +90,17 @@ class TraceFilesTab:
         p = Path(path if isinstance(path, str) else path.name)
         race = self.page.race
         try:
-            lanes, machine = read_lanes(p, self.services.models)
+            got = read_lanes(p, self.services.models)
         except InputError as e:
             return {race.status_md: f"**Not opened:** {p.name}: {e}"}
         view.replaced()
-        new = View.of_lanes(lanes, p.name)
+        lanes = got.lanes
+        new = View.of_lanes(lanes, p.name, got.stop_reason)
         out = self.page.trace_outputs(new, outcomes)
         t = new.trace
         raced = f"a race of {' / '.join(label(n) for n in lanes)}; " if len(lanes) > 1 else ""  # a label may hold a comma
         out[race.status_md] = f"**Exploring** {p.name}: {raced}{run_words(run_counts(t))} ({t.model})"
-        out[race.counters] = counters_html(lanes, False, recorded_note(machine))
+        out[race.counters] = counters_html(lanes, False, recorded_note(got.machine), stop_reason=got.stop_reason)
         out[self.download] = download_of(p)  # the download serves the file on screen, every lane of it
         return out
 
@@ -142,11 +143,11 @@ class TraceFilesTab:
         if not name or name not in shipped_names():
             return gr.skip()
         try:
-            lanes, _ = read_lanes(TRACES_DIR / name, self.services.models)
+            got = read_lanes(TRACES_DIR / name, self.services.models)
         except InputError as e:
             return {self.page.race.status_md: f"**Not opened:** {name}: {e}"}
         view.replaced()
-        return {self.page.state: View.of_lanes(lanes, name)}
+        return {self.page.state: View.of_lanes(got.lanes, name, got.stop_reason)}
 
     # ------------------------------------------------------------ the first view
 

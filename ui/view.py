@@ -39,9 +39,11 @@ class View:
         self.playing = 0
 
     @classmethod
-    def of_lanes(cls, lanes: dict[str, RunTrace], source: str) -> "View":
-        """A view exploring a trace or race file (shipped or uploaded): LogitSpec's lane where it has one."""
-        return cls(traces=lanes, lane="logitspec" if "logitspec" in lanes else next(iter(lanes)), source=source)
+    def of_lanes(cls, lanes: dict[str, RunTrace], source: str, stop_reason: str | None = None) -> "View":
+        """A view exploring a trace or race file (shipped or uploaded): LogitSpec's lane where it has one,
+        and a race stopped early still says so."""
+        return cls(traces=lanes, lane="logitspec" if "logitspec" in lanes else next(iter(lanes)), source=source,
+                   stop_reason=stop_reason)
 
     @property
     def trace(self) -> RunTrace | None:

@@ -116,36 +116,59 @@ def lane_order(methods: Iterable[str]) -> list[str]:
 
 
 RACE_FORMAT = "logitspec-race/1"
+STOP_REASONS = ("stopped", "time limit")  # why a race ended before its lanes did (serve/race.py's RaceStopped)
 
 
-def save_race(traces: dict[str, RunTrace], path, machine: str = "") -> None:
-    """Write a finished race (every lane's trace) as one JSON file, with the machine it ran on."""
+@dataclass
+class RaceFile:
+    """What a race file holds: every lane's trace, the machine the race ran on ("" when unknown),
+    and why it ended before its lanes did (None: it ran to its end); the verdict reads all three."""
+
+    lanes: dict[str, RunTrace]
+    machine: str = ""
+    stop_reason: str | None = None
+
+
+def save_race(traces: dict[str, RunTrace], path, machine: str = "", stop_reason: str | None = None) -> None:
+    """Write a race (every lane's trace) as one JSON file, with the machine it ran on and, for a
+    race stopped early, why."""
     import json
     from pathlib import Path
 
     data = {"format": RACE_FORMAT, "machine": machine,
             "lanes": {name: t.to_dict() for name, t in traces.items()}}
+    if stop_reason is not None:
+        data["stop_reason"] = stop_reason
     Path(path).write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
 
 
 def load_race(path, max_bytes: int | None = None, vocab_size: int | None = None) -> tuple[dict[str, RunTrace], str]:
-    """The lanes of a race file written by `save_race`, in race order, and its machine; a
-    single-run trace file reads as a race of its one lane on no named machine. Any other file
-    raises TraceFileError saying in one line what is wrong (see `read_json_file`)."""
+    """The lanes of a trace or race file in race order, and its machine (see `read_race`)."""
+    race = read_race(path, max_bytes, vocab_size)
+    return race.lanes, race.machine
+
+
+def read_race(path, max_bytes: int | None = None, vocab_size: int | None = None) -> RaceFile:
+    """A race file written by `save_race`, its lanes in race order; a single-run trace file reads
+    as a race of its one lane on no named machine. Any other file raises TraceFileError saying in
+    one line what is wrong (see `read_json_file`)."""
     data = read_json_file(path, max_bytes)
     form = str(data.get("format", "")) if isinstance(data, dict) else ""
     if not form.startswith("logitspec-race/"):
         trace = trace_from_data(data, vocab_size)
-        return {trace.method: trace}, ""
+        return RaceFile({trace.method: trace})
     if form != RACE_FORMAT:
         raise TraceFileError(f"this race recording's format {form} is unknown; this version reads {RACE_FORMAT}")
     named = data.get("lanes")
     if not isinstance(named, dict) or not lane_order(named):
         raise TraceFileError(f"this race recording holds none of the lanes {', '.join(race_order())}")
+    reason = data.get("stop_reason")
+    if reason is not None and reason not in STOP_REASONS:
+        raise TraceFileError(f"this race recording's stop_reason is none of {', '.join(STOP_REASONS)}")
     lanes = {}
     for name in lane_order(named):
         try:
             lanes[name] = trace_from_data(named[name], vocab_size)
         except TraceFileError as e:
             raise TraceFileError(f"this race recording's {name} lane: {e}") from None
-    return lanes, str(data.get("machine", ""))
+    return RaceFile(lanes, str(data.get("machine", "")), reason)

@@ -199,6 +199,14 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def cpu_description() -> str:
+    """The CPU's model name, core count and widest vector instructions: what a race's recorded
+    seconds depend on, as race files name their machine."""
+    flags = cpu_flags()
+    isa = "AVX-512" if "avx512f" in flags else "AVX2, no AVX-512" if "avx2" in flags else "no AVX2"
+    return f"{cpu_model()}, {os.cpu_count()} cores, {isa}"
+
+
 def _build_key(isa: str, place: bool) -> str:
     """The sources, flags, torch version and CPU a build depends on, and where `place`, the
     torch install's folder."""

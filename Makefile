@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 BROWSER_STAMP := $(VENV)/.browser
 TOOLCHAIN_STAMP := $(VENV)/.toolchain
 
-.PHONY: demo test test-fast bench bench-avx2 setup browser clean space-check record check-aarch64
+.PHONY: demo test test-fast bench bench-avx2 bench-vllm setup setup-vllm browser clean space-check record check-aarch64
 
 $(STAMP): requirements.txt requirements-dev.txt scripts/install.sh pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -14,6 +14,18 @@ $(STAMP): requirements.txt requirements-dev.txt scripts/install.sh pyproject.tom
 	touch $@
 
 setup: $(STAMP)
+
+# The engine venv: vLLM (CPU build), arctic-inference and this package, for LogitSpec's vLLM
+# proposer (logitspec/engines, tests/engines, the engine bench). Made only when missing: the
+# install takes minutes and nothing in this repository changes what it holds.
+VLLM_VENV := .venv-vllm
+VLLM_STAMP := $(VLLM_VENV)/.installed
+
+$(VLLM_STAMP):
+	sh scripts/install_vllm.sh $(VLLM_VENV)
+	touch $@
+
+setup-vllm: $(VLLM_STAMP)
 
 # Debian's chromium for the real-browser tests (Playwright's own download cannot work offline),
 # and the Noto CJK and colour-emoji fonts, without which Chinese, Japanese, Korean and emoji
@@ -69,10 +81,15 @@ TEST_FILES := $(LONGEST) $(filter-out $(LONGEST),$(sort $(wildcard $(addsuffix /
 	tests/package tests/notebooks tests/lossless tests/unit tests/app tests/browser))))
 TESTS_OUT := artifacts/tests
 
-test: $(STAMP) $(BROWSER_STAMP) $(TOOLCHAIN_STAMP)
+# The engine tests (tests/engines) run after, in the engine venv: one vLLM per module, started
+# once, on both cores.
+ENGINE_PYTEST := OMP_WAIT_POLICY=PASSIVE $(VLLM_VENV)/bin/python -m pytest -q --durations=10
+
+test: $(STAMP) $(BROWSER_STAMP) $(TOOLCHAIN_STAMP) $(VLLM_STAMP)
 	@rc=0; t0=$$(date +%s); \
 	$(PYTEST) -n 2 --dist loadfile --junitxml=$(TESTS_OUT)/tests.xml $(TEST_FILES) || rc=1; \
 	$(BIN)/python scripts/test_times.py $(TESTS_OUT)/tests.xml --files 0; \
+	$(ENGINE_PYTEST) --junitxml=$(TESTS_OUT)/engines.xml tests/engines || rc=1; \
 	echo "make test: $$(( $$(date +%s) - t0 )) s"; \
 	exit $$rc
 
@@ -114,5 +131,10 @@ space-check:
 check-aarch64:
 	bash scripts/aarch64/check.sh
 
+# vLLM without speculation, its ngram and suffix drafters and LogitSpec's proposer, side by side
+# (logitspec/bench/engines.py); the report goes to docs/bench/vllm/ when kept.
+bench-vllm: $(VLLM_STAMP)
+	$(VLLM_VENV)/bin/python -m logitspec.bench.engines --out artifacts/bench-vllm
+
 clean:
-	rm -rf $(VENV) artifacts .pytest_cache
+	rm -rf $(VENV) $(VLLM_VENV) artifacts .pytest_cache

@@ -60,6 +60,10 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--no-chat", action="store_true", help="feed the prompt raw, without the chat template")
     g.add_argument("--json", action="store_true", help="print one JSON object")
     g.add_argument("--save-trace", metavar="FILE", help="write the run's trace as JSON")
+    e = sub.add_parser("export-model", help="write a model as a transformers folder (for vLLM)")
+    e.add_argument("folder", help="where to write it (new or empty)")
+    e.add_argument("--model", default="bundled", help="'bundled', a local folder or .gguf, or a hub id")
+    e.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
     return p
 
 
@@ -128,6 +132,13 @@ def generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def export_model(args: argparse.Namespace) -> int:
+    from .engines.export import export_model as export
+
+    print(export(args.folder, args.model, args.dtype))
+    return 0
+
+
 def one_line(e: BaseException) -> str:
     """An error as one line: its first line of text, or its type where it has none."""
     text = str(e).strip()
@@ -142,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     try:
-        return generate(args)
+        return export_model(args) if args.command == "export-model" else generate(args)
     except (InputError, ModelLoadError, DecodeError) as e:
         print(f"error: {one_line(e)}", file=sys.stderr)
         return 2

@@ -162,7 +162,7 @@ class ExplorerTab:
         """What the explorer shows of step `i`: each of `shown` and its value."""
         drawn = self._step_drawing(t, i, view)
         return {
-            self.step_label: f"### Step {i} (steps 0–{len(t.steps) - 1})  ·  {label(view.lane or t.method)}",
+            self.step_label: f"### Step {i} (steps 0–{len(t.steps) - 1})  ·  {label(view.lane or t.method, t)}",
             self.summary_md: drawn["summary"],
             **self.tree_fig.fill_tree(drawn["tree"], t, drawn["key"]),
             **self.cand_fig.fill(drawn["candidates"]),

@@ -102,8 +102,9 @@ def side_html(trace: RunTrace, step: int | None = None, key: str | None = None) 
 
 def run_stamp(trace: RunTrace) -> str:
     """A short mark that tells one run from another: its output and measured seconds (two runs of one
-    prompt differ in their steps' timings even when their output, and a shared prefill, are the same)."""
-    key = repr((trace.method, trace.prompt_text, trace.seconds, trace.tokens))
+    prompt differ in their steps' timings even when their output, and a shared prefill, are the same), and
+    the tree it ran, which its label names (logitspec.analysis.lanes.label)."""
+    key = repr((trace.method, trace.prompt_text, trace.seconds, trace.tokens, trace.settings.get("tree")))
     return format(zlib.crc32(key.encode("utf-8")), "08x")
 
 

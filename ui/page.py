@@ -127,7 +127,7 @@ class Page:
         out = self.explorer.step_outputs(view)
         out.update(self._whole_run(view, outcomes))
         out.update({
-            self.explorer.lane_pick: gr.Radio(choices=[(label(n), n) for n in view.traces], value=view.lane,
+            self.explorer.lane_pick: gr.Radio(choices=[(label(n, t), n) for n, t in view.traces.items()], value=view.lane,
                                               visible=len(view.traces) > 1),
             self.race.prompt: t.prompt_text,  # the prompt of the run on screen, whichever way it was opened
         })

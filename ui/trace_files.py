@@ -98,7 +98,7 @@ class TraceFilesTab:
         new = View.of_lanes(lanes, p.name, got.stop_reason)
         out = self.page.trace_outputs(new, outcomes)
         t = new.trace
-        raced = f"a race of {' / '.join(label(n) for n in lanes)}; " if len(lanes) > 1 else ""  # a label may hold a comma
+        raced = f"a race of {' / '.join(label(n, t) for n, t in lanes.items())}; " if len(lanes) > 1 else ""  # a label may hold a comma
         out[race.status_md] = f"**Exploring** {p.name}: {raced}{run_words(run_counts(t))} ({t.model})"
         out[race.counters] = counters_html(lanes, False, recorded_note(got.machine), stop_reason=got.stop_reason)
         out[self.download] = download_of(p)  # the download serves the file on screen, every lane of it

@@ -124,7 +124,7 @@ def _ends(lanes: dict[str, RunTrace], res: RaceResult | None, stopped: bool, axi
     for name, tr in lanes.items():
         xs, ys = points(tr, axis)
         said = f"{ys[-1]} tokens in {xs[-1]:.2f} s" if axis is SECONDS else run_words(run_counts(tr))
-        shown = lane_label(name)
+        shown = lane_label(name, tr)
         sep = axis.name_sep if len(shown) <= LONG_LABEL else ":<br>"
         label = f"{html.escape(shown, quote=False)}{sep}{said}"
         if not is_finished(tr):
@@ -146,11 +146,11 @@ def _lines(fig: go.Figure, lanes: dict[str, RunTrace], ends: list[LaneEnd], mode
     for (name, tr), end in zip(lanes.items(), ends):
         xs, ys = points(tr, axis)
         done = is_finished(tr)
-        legend_name = end.label if mode == "app" else html.escape(lane_label(name), quote=False)
+        legend_name = end.label if mode == "app" else html.escape(lane_label(name, tr), quote=False)
         fig.add_trace(go.Scatter(
             x=xs, y=ys, mode="lines", name=legend_name, line=dict(color=end.color, width=4,
                                                                   dash="solid" if done else "dot"),
-            hovertemplate=f"{html.escape(lane_label(name), quote=False)}<br>%{{y}} tokens after {axis.hover}<extra></extra>",
+            hovertemplate=f"{html.escape(lane_label(name, tr), quote=False)}<br>%{{y}} tokens after {axis.hover}<extra></extra>",
         ))
         fig.add_trace(go.Scatter(
             x=[xs[-1]], y=[ys[-1]], mode="markers", showlegend=False, hoverinfo="skip",
@@ -181,7 +181,7 @@ def _pass_words(lanes: dict[str, RunTrace], res: RaceResult | None) -> tuple[str
         return PASSES.title, f"{plain}; a steeper line makes more tokens per forward pass"
     rates = per_pass(res)
     scope = "" if res.complete else f", over the first {res.compared_tokens} tokens of a stopped race"
-    said = "; ".join(f"{html.escape(lane_label(name), quote=False)}: {r:.2f}" for name, r in rates.items())
+    said = "; ".join(f"{html.escape(lane_label(name, lanes[name]), quote=False)}: {r:.2f}" for name, r in rates.items())
     return PASSES.title, f"tokens per forward pass: {said} ({plain}{scope})"
 
 
@@ -198,7 +198,7 @@ def _words(lanes: dict[str, RunTrace], res: RaceResult | None, axis: Axis = SECO
         f"output equal to vanilla's up to {res.near_ties} near-tie{'s' if res.near_ties > 1 else ''}"
         if res.near_ties == len(res.partings) else "output DIFFERENT from vanilla")
     scope = "" if res.complete else f", over the first {res.compared_tokens} tokens of a stopped race"
-    return title, (f"{html.escape(lane_label(best[0]), quote=False)} ran at {best[1]:.2f}× vanilla's speed "
+    return title, (f"{html.escape(lane_label(best[0], lanes[best[0]]), quote=False)} ran at {best[1]:.2f}× vanilla's speed "
                    f"(tokens per second of compute, {same}{scope})")
 
 

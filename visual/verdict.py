@@ -68,7 +68,7 @@ def per_pass_words(res: RaceResult, lane: str = "logitspec") -> str:
     rates = per_pass(res)
     others = []
     for name in sorted((n for n in rates if n != lane), key=lambda n: n == "vanilla"):
-        said = f"{rates[name]:.2f} for {label(name)}"
+        said = f"{rates[name]:.2f} for {label(name, res.traces[name])}"
         if name == "logitspec-static" and res.speedups.get(name):
             size = res.traces[name].settings.get("capacity", 64)
             said += f" ({size} tokens: {GPU_PASS}; {res.speedups[name]:.2f}× vanilla's tokens/s here)"
@@ -141,7 +141,7 @@ def verdict_text(res: RaceResult, stop_reason: str | None = None, lane: str = "l
     cut = stop_reason is not None or not res.complete
     if cut:
         tokens = {name: run_counts(t).tokens for name, t in res.traces.items()}
-        counts = "; ".join(f"{label(name)}: {n}" for name, n in tokens.items())  # a label may hold a comma
+        counts = "; ".join(f"{label(name, res.traces[name])}: {n}" for name, n in tokens.items())  # a label may hold a comma
         head = f"{STOP_WORDS.get(stop_reason or '', 'Cut short')} after {tokens[lane]} tokens ({counts})."
         if n == 0:
             return head + " Not every lane produced a token, so there is nothing to compare."
@@ -150,7 +150,7 @@ def verdict_text(res: RaceResult, stop_reason: str | None = None, lane: str = "l
         head, scope = "", ""
     device = DEVICE_WORDS.get(res.traces[lane].device, "")
     rates = compared_rates(res)
-    speed = (f"{label(lane)} <b>{sp:.2f}×</b> the tokens/s of {_vanilla_words(res)}{' ' + device if device else ''} "
+    speed = (f"{label(lane, res.traces[lane])} <b>{sp:.2f}×</b> the tokens/s of {_vanilla_words(res)}{' ' + device if device else ''} "
              f"({rates[lane]:.1f} against {rates['vanilla']:.1f} tokens/s)")
     text = f"{head}{scope} {speed}; {per_pass_words(res, lane)}; {_sameness(res, lane, cut)}.".strip()
     why = shortfall(res, lane)
@@ -171,7 +171,7 @@ def _sameness(res: RaceResult, lane: str, cut: bool) -> str:
     for name, p in res.partings.items():
         if name != lane:
             how = f"equal up to a near-tie at token {p.index}" if p.near_tie else f"DIFFERENT from token {p.index} on"
-            same += f"; the output of {label(name)} {how}"
+            same += f"; the output of {label(name, res.traces[name])} {how}"
     return same
 
 
@@ -200,7 +200,7 @@ def counters_html(traces: dict[str, RunTrace], running: bool, note: str = "",
         # The key rides on the row (data-lane), the label is what a visitor reads.
         rows.append(
             f"<tr data-lane='{html.escape(name)}'><td><span style='color:{lane_color(name, t.method)}'>■</span> "
-            f"{defined(label(name))}</td><td>{c.tokens}</td><td>{c.passes}</td><td>{c.tokens_per_pass:.2f}</td>"
+            f"{defined(label(name, t))}</td><td>{c.tokens}</td><td>{c.passes}</td><td>{c.tokens_per_pass:.2f}</td>"
             f"<td>{st.tokens_per_second:.1f}</td><td>{st.seconds:.2f} s</td>{first}<td>{sp}</td></tr>")
     scope = f", first {res.compared_tokens} tokens" if cut else ""
     head = (f"<tr><th>method</th><th>tokens</th><th>{term('forward pass', 'passes')}</th><th>{term('tokens per pass', 'tokens / pass')}</th>"

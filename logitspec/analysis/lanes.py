@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core.settings import DecodeSettings
+from ..core.trace import RunTrace
 
 
 @dataclass(frozen=True)
@@ -42,10 +43,33 @@ def lane(name: str) -> LaneSpec | None:
     return next((ln for ln in LANES if ln.name == name), None)
 
 
-def label(name: str) -> str:
-    """How every view names a lane: its label in the table, else the name itself (a lane the table lacks)."""
+def label(name: str, trace: RunTrace | None = None) -> str:
+    """How every view names a lane: with the trace it ran, the row of the decoder and tree that
+    trace records (a file's lane "logitspec" that ran the static tree is the static tree's row);
+    without one, its own row's label, else the name itself (a lane the table lacks)."""
     ln = lane(name)
-    return ln.label if ln else name
+    if trace is None:
+        return ln.label if ln else name
+    ran = trace.method, ran_tree(trace)
+    found = next((x for x in ([ln] if ln else []) + list(LANES) if _runs(x) == ran), None)
+    if found is not None:
+        return found.label
+    base = ln or lane(trace.method)
+    said = base.label if base else name
+    return f"{said}, {ran[1]} tree" if ran[1] else said  # a decoder and tree no row holds
+
+
+def ran_tree(trace: RunTrace) -> str | None:
+    """The tree a trace's decoder sized ("cost" or "static"); None for one that sizes none."""
+    ln = lane(trace.method)
+    if ln is None or not ln.drafts:
+        return None
+    return str(trace.settings.get("tree") or DecodeSettings().tree)
+
+
+def _runs(ln: LaneSpec) -> tuple[str, str | None]:
+    """(decoder, tree) a row stands for: a row that follows the run's setting stands for the default tree."""
+    return ln.method, (ln.tree or DecodeSettings().tree) if ln.drafts else None
 
 
 def names() -> list[str]:

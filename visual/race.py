@@ -65,7 +65,7 @@ def race_points(trace: RunTrace) -> tuple[list[float], list[int]]:
     xs, ys = [trace.prefill_seconds], [0]
     t, n = trace.prefill_seconds, 0
     for s in trace.steps:
-        t += s.seconds
+        t += s.clock_seconds  # the compute clock: one-off measuring counts
         n += len(s.tokens)
         xs.append(t)
         ys.append(n)
@@ -134,8 +134,8 @@ def _ends(lanes: dict[str, RunTrace], res: RaceResult | None, stopped: bool, axi
             label += f"<br><b>{res.speedups[name]:.2f}× vanilla's speed</b>{scope}"
             if cut:
                 label += f": {rated[name]:.1f} against {rated[van]:.1f} tokens/s"
-        if axis is PASSES and name in rates:
-            label += f"<br><b>{rates[name]:.2f} tokens per pass</b>{scope}"
+        if axis is PASSES and name in rates:  # over the lane's own run, as the counters' table gives it
+            label += f"<br><b>{rates[name]:.2f} tokens per pass</b>"
         out.append(LaneEnd(name, xs[-1], ys[-1], lane_color(name, tr.method), label))
     return out
 
@@ -180,7 +180,7 @@ def _pass_words(lanes: dict[str, RunTrace], res: RaceResult | None) -> tuple[str
     if res is None or not res.compared_tokens:
         return PASSES.title, f"{plain}; a steeper line makes more tokens per forward pass"
     rates = per_pass(res)
-    scope = "" if res.complete else f", over the first {res.compared_tokens} tokens of a stopped race"
+    scope = "" if res.complete else ", each over its own run in a stopped race"
     said = "; ".join(f"{html.escape(lane_label(name, lanes[name]), quote=False)}: {r:.2f}" for name, r in rates.items())
     return PASSES.title, f"tokens per forward pass: {said} ({plain}{scope})"
 

@@ -11,11 +11,11 @@ from statistics import mean
 
 from logitspec.analysis.lanes import label
 from logitspec.analysis.parting import near_tie_words
-from logitspec.analysis.race import RaceResult, lane_stats, result_of, seconds_to_reach
+from logitspec.analysis.race import MIN_COMPARED_TOKENS, RaceResult, lane_stats, result_of, seconds_to_reach
 from logitspec.core.settings import INERT
 from logitspec.core.trace import RunTrace
 
-from .counts import RunCounts, run_counts
+from .counts import plural, run_counts
 from .glossary import defined, term
 from .style import lane_color
 
@@ -33,22 +33,13 @@ def machine_words(machine: str) -> str:
     return ", ".join(p for p in parts if p and not INSTRUCTION_SETS.search(p)) or machine
 
 
-def counts_over(trace: RunTrace, n: int) -> RunCounts:
-    """The counts of the steps that took a lane to `n` tokens (the step that passed `n` counted
-    whole, its tokens and its pass alike); the whole run's if it never got there."""
-    got = 0
-    for i, s in enumerate(trace.steps):
-        got += len(s.tokens)
-        if got >= n:
-            return run_counts(trace, upto=i)
-    return run_counts(trace)
-
-
 def compared_rates(res: RaceResult) -> dict[str, float]:
     """Tokens per second of every lane over the tokens every lane reached: the rates whose ratio
     is each speed-up (res.speedups), so a page that shows a speed-up can show them beside it."""
     n = res.compared_tokens
-    return {name: n / sec if n and (sec := seconds_to_reach(t, n)) else 0.0 for name, t in res.traces.items()}
+    if not res.comparable:
+        return {}
+    return {name: n / sec if (sec := seconds_to_reach(t, n)) else 0.0 for name, t in res.traces.items()}
 
 
 def cut_short(res: RaceResult) -> bool:
@@ -57,9 +48,9 @@ def cut_short(res: RaceResult) -> bool:
 
 
 def per_pass(res: RaceResult) -> dict[str, float]:
-    """Tokens per forward pass of every lane over the tokens every lane reached (the whole runs
-    when the race ran to its end): counts, the same on any hardware."""
-    return {name: counts_over(t, res.compared_tokens).tokens_per_pass for name, t in res.traces.items()}
+    """Tokens per forward pass of every lane over its own run, as the counters' table gives them:
+    counts, the same on any hardware, and a ratio that needs no equal token counts."""
+    return {name: run_counts(t).tokens_per_pass for name, t in res.traces.items()}
 
 
 def per_pass_words(res: RaceResult, lane: str = "logitspec") -> str:
@@ -106,7 +97,7 @@ def shortfall(res: RaceResult, lane: str = "logitspec") -> str:
     # Means, not medians: the speed-up is total tokens over total time, so means are what add up to it.
     gain = per_pass / run_counts(van).tokens_per_pass
     pass_cost = mean(s.forward_seconds for s in steps) / mean(s.forward_seconds for s in van_steps)
-    step_cost = mean(s.seconds for s in steps) / mean(s.seconds for s in van_steps)
+    step_cost = mean(s.clock_seconds for s in steps) / mean(s.clock_seconds for s in van_steps)
     if tree < 1.2 and all(s.sizing is None or s.sizing.mode == "cost" for s in steps):
         return (f"{SLOWER} because the draft trees stayed at about one token: the measured cost of a "
                 "tree token on this machine was high (a busy CPU makes it so), so there was little to "
@@ -148,13 +139,34 @@ def verdict_text(res: RaceResult, stop_reason: str | None = None, lane: str = "l
         scope = f" Over the first {n} tokens, the count every lane reached:"
     else:
         head, scope = "", ""
+    if not res.comparable:
+        same = _sameness(res, lane, cut)
+        return f"{head} {too_few_words(res, cut)} {same[:1].upper()}{same[1:]}.".strip()
     device = DEVICE_WORDS.get(res.traces[lane].device, "")
     rates = compared_rates(res)
     speed = (f"{label(lane, res.traces[lane])} <b>{sp:.2f}×</b> the tokens/s of {_vanilla_words(res)}{' ' + device if device else ''} "
              f"({rates[lane]:.1f} against {rates['vanilla']:.1f} tokens/s)")
-    text = f"{head}{scope} {speed}; {per_pass_words(res, lane)}; {_sameness(res, lane, cut)}.".strip()
-    why = shortfall(res, lane)
-    return f"{text} {why}" if why else text
+    passes = per_pass_words(res, lane) + (" (each lane over its own run)" if cut else "")
+    text = f"{head}{scope} {speed}; {passes}; {_sameness(res, lane, cut)}.".strip()
+    return " ".join(x for x in (text, measuring_words(res), shortfall(res, lane)) if x)
+
+
+def measuring_words(res: RaceResult) -> str:
+    """The one-off measuring (the cost curve, the thread count) each lane's clock holds, named with
+    its seconds; "" when no lane measured anything during the race."""
+    said = [f"{label(name, t)} {t.calibration_seconds:.2f} s" for name, t in res.traces.items()
+            if t.calibration_seconds > 0]
+    if not said:
+        return ""
+    return (f"The compute clock includes the one-off measuring of this machine's pass costs done during the race "
+            f"({'; '.join(said)}).")
+
+
+def too_few_words(res: RaceResult, cut: bool) -> str:
+    """Why a race gives no speed-up: its lanes made too few tokens for one to mean anything."""
+    why = "The race stopped too early to compare speed" if cut else "Too few tokens to compare speed"
+    return (f"{why}: every lane reached {plural(res.compared_tokens, 'token')}, and a speed-up needs at least "
+            f"{MIN_COMPARED_TOKENS} (the prompt pass and one step's timing would decide it).")
 
 
 def _sameness(res: RaceResult, lane: str, cut: bool) -> str:
@@ -183,6 +195,13 @@ def _vanilla_words(res: RaceResult) -> str:
     return "vanilla greedy decoding"
 
 
+def speedup_cell(res: RaceResult, name: str) -> str:
+    """A lane's speed-up in the table, or a dash that says why there is none."""
+    if not res.comparable:
+        return f"<span title='too few tokens to compare: at least {MIN_COMPARED_TOKENS} needed'>—</span>"
+    return f"<b>{res.speedups.get(name, 0):.2f}×</b>"
+
+
 def counters_html(traces: dict[str, RunTrace], running: bool, note: str = "",
                   stop_reason: str | None = None) -> str:
     """The race's counters, one row per lane from measured times, and the verdict once it ends.
@@ -190,12 +209,12 @@ def counters_html(traces: dict[str, RunTrace], running: bool, note: str = "",
     made unequal counts, over the first tokens every lane reached, in a column saying so."""
     res = result_of(traces) if "vanilla" in traces else None
     judged = res is not None and not running and res.compared_tokens > 0
-    cut = judged and cut_short(res)
+    cut = judged and res.comparable and cut_short(res)
     rates = compared_rates(res) if judged else {}
     rows = []
     for name, t in traces.items():
         st, c = lane_stats(name, t), run_counts(t)
-        sp = f"<b>{res.speedups.get(name, 0):.2f}×</b>" if judged and name != "vanilla" else ""
+        sp = speedup_cell(res, name) if judged and name != "vanilla" else ""
         first = f"<td>{rates[name]:.1f}</td>" if cut else ""
         # The key rides on the row (data-lane), the label is what a visitor reads.
         rows.append(

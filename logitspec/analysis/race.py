@@ -11,6 +11,10 @@ from .lanes import race_order
 from .parting import Choices, Parting, parting
 
 
+# Below this many tokens a speed-up is mostly the prompt pass and one step's noise: no verdict on speed.
+MIN_COMPARED_TOKENS = 16
+
+
 @dataclass
 class LaneStats:
     """A lane's counters, all from measured times."""
@@ -18,7 +22,7 @@ class LaneStats:
     name: str
     tokens: int
     forward_steps: int
-    seconds: float  # prefill + the lane's own step seconds
+    seconds: float  # the lane's compute clock: prefill + its own steps, one-off measuring included
 
     @property
     def tokens_per_second(self) -> float:
@@ -31,7 +35,7 @@ class LaneStats:
 
 def lane_stats(name: str, trace: RunTrace) -> LaneStats:
     """Counters of a (possibly unfinished) lane from its trace."""
-    return LaneStats(name, len(trace.tokens), trace.forward_steps, trace.seconds)
+    return LaneStats(name, len(trace.tokens), trace.forward_steps, trace.clock_seconds)
 
 
 @dataclass
@@ -45,11 +49,17 @@ class RaceResult:
 
     traces: dict[str, RunTrace]
     stats: dict[str, LaneStats]
-    speedups: dict[str, float] = field(default_factory=dict)  # lane -> x vs vanilla, over compared_tokens
+    # lane -> x vs vanilla, over compared_tokens; empty when too few tokens to compare (`comparable`)
+    speedups: dict[str, float] = field(default_factory=dict)
     lossless: bool = True  # every lane's first compared_tokens tokens equal the vanilla lane's
     compared_tokens: int = 0  # the token count every lane reached
     complete: bool = True  # every lane ran to its end (EOS or the token budget)
     partings: dict[str, Parting] = field(default_factory=dict)  # lane -> where its output parts from vanilla's
+
+    @property
+    def comparable(self) -> bool:
+        """Whether the lanes reached enough tokens for their speed to be compared at all."""
+        return self.compared_tokens >= MIN_COMPARED_TOKENS
 
     @property
     def first_difference(self) -> dict[str, int]:
@@ -74,7 +84,8 @@ def finished(trace: RunTrace) -> bool:
 
 
 def seconds_to_reach(trace: RunTrace, n: int) -> float | None:
-    """Compute seconds (prefill and steps) until the lane had committed at least `n` tokens.
+    """Compute-clock seconds (prefill and steps, measuring included) until the lane had committed
+    at least `n` tokens.
 
     A step that overshoots `n` is counted whole, so a lane that commits several tokens a
     step is never credited with more speed than it showed.
@@ -83,7 +94,7 @@ def seconds_to_reach(trace: RunTrace, n: int) -> float | None:
     for s in trace.steps:
         if got >= n:
             break
-        t += s.seconds
+        t += s.clock_seconds
         got += len(s.tokens)
     return t if got >= n else None
 
@@ -102,9 +113,11 @@ def result_of(traces: dict[str, RunTrace], baseline: str = "vanilla") -> RaceRes
         if (part := parting(Choices.of(t), base, n, both_ended=res.complete)) is not None:
             res.partings[name] = part
     res.lossless = not res.partings
-    base_s = seconds_to_reach(traces[baseline], n) if n else None
+    if not res.comparable:
+        return res  # no speed-ups: too few tokens to say anything of speed
+    base_s = seconds_to_reach(traces[baseline], n)
     for name, t in traces.items():
-        lane_s = seconds_to_reach(t, n) if n else None
+        lane_s = seconds_to_reach(t, n)
         res.speedups[name] = base_s / lane_s if base_s and lane_s else 0.0
     return res
 

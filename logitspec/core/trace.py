@@ -196,6 +196,11 @@ class StepRecord:
     def seconds(self) -> float:
         return self.draft_seconds + self.forward_seconds + self.bookkeeping_seconds
 
+    @property
+    def clock_seconds(self) -> float:
+        """Every second the step cost its lane: `seconds` and the one-off measuring it did."""
+        return self.seconds + self.calibration_seconds
+
 
 @dataclass
 class RunTrace:
@@ -237,6 +242,16 @@ class RunTrace:
     @property
     def seconds(self) -> float:
         return self.prefill_seconds + self.decode_seconds
+
+    @property
+    def clock_seconds(self) -> float:
+        """The run's compute clock: the prefill and every step's whole cost, measuring included."""
+        return self.prefill_seconds + sum(s.clock_seconds for s in self.steps)
+
+    @property
+    def calibration_seconds(self) -> float:
+        """The one-off measuring (c(n), the thread count) the run did inside its steps."""
+        return sum(s.calibration_seconds for s in self.steps)
 
     @property
     def mean_accepted_tokens(self) -> float:

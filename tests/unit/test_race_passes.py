@@ -12,12 +12,12 @@ from helpers.figures import trace_named
 from helpers.paths import FIXTURES, ROOT
 from logitspec.analysis.lanes import label, race_order
 from serve.race import lane_run
-from logitspec.analysis.race import load_race, result_of
+from logitspec.analysis.race import MIN_COMPARED_TOKENS, load_race, result_of
 from logitspec.core.settings import DecodeSettings
 from logitspec.core.trace import RunTrace
 from visual.counts import run_counts, run_words
 from visual.race import pass_points, passes_figure, race_figure
-from visual.verdict import compared_rates, counts_over, per_pass, verdict_text
+from visual.verdict import compared_rates, counters_html, per_pass, verdict_text
 
 FOUR_LANES = FIXTURES / "races" / "summarization-242-four-lanes.json"  # scripts/record_race.py --pld --static
 RECORDED = ROOT / "traces" / "races" / "summarization-242.json"
@@ -109,25 +109,50 @@ def test_a_running_race_has_no_rates_yet(four):
     assert "(running)" in _legend(fig, label("logitspec") + ":")
 
 
-def test_a_stopped_race_is_judged_per_pass_over_the_tokens_every_lane_reached(four):
-    stopped = {"vanilla": _cut(four["vanilla"], 6), "pld": _cut(four["pld"], 9),
-               "logitspec": _cut(four["logitspec"], 12), "logitspec-static": _cut(four["logitspec-static"], 4)}
+def test_a_stopped_race_gives_each_lanes_tokens_per_pass_as_the_table_does(four):
+    stopped = {"vanilla": _cut(four["vanilla"], 20), "pld": _cut(four["pld"], 24),
+               "logitspec": _cut(four["logitspec"], 26), "logitspec-static": _cut(four["logitspec-static"], 16)}
     res = result_of(stopped)
     n = res.compared_tokens
-    assert n == min(len(t.tokens) for t in stopped.values())
+    assert n == min(len(t.tokens) for t in stopped.values()) and res.comparable
     rates = per_pass(res)
+    table = counters_html(stopped, False, stop_reason="stopped")
     for name, t in stopped.items():
-        reach = next(i for i in range(len(t.steps)) if sum(len(s.tokens) for s in t.steps[: i + 1]) >= n)
-        assert rates[name] == pytest.approx(run_counts(t, upto=reach).tokens_per_pass)
-        assert counts_over(t, n).tokens >= n
-    # The longer lanes' later steps are not counted.
-    assert run_counts(stopped["logitspec"]).passes > counts_over(stopped["logitspec"], n).passes
+        # The verdict, the figure and the table's tokens/pass column: one number, the lane's own run.
+        assert rates[name] == pytest.approx(run_counts(t).tokens_per_pass)
+        assert f"<td>{run_counts(t).tokens_per_pass:.2f}</td>" in _row(table, name)
+    assert run_counts(stopped["logitspec"]).tokens > n  # a longer lane's later steps count too
     fig = passes_figure(stopped, stopped=True, fit=True)
-    assert f"over the first {n} tokens" in _legend(fig, label("logitspec") + ":")
-    assert f"over the first {n} tokens of a stopped race" in fig.layout.meta["caption"]["subtitle"]
+    assert f"{rates['logitspec']:.2f} tokens per pass" in _legend(fig, label("logitspec") + ":")
+    assert "each over its own run in a stopped race" in fig.layout.meta["caption"]["subtitle"]
     text = verdict_text(res, "stopped")
     assert f"per forward pass, <b>{rates['logitspec']:.2f}</b> tokens" in text
-    assert f"{rates['pld']:.2f} for prompt lookup" in text
+    assert f"{rates['pld']:.2f} for prompt lookup" in text and "(each lane over its own run)" in text
+    assert f"<b>{rates['logitspec']:.2f}</b>" in _verdict_of(table)
+
+
+def test_a_race_stopped_after_a_few_tokens_gives_no_speed_up(four):
+    stopped = {name: _cut(t, 1) for name, t in four.items()}
+    res = result_of(stopped)
+    assert 0 < res.compared_tokens < MIN_COMPARED_TOKENS and not res.comparable and res.speedups == {}
+    text = verdict_text(res, "stopped")
+    assert "stopped too early to compare speed" in text and "×" not in text and "per forward pass" not in text
+    assert "those tokens identical to vanilla's" in text.lower()
+    table = counters_html(stopped, False, stop_reason="stopped")
+    assert "×" not in table and table.count("—") == len(stopped) - 1
+    fig = race_figure(stopped, stopped=True, fit=True)
+    assert not any("vanilla's speed" in (d.name or "") for d in fig.data)
+    # At the threshold, the speed-up is given.
+    enough = {name: _cut(t, MIN_COMPARED_TOKENS) for name, t in four.items()}
+    assert result_of(enough).comparable and "×" in verdict_text(result_of(enough), "stopped")
+
+
+def _row(table: str, name: str) -> str:
+    return table.split(f"<tr data-lane='{name}'>")[1].split("</tr>")[0]
+
+
+def _verdict_of(table: str) -> str:
+    return table.split("<p class='verdict'>")[1].split("</p>")[0]
 
 
 def test_the_verdict_states_speed_on_this_cpu_and_tokens_per_pass_against_each_lane(four):
@@ -168,7 +193,7 @@ def test_a_lane_other_than_logitspec_that_differs_is_named(four):
 def test_the_compute_time_race_is_unchanged_by_the_passes_view(four):
     fig = race_figure(four)
     line = trace_named(fig, label("logitspec"))
-    assert line.x[-1] == pytest.approx(four["logitspec"].seconds)  # measured seconds, prefill included
+    assert line.x[-1] == pytest.approx(four["logitspec"].clock_seconds)  # measured seconds: prefill and measuring included
     assert fig.layout.xaxis.title.text == "Compute time (s)"
 
 

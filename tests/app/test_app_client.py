@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from helpers.app_server import MAX_NEW, race_args, trace_file
+from helpers.app_server import MAX_NEW, downloaded_lane, race_args
 
 PROMPT = "Write a Python function that returns the sum of a list of numbers."
 
@@ -24,10 +24,9 @@ def client(app_url):
 def test_race_trace_equals_vanilla(client, bundled):
     from logitspec.core.settings import DecodeSettings
     from logitspec.runner import run_trace
-    from logitspec.core.trace import RunTrace
 
     result = client.predict(*race_args(PROMPT).values(), api_name="/race")
-    trace = RunTrace.load(trace_file(result))
+    trace = downloaded_lane(result)
     assert trace.method == "logitspec" and trace.model == "SmolLM2-135M-Instruct"
     assert len(trace.tokens) == MAX_NEW  # a code answer does not end within 24 tokens
 
@@ -43,10 +42,9 @@ def test_race_trace_equals_vanilla(client, bundled):
 def test_a_sampled_race_equals_vanilla_sampling_and_names_its_seed(client, bundled):
     from logitspec.core.settings import DecodeSettings
     from logitspec.runner import run_trace
-    from logitspec.core.trace import RunTrace
 
     result = client.predict(*race_args(PROMPT, temperature=1.0, top_p=0.9, seed=7).values(), api_name="/race")
-    trace = RunTrace.load(trace_file(result))
+    trace = downloaded_lane(result)
     assert trace.settings["temperature"] == 1.0 and trace.settings["seed"] == 7
     s = DecodeSettings(max_new_tokens=MAX_NEW, tree="static", temperature=1.0, top_p=0.9, seed=7)
     assert trace.tokens == run_trace(bundled, PROMPT, "vanilla", s).tokens

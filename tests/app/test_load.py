@@ -36,7 +36,7 @@ def test_eight_simultaneous_sessions_complete_without_cross_talk(app_url, bundle
 
     from logitspec.core.settings import DecodeSettings
     from logitspec.runner import run_trace
-    from logitspec.core.trace import RunTrace
+    from logitspec.analysis.race import read_race
 
     url = app_url
     results: dict[int, dict] = {}
@@ -84,7 +84,7 @@ def test_eight_simultaneous_sessions_complete_without_cross_talk(app_url, bundle
     # The queue is visible: while one race runs, the others wait with a position.
     assert any(p >= 1 for p in figures["queue_positions_seen"])
     for i, r in results.items():
-        trace = RunTrace.load(r["trace"])
+        trace = read_race(r["trace"]).lanes["logitspec"]  # the race file's LogitSpec lane
         assert trace.prompt_text == PROMPTS[i], f"session {i} got another session's trace"
         vanilla = run_trace(bundled, PROMPTS[i], "vanilla", DecodeSettings(max_new_tokens=MAX_NEW, tree="static"))
         assert trace.tokens == vanilla.tokens

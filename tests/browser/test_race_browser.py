@@ -189,21 +189,21 @@ def test_stop_reaches_the_final_state_within_one_step(stopped):
                            " return el && el.data && JSON.stringify(el.data.map(t => [t.x, t.y, t.text, "
                            "t.hovertext])) !== b; }", arg=before, timeout=30_000)
 
-    # The trace of the steps decoded before the stop downloads from the Traces tab.
+    # The race, every lane of the steps decoded before the stop, downloads from the Traces tab.
     page.get_by_role("tab", name="Traces").click()
     button = page.locator("#download")
     expect(button).to_be_visible(timeout=10_000)
     with page.expect_download(timeout=30_000) as info:
         button.click()
-    from logitspec.core.trace import RunTrace
+    from logitspec.analysis.race import read_race
 
-    text = Path(info.value.path()).read_text(encoding="utf-8")
-    data = json.loads(text)
-    assert data["format"] == "logitspec-trace/2", data.get("format")
-    assert data["method"] == "logitspec", data.get("method")
-    trace = RunTrace.from_json(text)  # a trace's tokens are its steps' accepted tokens
+    path = Path(info.value.path())
+    assert json.loads(path.read_text(encoding="utf-8"))["format"] == "logitspec-race/1"
+    race = read_race(path)  # a trace's tokens are its steps' accepted tokens
+    assert race.stop_reason == "stopped" and set(race.lanes) == set(tokens), (race.stop_reason, tokens)
+    trace = race.lanes["logitspec"]
     assert 0 < len(trace.tokens) < LONG_RACE, len(trace.tokens)
-    assert len(trace.tokens) == tokens["logitspec"], (len(trace.tokens), tokens)
+    assert {n: len(t.tokens) for n, t in race.lanes.items()} == tokens, tokens
     assert len(trace.steps) == int(m.group(1)) + 1, (len(trace.steps), label)
     page.get_by_role("tab", name="Step explorer").click()
 

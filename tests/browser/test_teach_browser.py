@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from helpers.browser import MODEL_WAIT_MS, fresh_page, set_max_new, shot, text_of, tree_data
+from logitspec.analysis.race import read_race
 from logitspec.core.trace import RunTrace
 
 SHORT_RACE = 24  # new tokens: enough for a few steps, quick on two busy cores
@@ -192,7 +193,7 @@ def test_explain_walks_through_the_visitors_fresh_run(browser, app_url):
     page.get_by_role("tab", name="Traces").click()
     with page.expect_download(timeout=30_000) as info:
         page.locator("#download").click()
-    trace = RunTrace.from_json(Path(info.value.path()).read_text(encoding="utf-8"))
+    trace = read_race(Path(info.value.path())).lanes["logitspec"]  # the race file's LogitSpec lane
     assert len(trace.tokens) == SHORT_RACE
 
     page.get_by_role("tab", name="Explain").click()

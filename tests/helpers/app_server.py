@@ -26,7 +26,14 @@ def race_args(prompt: str, model: str = "bundled", max_new: int = MAX_NEW, tree:
 
 
 def trace_file(result) -> Path:
-    """The downloaded trace among the race's outputs (the last one)."""
+    """The downloaded race file among the race's outputs (the last one): every lane's trace."""
     last = result[-1]
     path = last.get("value", last) if isinstance(last, dict) else last
     return Path(path)
+
+
+def downloaded_lane(result, lane: str = "logitspec"):
+    """One lane's trace from the race's download."""
+    from logitspec.analysis.race import read_race
+
+    return read_race(trace_file(result)).lanes[lane]

@@ -13,13 +13,12 @@ from logitspec.core.trace import RunTrace
 from logitspec.analysis.whatif import RetrievalSetting, own_setting, recorded_k, what_if
 from visual.data import OUTCOMES_LOGITSPEC
 from visual.fit import caption_html
+from visual.method_words import LOGITSPEC, ticked, words_of
 from visual.retrieval import DEBUG_TABLE_CSS, debugger_html, debugger_note, debugger_rows
 from visual.whatif import whatif_figure, whatif_html
 
 OUTCOMES = list(OUTCOMES_LOGITSPEC)
 
-INTRO_MD = ("Steps by retrieval outcome: **g1 matched**, **g2 rescued** (g1 failed, a candidate's g2 query "
-            "matched) or **both failed**. Select a row to open the step.")
 WHATIF_MD = ("Retrieval again over this run's own text, with other n-gram sizes, continuation length or k, "
              "no model needed: the output is fixed, so each step's context and candidates are in the trace. "
              "Was a failure the setting or the text?")
@@ -58,8 +57,9 @@ class DebuggerTab:
     def build(self) -> None:
         """The tab's contents; call inside its gr.Tab."""
         lim, s = Limits.from_env(), DecodeSettings()
-        gr.Markdown(INTRO_MD)
-        self.outcome = gr.CheckboxGroup(OUTCOMES, value=OUTCOMES, label="Show", elem_id="outcome")
+        # The intro and the filter speak the explored method's words (visual/method_words.py).
+        self.intro = gr.Markdown(LOGITSPEC.intro, elem_id="debug-intro")
+        self.outcome = gr.CheckboxGroup(list(LOGITSPEC.filters), value=OUTCOMES, label="Show", elem_id="outcome")
         self.note = gr.Markdown(elem_id="debug-note")
         self.table = gr.HTML(elem_id="debug-table", css_template=DEBUG_TABLE_CSS, js_on_load=ROW_JS)
         with gr.Accordion("What-if retrieval", open=True, elem_id="whatif"):
@@ -80,22 +80,29 @@ class DebuggerTab:
     @property
     def trace_components(self) -> list:
         """What trace_outputs fills."""
-        return [self.note, self.table, self.ngram, self.continuation, self.k, self.summary, self.caption, self.plot]
+        return [self.intro, self.outcome, self.note, self.table, self.ngram, self.continuation, self.k, self.summary,
+                self.caption, self.plot]
 
     def wire(self, state: gr.State, **kw) -> None:
-        self.outcome.change(self.filter, [state, self.outcome], [self.note, self.table], **kw)
+        # input, not change: a new trace sets the filter to its method's outcomes without a second draw.
+        self.outcome.input(self.filter, [state, self.outcome], [self.note, self.table], **kw)
         self.run.click(self.rerun, [state, self.ngram, self.continuation, self.k],
                        [self.summary, self.caption, self.plot], **kw)
 
     def rows_outputs(self, trace: RunTrace | None, outcomes: list[str] | None) -> dict:
         """The table of the chosen outcomes, or only a sentence saying why it lists nothing."""
         rows = debugger_rows(trace, outcomes)
-        return {self.note: debugger_note(trace, outcomes, len(rows)), self.table: debugger_html(rows)}
+        return {self.note: debugger_note(trace, outcomes, len(rows)),
+                self.table: debugger_html(rows, trace.method if trace is not None else "logitspec")}
 
     def trace_outputs(self, trace: RunTrace, outcomes: list[str] | None) -> dict:
         """Everything the tab shows for a newly explored trace: the what-if starts at the run's own setting."""
         own, most = own_setting(trace), recorded_k(trace)
-        out = self.rows_outputs(trace, outcomes)
+        words = words_of(trace.method)
+        kept = ticked(trace.method, outcomes)  # a choice made for another method's outcomes: all of this one's
+        out = self.rows_outputs(trace, kept)
+        out[self.intro] = words.intro
+        out[self.outcome] = gr.CheckboxGroup(choices=list(words.filters), value=kept, visible=bool(words.filters))
         out[self.ngram] = list(own.ngram_sizes)
         out[self.continuation] = own.continuation
         out[self.k] = gr.Slider(minimum=0, maximum=max(1, most), value=own.k, interactive=most > 0,

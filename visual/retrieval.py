@@ -8,13 +8,11 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from logitspec.core.trace import (BOTH_FAILED, G1_MATCHED, G2_RESCUED, NO_RETRIEVAL, ONE_QUERY_KINDS, PLD_FAILED,
-                                  PLD_MATCHED, QueryRecord, RunTrace, StepRecord, TreeNode)
+from logitspec.core.trace import NO_RETRIEVAL, ONE_QUERY_KINDS, QueryRecord, RunTrace, StepRecord, TreeNode
 
-from .baselines import MAX_ROWS, drafted_paths, taken_paths, window_levels
+from .baselines import MAX_ROWS, drafted_paths, taken_paths
 from .counts import passes_words, plural, run_counts
 from .data import (
-    OUTCOMES_LOGITSPEC,
     branch_nodes,
     candidate_by_rank,
     candidate_words,
@@ -29,6 +27,7 @@ from .data import (
     token_labels,
     token_pieces,
 )
+from .method_words import Column, outcome_words, pool_words, rest_words, ticked, words_of
 from .pieces import split_note
 from .style import PALETTE, sub_x
 
@@ -49,24 +48,6 @@ _RGBA = {
 _SOLID = {"match": "#0072B2", "cont": "#E69F00", "hit": "#009E73", "miss": "#D55E00",
           "accepted": "#009E73", "verified": "#8C8C8C", "pruned": "#8C8C8C", "unused": "#8C8C8C"}
 _MONO = "font-family:'DejaVu Sans Mono',Menlo,Consolas,monospace"
-
-OUTCOME_WORDS = {
-    G1_MATCHED: "g1 matched: the root's own lookup found a continuation",
-    G2_RESCUED: "g2 rescued: g1 found nothing, a candidate's lookup did",
-    BOTH_FAILED: "both failed: no lookup found a continuation",
-    PLD_MATCHED: "prompt lookup matched",
-    PLD_FAILED: "prompt lookup failed",
-    NO_RETRIEVAL: "no retrieval (this decoder drafts nothing)",
-}
-# A one-lookup outcome of the baselines, in their own words (prompt lookup's are OUTCOME_WORDS').
-BASELINE_OUTCOME_WORDS = {
-    ("lookahead", PLD_MATCHED): "Lookahead's pool held n-grams starting with x_{i+1}",
-    ("lookahead", PLD_FAILED): "Lookahead's pool held no n-gram starting with x_{i+1}",
-    ("rest", PLD_MATCHED): "REST found a suffix of the context in its datastore",
-    ("rest", PLD_FAILED): "REST found no suffix of the context in its datastore",
-}
-RECYCLED_WORDS = "no lookup: Token Recycling drafts from its matrix of the successors past passes predicted"
-
 
 def _e(s: str) -> str:
     return html.escape(s, quote=True)
@@ -240,15 +221,7 @@ def _drafts_why(trace: RunTrace, s: StepRecord, paths: list[list[TreeNode]], ctx
 def _lookahead_block(trace: RunTrace, s: StepRecord, ctx: list[int]) -> str:
     """Lookahead's lookup: the pool's n-grams for the root, their fates, and why it missed."""
     paths = drafted_paths(s, "pool")
-    levels = [lv for lv in window_levels(s) if lv]
-    n = trace.settings.get("lookahead_ngram", 5)
-    if paths:
-        said = (f"{plural(len(paths), 'n-gram')} held (the pool keeps at most "
-                f"{trace.settings.get('lookahead_guesses', 7)} for a token, the least recently seen dropped first)")
-    elif len(levels) < n - 1:
-        said = f"none: the Jacobi window is still warming up ({len(levels)} of its {n - 1} levels) and has made no n-gram yet"
-    else:
-        said = "none: the Jacobi window has made no n-gram starting with this token yet"
+    said = pool_words(trace, s)
     why = _drafts_why(trace, s, paths, ctx, "n-gram")
     return _baseline_box(s.queries[0].matched, "Lookahead · the pool's n-grams that start with x<sub>i+1</sub> = "
                          + _e(ngram_text(trace, [s.root], ctx)), _e(said) + _drafts_html(trace, s, paths, ctx, "n-gram"), why)
@@ -257,11 +230,9 @@ def _lookahead_block(trace: RunTrace, s: StepRecord, ctx: list[int]) -> str:
 def _rest_block(trace: RunTrace, s: StepRecord, ctx: list[int]) -> str:
     """REST's lookup: the suffixes tried, the one found, the continuations drafted and why it missed."""
     q = next(q for q in s.queries if q.kind == "rest")
-    seq = query_tail(s, q, ctx)
     if q.matched:
-        found = ngram_text(trace, seq[-q.matched_n:], seq[:-q.matched_n])
         longer = f" (longer suffixes, up to {q.tried[0]} tokens, not found)" if len(q.tried) > 1 else ""
-        said = _chip(f"{q.matched_n}-token suffix {found} ✓ found", "hit") + _e(longer)
+        said = _chip(f"{rest_words(trace, s, ctx)} ✓", "hit") + _e(longer)
     else:
         tried = f"suffixes of {q.tried[0]} down to {q.tried[-1]} tokens" if q.tried else "no suffix (too few tokens)"
         said = _chip(f"{tried} ✗", "miss") + " → none occurs in the datastore"
@@ -337,7 +308,7 @@ def retrieval_html(trace: RunTrace, step: int) -> str:
         f"{len(trace.steps) - 1}: x<sub>i+1</sub> = {_e(ngram_text(trace, [s.root], ctx))}</div>"
         f'<div style="{_MUTED};margin-bottom:6px">searched {len(ctx)} context tokens '
         f"(prompt {len(trace.prompt_tokens)} + generated {gen}) · "
-        f"{sub_x(_e(RECYCLED_WORDS if recycled and not s.queries else _outcome_words(trace, out)))}</div>"
+        f"{sub_x(_e(outcome_words('recycling' if recycled and not s.queries else trace.method, out)))}</div>"
         f'<div style="margin-bottom:6px">{_legend()}</div>'
     )
     if not s.queries:
@@ -368,10 +339,6 @@ def _noted(drawn: str) -> str:
 BASELINE_BLOCKS = {"lookahead": _lookahead_block, "rest": _rest_block}
 
 
-def _outcome_words(trace: RunTrace, out: str) -> str:
-    return BASELINE_OUTCOME_WORDS.get((trace.method, out)) or OUTCOME_WORDS.get(out, out)
-
-
 def _legend() -> str:
     return " ".join([
         _chip("matched n-gram", "match"), _chip("continuation", "cont"), _chip("accepted", "accepted"),
@@ -380,7 +347,8 @@ def _legend() -> str:
 
 
 def failure_rows(trace: RunTrace) -> list[dict[str, Any]]:
-    """One row per forward step for the retrieval debugger (filter on "outcome")."""
+    """One row per forward step for the retrieval debugger (filter on "outcome"); "lookup" and
+    "matched n" are the step's first lookup, headed in its method's words (method_words)."""
     rows = []
     out = list(trace.prompt_tokens)
     for i, s in enumerate(trace.steps):
@@ -388,15 +356,13 @@ def failure_rows(trace: RunTrace) -> list[dict[str, Any]]:
         if not s.forward:
             continue
         first = next((q for q in s.queries if q.kind in ("g1", *ONE_QUERY_KINDS)), None)
-        seq = query_tail(s, first, ctx) if first else []
-        tried = _tried_cell(trace, first, seq) if first else ""
         g2 = [q for q in s.queries if q.kind == "g2"]
         rows.append({
             "step": i,
             "outcome": outcome(s),
             "root": tok(trace, s.root, ctx),
-            "g1 n-grams tried": tried,
-            "g1 matched n": first.matched_n if first else None,
+            "lookup": _lookup_cell(trace, s, first, ctx) if first else "",
+            "matched n": first.matched_n if first else None,
             "g2 matches": sum(q.matched for q in g2),
             "g2 queries": len(g2),
             "drafts accepted": s.drafts_accepted,
@@ -405,16 +371,20 @@ def failure_rows(trace: RunTrace) -> list[dict[str, Any]]:
     return rows
 
 
-def _tried_cell(trace: RunTrace, q: QueryRecord, seq: list[int]) -> str:
+def _lookup_cell(trace: RunTrace, s: StepRecord, q: QueryRecord, ctx: list[int]) -> str:
     """The n-grams a query tried, ✓ on the one that matched; REST's suffixes (up to 16 tokens, a
-    dozen of them) as the one found, or the lengths tried when none was."""
-    attempts = q.attempts
+    dozen of them) as the one found, or the lengths tried when none was; Lookahead's pool, the
+    n-grams it held for the root, or why none."""
+    if q.kind == "lookahead":
+        return pool_words(trace, s).split(" (")[0]  # "3 n-grams held", or "none: …" and why
+    attempts, seq = q.attempts, query_tail(s, q, ctx)
     if q.kind == "rest":
         if not q.matched:
             return f"suffixes of {q.tried[0]}…{q.tried[-1]} tokens ✗" if q.tried else ""
         attempts = [a for a in attempts if a.matched]
-    return " · ".join(f"{a.n}-gram {ngram_text(trace, a.ngram, ngram_before(seq, a.ngram))} "
-                      f"{'✓' if a.matched else '✗'}" for a in attempts)
+    return " · ".join(f"{a.n}-{'token suffix' if q.kind == 'rest' else 'gram'} "
+                      f"{ngram_text(trace, a.ngram, ngram_before(seq, a.ngram))} {'✓' if a.matched else '✗'}"
+                      for a in attempts)
 
 
 def recycled_cell(trace: RunTrace, s: StepRecord, ctx: list[int]) -> str:
@@ -426,26 +396,32 @@ def recycled_cell(trace: RunTrace, s: StepRecord, ctx: list[int]) -> str:
     return " · ".join(f"{n.rank} {label} {mark}" for n, label, mark in zip(row, labels, marks))
 
 
-
-# The debugger's columns: (header, key of failure_rows, hover text, shown on a phone). On a phone
-# the n-grams tried get a line of their own under their row, and root and g1 n are left out:
-# the root ends each n-gram and ✓ marks the one that matched.
-DEBUG_COLUMNS = [
-    ("step", "step", "the step (forward pass); select the row to open it", True),
-    ("outcome", "outcome", "g1 matched / g2 rescued (g1 failed, a candidate's g2 matched) / both failed", True),
-    ("root", "root", "x_{i+1}: the token the step committed first", False),
-    ("g1 n-grams tried", "g1 n-grams tried", "the n-grams g1 looked up, longest first", False),
-    ("g1 n", "g1 matched n", "the n-gram length that matched", False),
-    ("g2 hits", "g2 matches", "candidates whose g2 lookup matched / candidates looked up", True),
-    # "accepted" alone: "drafts accepted" would not fit a phone's row; the tip says what it counts.
-    ("accepted", "drafts accepted", "draft tokens the step accepted; its root x_{i+1}, committed "
-     "whatever the drafts, is not counted", True),
-]
+# The debugger's columns: (column, key of failure_rows, shown on a phone). On a phone the lookup
+# gets a line of its own under its row, and root and the matched length are left out: the root
+# ends each n-gram and ✓ marks the one that matched. A method's own columns (None: it has none)
+# come from visual/method_words.py.
+_STEP = Column("step", "the step (forward pass); select the row to open it")
+_ROOT = Column("root", "x_{i+1}: the token the step committed first")
+# "accepted" alone: "drafts accepted" would not fit a phone's row; the tip says what it counts.
+_ACCEPTED = Column("accepted", "draft tokens the step accepted; its root x_{i+1}, committed whatever the drafts, "
+                   "is not counted")
 # Shown when a row holds recycled successors (Token Recycling, or the hybrid's extra candidates).
-RECYCLED_COLUMN = ("recycled", "recycled", "the root's successors drafted from Token Recycling's matrix: "
-                   "rank in its row, token, ✓ accepted", False)
-_NUM = {"step", "g1 matched n", "g2 matches", "drafts accepted"}
-_TOK = {"root", "g1 n-grams tried", "recycled"}
+_RECYCLED = Column("recycled", "the root's successors drafted from Token Recycling's matrix: rank in its row, "
+                   "token, ✓ accepted")
+
+
+def debug_columns(method: str, recycled: bool = False) -> list[tuple[Column, str, bool]]:
+    """The debugger's columns for a run of `method`, in its own words."""
+    w = words_of(method)
+    outcome_tip = " / ".join(words for words, _ in w.filters) or "this decoder looks nothing up"
+    cols = [(_STEP, "step", True), (Column("outcome", outcome_tip), "outcome", True), (_ROOT, "root", False),
+            (w.lookup, "lookup", False), (w.matched, "matched n", False), (w.second, "g2 matches", True),
+            (_ACCEPTED, "drafts accepted", True), (_RECYCLED if recycled else None, "recycled", False)]
+    return [(c, key, phone) for c, key, phone in cols if c is not None]
+
+
+_NUM = {"step", "matched n", "g2 matches", "drafts accepted"}
+_TOK = {"root", "lookup", "recycled"}
 # The table's own look (scoped to its component by gr.HTML): it never needs a sideways scroll.
 DEBUG_TABLE_CSS = """
 .dbg-scroll { max-height: 560px; overflow-y: auto; overflow-x: hidden; }
@@ -476,26 +452,30 @@ def _debug_cell(key: str, value: str, phone: bool) -> str:
     return f'<td class="{cls}">{value}</td>'
 
 
-def debugger_html(rows: list[dict[str, Any]]) -> str:
-    """The rows as an HTML table (empty when there are none); each row carries its step for a click."""
+def debugger_html(rows: list[dict[str, Any]], method: str = "logitspec") -> str:
+    """The rows of a `method` run as an HTML table in its words (empty when there are none); each
+    row carries its step for a click."""
     if not rows:
         return ""
     recycled = any(r.get("recycled") for r in rows)
-    columns = DEBUG_COLUMNS + [RECYCLED_COLUMN] * recycled
-    head = "".join(f'<th scope="col" title="{_e(tip)}" class="{"num" if key in _NUM else ""}{"" if phone else " wide"}">'
-                   f"{_e(h)}</th>" for h, key, tip, phone in columns)
+    columns = debug_columns(method, recycled)
+    head = "".join(f'<th scope="col" title="{_e(c.tip)}" class="{"num" if key in _NUM else ""}{"" if phone else " wide"}">'
+                   f"{_e(c.header)}</th>" for c, key, phone in columns)
     phone_cols = sum(phone for *_, phone in columns)
+    said = {value: words for words, value in words_of(method).filters}
+    lookup = words_of(method).lookup
     body = []
     for r in rows:
         shown = {k: _e(str(v)) for k, v in r.items()}
         shown["g2 matches"] = f"{r['g2 matches']}/{r['g2 queries']}" if r["g2 queries"] else "–"
-        shown["g1 matched n"] = "–" if r["g1 matched n"] is None else str(r["g1 matched n"])
+        shown["matched n"] = "–" if r["matched n"] is None else str(r["matched n"])
         color = PALETTE.get(r["outcome"], PALETTE[NO_RETRIEVAL])
-        shown["outcome"] = f'<span style="color:{color}">■</span> {shown["outcome"]}'
+        shown["outcome"] = f'<span style="color:{color}">■</span> {_e(said.get(r["outcome"], r["outcome"]))}'
         step = int(r["step"])
-        below = f'g1 tried: {shown["g1 n-grams tried"]}' + (f' · recycled: {shown["recycled"]}' if recycled else "")
+        below = " · ".join(([f'{_e(lookup.header)}: {shown["lookup"]}'] if lookup else [])
+                           + ([f'recycled: {shown["recycled"]}'] if recycled else []))
         body.append(f'<tr class="main" data-step="{step}" tabindex="0">'
-                    + "".join(_debug_cell(key, shown.get(key, ""), phone) for _, key, _, phone in columns) + "</tr>"
+                    + "".join(_debug_cell(key, shown.get(key, ""), phone) for _, key, phone in columns) + "</tr>"
                     f'<tr class="below" data-step="{step}"><td class="tok" colspan="{phone_cols}">{below}</td></tr>')
     note = split_note(*body)
     return (f'<div class="dbg-scroll"><table class="dbg"><thead><tr>{head}</tr></thead>'
@@ -503,29 +483,11 @@ def debugger_html(rows: list[dict[str, Any]]) -> str:
             + (f'<p class="split-note">{_e(note)}</p>' if note else ""))
 
 
-# What an outcome in the filter reads as, for the sentence an empty list shows.
-_HAD = {G1_MATCHED: "its g1 query match", G2_RESCUED: "g1 fail and a g2 query rescue it",
-        BOTH_FAILED: "both queries fail", PLD_MATCHED: "its prompt lookup match", PLD_FAILED: "its prompt lookup fail"}
-# A prompt lookup run has one query per step: the filter's g1 stands for it, "both failed" for its failure.
-# So do Lookahead's (its pool, keyed by the root) and REST's (its datastore).
-ONE_QUERY_METHODS = ("pld", "lookahead", "rest")
-_PLD_FILTER = {G1_MATCHED: PLD_MATCHED, BOTH_FAILED: PLD_FAILED}
-
-
-def _kept_outcomes(trace: RunTrace, outcomes: list[str] | None) -> set[str]:
-    chosen = set(OUTCOMES_LOGITSPEC if outcomes is None else outcomes)
-    if trace.method == "recycling":  # no lookups: every step is listed, with what its matrix proposed
-        return {NO_RETRIEVAL}
-    if trace.method in ONE_QUERY_METHODS:
-        return {_PLD_FILTER[o] for o in chosen if o in _PLD_FILTER}
-    return chosen
-
-
 def debugger_rows(trace: RunTrace | None, outcomes: list[str] | None) -> list[dict[str, Any]]:
-    """failure_rows of the trace, kept to the outcomes chosen in the filter (None: all)."""
+    """failure_rows of the trace, kept to the outcomes its filter keeps (method_words.ticked; None: all)."""
     if trace is None:
         return []
-    keep = _kept_outcomes(trace, outcomes)
+    keep = set(ticked(trace.method, outcomes))
     return [r for r in failure_rows(trace) if r["outcome"] in keep]
 
 
@@ -533,17 +495,15 @@ def debugger_note(trace: RunTrace | None, outcomes: list[str] | None, shown: int
     """One line over the debugger's table: how many steps it lists, or why it lists none."""
     if trace is None:
         return "No run or trace is open: run the race or open a trace."
+    w = words_of(trace.method)
     if shown and trace.method == "recycling":
         return (f"{shown} of {passes_words(run_counts(trace).passes)}. Token Recycling does no lookups: each row "
                 "lists the root's successors from its matrix (✓ the one accepted) · select a row to open its step.")
     if shown:
         return f"{shown} of {passes_words(run_counts(trace).passes)} · select a row to open its step."
     if not any(s.queries for s in trace.steps):
-        return f"This {trace.method} run does no lookups, so no step has a retrieval outcome."
-    if not outcomes:
+        return f"This {w.name} run does no lookups, so no step has a retrieval outcome."
+    if outcomes is not None and not outcomes:
         return "No outcome is ticked: tick one above to list its steps."
-    had = [_HAD[o] for o in (PLD_MATCHED, PLD_FAILED, *OUTCOMES_LOGITSPEC) if o in _kept_outcomes(trace, outcomes)]
-    if not had:
-        name = {"lookahead": "Lookahead", "rest": "REST"}.get(trace.method, "prompt lookup")
-        return f"A {name} run has one query per step: tick g1 matched or both failed."
-    return f"No step of this run had {' or '.join(had)}."
+    kept = set(ticked(trace.method, outcomes))
+    return f"No step of this run is {' or '.join(f'“{words}”' for words, v in w.filters if v in kept)}."

@@ -4,15 +4,14 @@ from __future__ import annotations
 import re
 
 from logitspec.analysis.drafts import best_drafted_match, truth_after
+from logitspec.analysis.lanes import label as lane_label
 from logitspec.core.trace import NO_RETRIEVAL, RunTrace
 
 from .counts import drafts_accepted_words, passes_words, plural, run_counts
-from .data import (
-    context_before, get_step, is_finished, match_text, ngram_text, outcome, query_tail,
-    step_position, token_pieces,
-)
+from .data import context_before, get_step, is_finished, ngram_text, outcome, step_position, token_pieces
+from .method_words import lookup_line
 from .pieces import TokenPiece, split_note
-from .style import ACCEPT_COLORS
+from .style import ACCEPT_COLORS, sub_x
 
 
 def accept_label(n: int) -> str:
@@ -120,7 +119,7 @@ def step_summary_md(trace: RunTrace, step: int) -> str:
     ctx = context_before(trace, step)
     verified = sum(not n.pruned for n in s.tree)
     pruned = len(s.tree) - verified
-    lines = [f"**Step {i} of 0–{len(trace.steps) - 1}** · {trace.method} · x<sub>i+1</sub> = "
+    lines = [f"**Step {i} of 0–{len(trace.steps) - 1}** · {lane_label(trace.method, trace)} · x<sub>i+1</sub> = "
              f"{_code(ngram_text(trace, [s.root], ctx))}", ""]
     lines.append(f"- **Tokens committed:** {len(s.tokens)} (x<sub>i+1</sub> + "
                  f"{drafts_accepted_words(s.drafts_accepted)}): {_code(ngram_text(trace, s.tokens, ctx))}")
@@ -131,14 +130,9 @@ def step_summary_md(trace: RunTrace, step: int) -> str:
     else:
         lines.append(f"- **Draft tree:** {verified} verified in one forward pass, {pruned} pruned token"
                      f"{'s' if pruned != 1 else ''} kept for the picture")
-        out = outcome(s)
-        if out != NO_RETRIEVAL:
-            first = next((q for q in s.queries if q.kind in ("g1", "pld")), None)
-            g2 = [q for q in s.queries if q.kind == "g2"]
-            detail = f"{first.kind}: {match_text(trace, first, query_tail(s, first, ctx))}" if first else ""
-            if g2:
-                detail += f"; g2: {sum(q.matched for q in g2)} of {len(g2)} candidates matched"
-            lines.append(f"- **Retrieval:** {out} ({detail})")
+        looked = lookup_line(trace, s, ctx) if outcome(s) != NO_RETRIEVAL else ""
+        if looked:  # in the method's own words: g1 and g2, prompt lookup's query, REST's suffix, Lookahead's pool
+            lines.append(f"- **Retrieval:** {sub_x(looked)}")
         held = drafts_held(trace, i)
         if held:
             lines.append(f"- **What the drafts held:** {held}")

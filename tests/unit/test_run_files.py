@@ -19,7 +19,7 @@ def test_python_m_visual_draws_each_kind_of_file(kind, tmp_path, capsys):
     for name in FIGURES:
         assert (out / f"{name}.html").stat().st_size > 1000, name
     summary = (out / "summary.md").read_text(encoding="utf-8")
-    assert summary.startswith("**Step 1 of ") and "logitspec" in summary.splitlines()[0]
+    assert summary.startswith("**Step 1 of ") and "LogitSpec" in summary.splitlines()[0]  # the lane as every view names it
 
 
 def test_python_m_visual_draws_a_race_as_its_logitspec_lane_beside_every_lane(tmp_path):

@@ -108,8 +108,8 @@ def test_failure_rows_and_outcomes_match_a_count(name):
         s = tr.steps[r["step"]]
         assert r["drafts accepted"] == len(s.tokens) - 1
         assert r["g2 matches"] == sum(q.matched_n is not None for q in s.queries if q.kind == "g2")
-        assert r["g1 matched n"] == s.queries[0].matched_n
-        assert r["g1 n-grams tried"].count("-gram") == len(s.queries[0].attempts)
+        assert r["matched n"] == s.queries[0].matched_n
+        assert r["lookup"].count("-gram") == len(s.queries[0].attempts)
     fig = retrieval_success_figure(tr)
     bars = {t.name: t.x[0] for t in fig.data if t.type == "bar"}
     n = sum(want.values())
@@ -161,7 +161,7 @@ def test_race_ends_at_the_summed_compute_time_and_states_the_speedup():
     total = tr.prefill_seconds + sum(s.draft_seconds + s.forward_seconds + s.bookkeeping_seconds for s in tr.steps)
     van = _vanilla_like(tr, 0.2)
     fig = race_figure({"vanilla": van, "logitspec": tr})
-    line = trace_named(fig, label("logitspec"))
+    line = trace_named(fig, label("logitspec", tr))
     assert line.x[-1] == pytest.approx(total)
     assert line.x[0] == pytest.approx(tr.prefill_seconds) and line.y[0] == 0
     assert line.y[-1] == len(tr.tokens)
@@ -175,8 +175,8 @@ def test_race_ends_at_the_summed_compute_time_and_states_the_speedup():
     partial.steps = tr.steps[:10]
     fig = race_figure({"vanilla": van, "logitspec": partial})
     assert "× vanilla" not in " ".join(a.text for a in fig.layout.annotations)
-    assert trace_named(fig, label("logitspec")).line.dash == "dot"
-    assert trace_named(fig, label("logitspec")).y[-1] == sum(len(s.tokens) for s in tr.steps[:10])
+    assert trace_named(fig, label("logitspec", tr)).line.dash == "dot"
+    assert trace_named(fig, label("logitspec", tr)).y[-1] == sum(len(s.tokens) for s in tr.steps[:10])
 
 
 # --- candidates, retrieval view, summary, other figures -----------------------------------

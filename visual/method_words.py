@@ -1,0 +1,178 @@
+"""Each method's own words for what a step looked up, defined once: the debugger's intro, filter
+and column headers, and the sentence the step's summary and retrieval view say of its lookup.
+
+LogitSpec speaks of g1 and g2; prompt lookup of its one n-gram query over the context; REST of
+the suffix it searched its datastore for; Lookahead of the n-grams its pool held (made by its
+Jacobi window); Token Recycling of its matrix, which needs no lookup. A new method adds one entry
+to WORDS (and its drafter's StepRecord says what it did)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from logitspec.core.trace import (BOTH_FAILED, G1_MATCHED, G2_RESCUED, NO_RETRIEVAL, PLD_FAILED, PLD_MATCHED,
+                                  RunTrace, StepRecord)
+
+from .baselines import drafted_paths, window_levels
+from .counts import plural
+from .data import match_text, ngram_text, query_tail
+
+
+@dataclass(frozen=True)
+class Column:
+    """A debugger column: its header and what its hover says it holds."""
+
+    header: str
+    tip: str
+
+
+@dataclass(frozen=True)
+class MethodWords:
+    """How the app speaks of one method's lookups."""
+
+    name: str  # as a sentence names the method
+    intro: str  # the debugger's line over its filter (markdown)
+    filters: tuple[tuple[str, str], ...]  # (the filter's words, the StepRecord.outcome it keeps)
+    outcomes: dict[str, str] = field(default_factory=dict)  # StepRecord.outcome -> what it means
+    lookup: Column | None = None  # what the step's first lookup tried
+    matched: Column | None = None  # the length it matched
+    second: Column | None = None  # LogitSpec's g2 lookups
+
+
+_ROW = " Select a row to open the step."
+_LOGITSPEC_OUTCOMES = {
+    G1_MATCHED: "g1 matched: the root's own lookup found a continuation",
+    G2_RESCUED: "g2 rescued: g1 found nothing, a candidate's lookup did",
+    BOTH_FAILED: "both failed: no lookup found a continuation",
+}
+LOGITSPEC = MethodWords(
+    name="LogitSpec",
+    intro=("Steps by retrieval outcome: **g1 matched**, **g2 rescued** (g1 failed, a candidate's g2 query "
+           "matched) or **both failed**." + _ROW),
+    filters=((G1_MATCHED, G1_MATCHED), (G2_RESCUED, G2_RESCUED), (BOTH_FAILED, BOTH_FAILED)),
+    outcomes=_LOGITSPEC_OUTCOMES,
+    lookup=Column("g1 n-grams tried", "the n-grams g1 looked up, longest first"),
+    matched=Column("g1 n", "the n-gram length that matched"),
+    second=Column("g2 hits", "candidates whose g2 lookup matched / candidates looked up"),
+)
+WORDS: dict[str, MethodWords] = {
+    "logitspec": LOGITSPEC,
+    "logitspec+recycling": MethodWords(**{**LOGITSPEC.__dict__, "name": "LogitSpec + recycling"}),
+    "pld": MethodWords(
+        name="prompt lookup",
+        intro=("Steps by prompt lookup's one query: the longest n-gram ending the text (x<sub>i+1</sub> last, "
+               "up to 3 tokens) **matched** earlier in the context, whose continuation it drafted, or "
+               "**found no match**." + _ROW),
+        filters=(("n-gram matched", PLD_MATCHED), ("no match", PLD_FAILED)),
+        outcomes={PLD_MATCHED: "prompt lookup matched: an n-gram ending the text occurred earlier in the context",
+                  PLD_FAILED: "prompt lookup failed: no n-gram ending the text occurred earlier in the context"},
+        lookup=Column("n-grams tried", "the n-grams ending the text that prompt lookup looked up, longest first"),
+        matched=Column("n", "the n-gram length that matched"),
+    ),
+    "rest": MethodWords(
+        name="REST",
+        intro=("Steps by REST's one search: the longest suffix of the text (x<sub>i+1</sub> last) **found** in its "
+               "datastore, whose most frequent continuations it drafted, or **no suffix found**." + _ROW),
+        filters=(("suffix found", PLD_MATCHED), ("no suffix found", PLD_FAILED)),
+        outcomes={PLD_MATCHED: "REST found a suffix of the context in its datastore",
+                  PLD_FAILED: "REST found no suffix of the context in its datastore"},
+        lookup=Column("suffix searched", "the longest suffix of the text found in REST's datastore, or the "
+                      "suffix lengths searched for when none was"),
+        matched=Column("suffix length", "tokens in the suffix found"),
+    ),
+    "lookahead": MethodWords(
+        name="Lookahead decoding",
+        intro=("Steps by Lookahead's one lookup: its pool, filled by the Jacobi window in earlier passes, "
+               "**held n-grams** starting with x<sub>i+1</sub>, drafted as the verification branch, or "
+               "**held none**." + _ROW),
+        filters=(("pool held n-grams", PLD_MATCHED), ("pool held none", PLD_FAILED)),
+        outcomes={PLD_MATCHED: "Lookahead's pool held n-grams starting with x_{i+1}",
+                  PLD_FAILED: "Lookahead's pool held no n-gram starting with x_{i+1}"},
+        lookup=Column("pool n-grams", "the n-grams starting with x_{i+1} that Lookahead's pool held and "
+                      "drafted, or why it held none"),
+    ),
+    "recycling": MethodWords(
+        name="Token Recycling",
+        intro=("Token Recycling does no lookups: it drafts from its matrix of the successors past passes "
+               "predicted, so every step is listed with the root's successors it drafted." + _ROW),
+        filters=(("every pass (no lookups)", NO_RETRIEVAL),),
+        outcomes={NO_RETRIEVAL: "no lookup: Token Recycling drafts from its matrix of the successors past "
+                                "passes predicted"},
+    ),
+    "vanilla": MethodWords(
+        name="vanilla",
+        intro="Vanilla decoding drafts nothing and looks nothing up: one token per forward pass.",
+        filters=(),
+        outcomes={NO_RETRIEVAL: "no retrieval (this decoder drafts nothing)"},
+    ),
+}
+
+
+def words_of(method: str) -> MethodWords:
+    """A method's words; LogitSpec's for a method the table lacks (a trace from a newer version)."""
+    return WORDS.get(method, LOGITSPEC)
+
+
+def outcome_words(method: str, outcome: str) -> str:
+    """What a step's retrieval outcome means for `method`."""
+    said = words_of(method).outcomes.get(outcome)
+    return said or {**_LOGITSPEC_OUTCOMES, **WORDS["vanilla"].outcomes}.get(outcome, outcome)
+
+
+def ticked(method: str, chosen: list[str] | None) -> list[str]:
+    """The outcomes of `method`'s filter that `chosen` keeps: all of them for None, or for a choice
+    made in another method's filter (it names none of this one's); else those chosen."""
+    own = [value for _, value in words_of(method).filters]
+    if chosen is None:
+        return own
+    kept = [v for v in own if v in chosen]
+    return kept if kept or not chosen else own
+
+
+def pool_words(trace: RunTrace, s: StepRecord) -> str:
+    """What Lookahead's pool held for the step's root, or why it held nothing yet."""
+    paths = drafted_paths(s, "pool")
+    levels = [lv for lv in window_levels(s) if lv]
+    n = trace.settings.get("lookahead_ngram", 5)
+    if paths:
+        return (f"{plural(len(paths), 'n-gram')} held (the pool keeps at most "
+                f"{trace.settings.get('lookahead_guesses', 7)} for a token, the least recently seen dropped first)")
+    if len(levels) < n - 1:
+        return f"none: the Jacobi window is still warming up ({len(levels)} of its {n - 1} levels) and has made no n-gram yet"
+    return "none: the Jacobi window has made no n-gram starting with this token yet"
+
+
+def _reason(said: str) -> str:
+    """A sentence of pool_words after an outcome that already says the pool held none."""
+    return said.removeprefix("none: ")
+
+
+def rest_words(trace: RunTrace, s: StepRecord, ctx: list[int]) -> str:
+    """What REST's search found: the suffix and how many continuations it drafted, or the lengths tried."""
+    q = next(q for q in s.queries if q.kind == "rest")
+    if not q.matched:
+        return (f"suffixes of {q.tried[0]} down to {q.tried[-1]} tokens searched for, none in the datastore"
+                if q.tried else "no suffix searched for (too few tokens)")
+    seq = query_tail(s, q, ctx)
+    found = ngram_text(trace, seq[-q.matched_n:], seq[:-q.matched_n])
+    drafted = len(drafted_paths(s, "retrieved"))
+    return f"the {q.matched_n}-token suffix {found} found; {plural(drafted, 'continuation')} drafted"
+
+
+def lookup_line(trace: RunTrace, s: StepRecord, ctx: list[int]) -> str:
+    """The step's lookups in one line, in its method's words ("" for a step that made none)."""
+    if not s.queries:
+        return ""
+    first = s.queries[0]
+    said = outcome_words(trace.method, s.outcome)
+    if first.kind == "lookahead":
+        return f"{said}: {_reason(pool_words(trace, s))}"
+    if first.kind == "rest":
+        return f"{said}: {rest_words(trace, s, ctx)}"
+    if first.kind == "pld":
+        return f"{words_of(trace.method).name}: {match_text(trace, first, query_tail(s, first, ctx))}"
+    g1 = next((q for q in s.queries if q.kind == "g1"), None)
+    g2 = [q for q in s.queries if q.kind == "g2"]
+    detail = [f"g1: {match_text(trace, g1, query_tail(s, g1, ctx))}"] if g1 is not None else []
+    if g2:
+        detail.append(f"g2: {sum(q.matched for q in g2)} of {len(g2)} candidates matched")
+    return f"{s.outcome} ({'; '.join(detail)})" if detail else said  # the filter's own words first

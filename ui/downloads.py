@@ -8,6 +8,10 @@ from pathlib import Path
 
 import gradio as gr
 
+from logitspec.core.limits import Limits
+
+from .files import RACE_FILE_PREFIX
+
 # A file chosen in the upload box hides the last refusal at once, before any reply (a file of the
 # wrong type never reaches the server, so no reply would clear it); the note shows again as soon
 # as a reply writes into it. Only a class changes: the note's own nodes stay Gradio's.
@@ -46,6 +50,20 @@ def served_copy(path: str | Path) -> str:
     return str(dest)
 
 
+def download_label(path: str | Path) -> str:
+    """The download button's words: what it serves, its size, and whether the upload box takes it
+    back (a race of many long lanes may be larger than Limits.trace_bytes)."""
+    size, limit = Path(path).stat().st_size, Limits.from_env().trace_bytes
+    what = "this race" if Path(path).name.startswith(RACE_FILE_PREFIX) else "the file on screen"
+    over = f": over the {limit / 2**20:.1f} MB an upload takes" if size > limit else ""
+    return f"Download {what} (JSON, {size / 2**20:.1f} MB{over})"
+
+
+def download_button(path: str | Path) -> gr.DownloadButton:
+    """The download button serving `path`, saying what it is."""
+    return gr.DownloadButton(download_label(path), value=str(path), visible=True)
+
+
 def download_of(path: str | Path) -> gr.DownloadButton:
     """The download button serving the file on screen."""
-    return gr.DownloadButton(value=served_copy(path), visible=True)
+    return download_button(served_copy(path))

@@ -67,12 +67,15 @@ def recorded_logitspec() -> tuple[RunTrace | None, str]:
     return (RunTrace.load(files[0]), files[0].name) if files else (None, "")
 
 
+RACE_FILE_PREFIX = "logitspec-race-"  # how the name of a race file the app writes begins
+
+
 def race_file_name(traces: dict[str, RunTrace], stop_reason: str | None) -> str:
     """A race file's name: a race, its lanes, how far it got, and whether it was cut short
     ("logitspec-race-vanilla_logitspec-stopped-19tok.json"); a lane's name holds no "_"."""
     lanes = "_".join(traces).replace("+", "plus")
     cut = f"-{stop_reason.replace(' ', '-')}" if stop_reason else ""
-    return f"logitspec-race-{lanes}{cut}-{max(len(t.tokens) for t in traces.values())}tok.json"
+    return f"{RACE_FILE_PREFIX}{lanes}{cut}-{max(len(t.tokens) for t in traces.values())}tok.json"
 
 
 def write_race_file(traces: dict[str, RunTrace], stop_reason: str | None) -> str:

@@ -17,7 +17,7 @@ from visual.verdict import counters_html, machine_words
 
 from . import links
 from .debugger import OUTCOMES
-from .downloads import download_of
+from .downloads import download_button, download_of
 from .files import (RECORDED_RACE, TRACES_DIR, read_lanes, recorded_examples, recorded_race, shipped_names,
                     shipped_traces)
 from .services import Services
@@ -42,9 +42,10 @@ class TraceFilesTab:
 
     def build(self) -> None:
         """The tab's contents; call inside its gr.Tab."""
-        gr.Markdown("Download the trace of your run, open one of the traces recorded on the "
-                    "bundled model, or upload a trace file (no model needed).")
-        self.download = gr.DownloadButton("Download this run's trace (JSON)", visible=False, elem_id="download")
+        gr.Markdown("Download your race (every lane's trace, where it ran and whether it was stopped, in one "
+                    "file), open one of the traces recorded on the bundled model, or upload a trace or race file "
+                    "(no model needed).")
+        self.download = gr.DownloadButton("Download this race (JSON)", visible=False, elem_id="download")
         self.shipped = gr.Dropdown(shipped_names(), label="Shipped traces", value=None, elem_id="shipped")
         self.upload = gr.File(label="Upload a trace or a recorded race (.json)", file_types=[".json"],
                               type="filepath", elem_id="upload")
@@ -77,8 +78,9 @@ class TraceFilesTab:
                              **view_kw)
 
     def downloadable(self, path: str | None) -> dict:
-        """The download button with a run's trace, or hidden."""
-        return {self.download: gr.DownloadButton(value=path, visible=path is not None)}
+        """The download button with a race's file, or hidden."""
+        button = download_button(path) if path is not None else gr.DownloadButton(value=None, visible=False)
+        return {self.download: button}
 
     # ------------------------------------------------------------ opening files
 

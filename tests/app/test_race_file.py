@@ -150,3 +150,14 @@ def test_a_broken_race_file_is_refused_in_one_line_and_the_view_stays(ui, tmp_pa
         _refused(ui, bad, says, shown)
     monkeypatch.setenv("LOGITSPEC_TRACE_BYTES", str(path.stat().st_size - 1))  # Limits.trace_bytes, just under it
     _refused(ui, path, "the limit is", shown)
+
+
+def test_the_download_says_it_is_the_race_its_size_and_when_no_upload_takes_it_back(ui, monkeypatch):
+    view = _race(STOP_AFTER)
+    out, path = _downloaded(ui, view)
+    mb = f"{path.stat().st_size / 2**20:.1f} MB"
+    assert out[ui.files.download].label == f"Download this race (JSON, {mb})", out[ui.files.download].label
+    limit = path.stat().st_size // 2
+    monkeypatch.setenv("LOGITSPEC_TRACE_BYTES", str(limit))  # Limits.trace_bytes under the file's size
+    over = ui.race._final_outputs(view, OUTCOMES, LM)[ui.files.download].label
+    assert over == f"Download this race (JSON, {mb}: over the {limit / 2**20:.1f} MB an upload takes)", over

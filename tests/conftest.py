@@ -15,7 +15,7 @@ from helpers.tiny_models import tiny_llama as _build_tiny_llama
 MEASURE = "LOGITSPEC_MEASURE_CURVES"
 STEADY = "LOGITSPEC_STEADY_CURVES"
 # Marks every test of a folder carries, whatever its module says: `make test-fast` leaves them out.
-FOLDER_MARKS = {"browser": ("browser", "slow"), "notebooks": ("slow",), "package": ("slow",)}
+FOLDER_MARKS = {"browser": ("browser", "slow"), "notebooks": ("slow",), "package": ("slow",), "engines": ("slow",)}
 
 
 def pytest_configure(config):

@@ -25,6 +25,10 @@ def export_model(dest: str | Path, name: str = "bundled", dtype: str = "float32"
     model = lm.model
     # The project's tree attention is registered under its own name; the folder names stock SDPA.
     model.config._attn_implementation = "sdpa"
+    # Read from a GGUF file, the weights are already dequantised floats: saved as plain ones.
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
     # Only the parameters and buffers the architecture declares: the packed copies the project
     # keeps for its own kernels are plain attributes and never reach the file.
     model.save_pretrained(dest, safe_serialization=True)

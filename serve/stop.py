@@ -58,6 +58,11 @@ class StopSignals:
             if self._events.get(session) is ev:
                 del self._events[session]
 
+    def racing(self, session: str) -> bool:
+        """Whether this session's latest run has begun and not yet ended."""
+        with self._guard:
+            return self._events.get(session) in self._running
+
     def running(self) -> int:
         """Runs that have begun and not yet ended, across all sessions."""
         with self._guard:

@@ -115,12 +115,13 @@ class RaceTab:
         race_in = self.inputs(names, {"outcomes": page.debugger.outcome}) + [page.state]
         # Arming is instant and unqueued, so Stop works even while the race waits its turn; the
         # race itself keeps the page as it is while queued (no overlay blanking the panels).
+        # A second Run while this page's race runs: the arm stops that race, and the new one is sent
+        # once it has ended ("always_last"; the default "once" would drop it, leaving nothing racing).
         racing = self.run_btn.click(self.arm_run, None, [self.status_md, self.count_timer], queue=False).then(
             by_name(self.race, names), race_in, trace_out + [page.files.download], api_name="race",
-            concurrency_limit=1, concurrency_id="model", show_progress="hidden")
+            concurrency_limit=1, concurrency_id="model", show_progress="hidden", trigger_mode="always_last")
         racing.success(page.explain.show, [page.state, page.explain.picked], page.explain.outputs, **view_kw)
-        racing.then(lambda: gr.Timer(active=False), None, [self.count_timer], queue=False,
-                    api_visibility="undocumented")
+        racing.then(self.count_after, [page.state], [self.count_timer], queue=False, api_visibility="undocumented")
         self.count_timer.tick(self.live_counters, [page.state], [self.counters], concurrency_limit=None,
                               show_progress="hidden", api_visibility="undocumented")
         self.run_btn.click(None, None, None, js=COUNTERS_IN_VIEW_JS)
@@ -162,9 +163,12 @@ class RaceTab:
         """Run was clicked: arm this session's stop flag at once, say if the race must wait its turn, and
         start the counters' timer."""
         stops = self.services.stops
+        own = request is not None and stops.racing(request.session_hash)
         if request is not None:
-            stops.start(request.session_hash)
+            stops.start(request.session_hash)  # a race of this page's own, running, stops after its step
         tick = gr.Timer(active=True)  # the live counters, until the race ends
+        if own:
+            return ("**Stopping your race** after its current step; the new one starts as soon as it has."), tick
         if stops.running():
             return ("**Waiting for your turn:** another visitor's race is running on this machine; yours starts "
                     "when it ends. Meanwhile the page shows the last race."), tick
@@ -301,6 +305,10 @@ class RaceTab:
                 next_draw = t0 + cost + max(LIVE_REDRAW_SECONDS, LIVE_DRAW_RATIO * cost)
         finally:
             view.racing = False
+
+    def count_after(self, view: View):
+        """A race ended: its counters' timer stops, unless the page's next race has already begun."""
+        return gr.Timer(active=view is not None and view.racing)
 
     def live_counters(self, view: View):
         """The counters of the race that fills this page's view, as it goes (the count timer's tick)."""

@@ -141,6 +141,17 @@ def test_a_stop_pressed_while_the_run_waits_is_seen_when_it_begins():
     assert not fresh.is_set() and sig.claim("b") is not fresh  # a flag is claimed once
 
 
+def test_a_session_knows_its_own_race_from_another_visitors():
+    sig = StopSignals()
+    mine = sig.claim("a")  # this page's race runs
+    assert sig.racing("a") and not sig.racing("b")
+    again = sig.start("a")  # Run pressed again on the same page: the running race is told to stop
+    assert mine.is_set() and not again.is_set()
+    assert not sig.racing("a")  # the new race has not begun; the old one still ends its step
+    sig.finish("a", mine)
+    assert sig.claim("a") is again and sig.racing("a")
+
+
 # ---------------------------------------------------------------- uploaded traces
 
 def test_a_recorded_trace_loads_and_equals_the_file():

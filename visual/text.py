@@ -112,6 +112,14 @@ def sizing_reason(reason: str) -> str:
     return reason.replace("the next node (p=", "the next node (its estimated chance of acceptance ")
 
 
+def measuring_note(seconds: float) -> str:
+    """A step's one-off measuring, which its compute clock counts beside the step's own time."""
+    if seconds <= 0:
+        return ""
+    return (f"; and {seconds:.2f} s measuring this machine's pass costs (one-off), "
+            "which the race's compute clock counts too")
+
+
 def step_summary_md(trace: RunTrace, step: int) -> str:
     """The step's numbers in a few lines of markdown."""
     s = get_step(trace, step)
@@ -139,7 +147,8 @@ def step_summary_md(trace: RunTrace, step: int) -> str:
         total = s.seconds
         on = f" on {s.threads} thread{'s' if s.threads != 1 else ''}" if s.threads else ""
         lines.append(f"- **Time:** {total * 1000:.1f} ms = draft {_ms(s.draft_seconds)} + forward "
-                     f"{_ms(s.forward_seconds)}{on} + bookkeeping {_ms(s.bookkeeping_seconds)}")
+                     f"{_ms(s.forward_seconds)}{on} + bookkeeping {_ms(s.bookkeeping_seconds)}"
+                     + measuring_note(s.calibration_seconds))
     if s.sizing is not None:
         z = s.sizing
         line = f"- **Tree size:** {plural(z.size, 'token')} ({z.mode}) — {sizing_reason(z.reason)}"

@@ -105,10 +105,21 @@
     return true;
   }
 
+  // A legend in rows above the plot (the race's, one entry a lane) takes its height from the
+  // figure, not from the plot: the figure grows or shrinks until the plot is `plot_px` tall again.
+  function legendRoom(gd, spec) {
+    const lay = gd._fullLayout;
+    const missing = Math.round(spec.plot_px * scaleOf(gd) - lay.yaxis._length);
+    if (Math.abs(missing) <= 2) return false;
+    window.Plotly.relayout(gd, {height: lay.height + missing});
+    return true;
+  }
+
   function fit(gd) {
     const spec = gd.layout && gd.layout.meta && gd.layout.meta.fit;
     if (!spec || !gd._fullLayout || !gd._fullLayout.xaxis || !gd.offsetWidth) return;
     if (spec.window && windowed(gd, spec.window)) return;  // fit() runs again once it is drawn
+    if (spec.legend && legendRoom(gd, spec.legend)) return;  // the same
     if (spec.labels) {
       const text = labelText(gd, spec.labels);
       if (!same(text, gd.data[spec.labels.trace].text)) window.Plotly.restyle(gd, {text: [text]}, [spec.labels.trace]);

@@ -64,6 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("folder", help="where to write it (new or empty)")
     e.add_argument("--model", default="bundled", help="'bundled', a local folder or .gguf, or a hub id")
     e.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
+    from .workbench import add_parser
+
+    add_parser(sub)
     return p
 
 
@@ -153,6 +156,10 @@ def main(argv: list[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     try:
+        if args.command == "workbench":
+            from .workbench import run
+
+            return run(args)
         return export_model(args) if args.command == "export-model" else generate(args)
     except (InputError, ModelLoadError, DecodeError) as e:
         print(f"error: {one_line(e)}", file=sys.stderr)

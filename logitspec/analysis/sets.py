@@ -1,0 +1,184 @@
+"""A set file ("logitspec-set/1"): many prompts, each decoded by one or more methods, in one file.
+
+JSON lines, written as the runs finish so a stopped run keeps every prompt it finished:
+    line 1   the header: format, model, machine, methods, each method's settings, where the prompts came from
+    then     per run (a prompt under a method) two lines: the run's record (prompt, method and its
+             failure summary, analysis/failures.py) and the run's trace (core/trace.py's JSON).
+The reader parses the headers and records only and remembers where each trace lies, so a set of
+hundreds of runs opens at the cost of its summaries; a trace is parsed when it is opened.
+A file may be gzipped (.gz). No torch, no model.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from ..core.limits import InputError
+from ..core.trace import RunTrace, TraceFileError, trace_from_data
+from .failures import RunSummary, summarise_run
+
+SET_FORMAT = "logitspec-set/1"
+RECORD_KEYS = {"prompt", "question_id", "category", "prompt_text", "method", "summary", "trace_bytes"}
+
+
+class SetFileError(InputError):
+    """A set file that cannot be read; the message says why, in one line."""
+
+
+@dataclass
+class SetEntry:
+    """One run of a set: which prompt, which method, its failure summary and where its trace lies."""
+
+    prompt: int  # the prompt's place in the set, from 0
+    question_id: Any
+    category: str
+    prompt_text: str
+    method: str
+    summary: RunSummary
+    offset: int = 0  # byte offset of the trace line in the (uncompressed) file
+    length: int = 0
+
+
+@dataclass
+class SetFile:
+    """A set file's header and runs, in the order written."""
+
+    path: Path
+    header: dict
+    entries: list[SetEntry] = field(default_factory=list)
+    cut_short: bool = False  # the last run was cut off while written: it is left out
+
+    @property
+    def methods(self) -> list[str]:
+        return list(dict.fromkeys(e.method for e in self.entries))
+
+    @property
+    def prompts(self) -> int:
+        return len({e.prompt for e in self.entries})
+
+    def trace(self, entry: SetEntry, vocab_size: int | None = None) -> RunTrace:
+        """The entry's trace, read from its place in the file (TraceFileError if it is not a trace)."""
+        with _open(self.path) as f:
+            f.seek(entry.offset)
+            raw = f.read(entry.length)
+        try:
+            return trace_from_data(json.loads(raw), vocab_size)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise TraceFileError(f"run {entry.prompt} ({entry.method}) of this set holds no readable trace") from None
+
+    def lanes(self, prompt: int) -> dict[str, RunTrace]:
+        """Every method's trace of one prompt, by method."""
+        return {e.method: self.trace(e) for e in self.entries if e.prompt == prompt}
+
+
+class SetWriter:
+    """Writes a set file run by run; each run is flushed whole before the next starts."""
+
+    def __init__(self, path: str | Path, header: dict) -> None:
+        self.path = Path(path)
+        self._f: IO[bytes] = gzip.open(self.path, "wb") if self.path.suffix == ".gz" else open(self.path, "wb")
+        self._line({"format": SET_FORMAT, **header})
+        self.runs = 0
+
+    def _line(self, obj: dict) -> int:
+        raw = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        self._f.write(raw + b"\n")
+        return len(raw)
+
+    def add(self, prompt: int, question: dict, trace: RunTrace) -> RunSummary:
+        """One finished run: its record (with the summary counted from its trace), then the trace."""
+        raw = json.dumps(trace.to_dict(), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        summary = summarise_run(trace)
+        self._line({"prompt": prompt, "question_id": question.get("question_id"),
+                    "category": question.get("category", ""), "prompt_text": trace.prompt_text,
+                    "method": trace.method, "summary": summary.to_dict(), "trace_bytes": len(raw)})
+        self._f.write(raw + b"\n")
+        self._f.flush()
+        self.runs += 1
+        return summary
+
+    def close(self) -> None:
+        self._f.close()
+
+    def __enter__(self) -> "SetWriter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _open(path: Path) -> IO[bytes]:
+    with open(path, "rb") as f:
+        gz = f.read(2) == b"\x1f\x8b"
+    return gzip.open(path, "rb") if gz else open(path, "rb")
+
+
+def read_set(path: str | Path, max_bytes: int | None = None) -> SetFile:
+    """The set file's header and runs (traces left in place), or SetFileError saying in one line why not."""
+    p = Path(path)
+    if p.is_dir():
+        raise SetFileError("this is a folder, not a set file")
+    if not p.is_file():
+        raise SetFileError("no such file")
+    if max_bytes is not None and p.stat().st_size > max_bytes:
+        raise SetFileError(f"the set file is {p.stat().st_size / 2**20:.1f} MB; the limit is {max_bytes / 2**20:.1f} MB")
+    try:
+        with _open(p) as f:
+            return _read_lines(p, f)
+    except (OSError, EOFError) as e:
+        raise SetFileError(f"the set file could not be read ({getattr(e, 'strerror', None) or e})") from None
+
+
+def _read_lines(p: Path, f: IO[bytes]) -> SetFile:
+    head = _header(f.readline())
+    out = SetFile(p, head)
+    while record := f.readline():
+        if not record.strip():
+            continue
+        offset, line = f.tell(), f.readline()
+        entry = _record(record, len(out.entries) + 1)
+        if entry is None or len(line.rstrip(b"\n")) != entry.length or not line.endswith(b"\n"):
+            if f.read(1):  # a record cut short with more after it: not a file this version wrote
+                raise SetFileError(f"run {len(out.entries) + 1} of this set file is damaged (its trace is not whole)")
+            out.cut_short = True
+            break
+        entry.offset = offset
+        out.entries.append(entry)
+    if not out.entries:
+        raise SetFileError("this set file holds no finished run")
+    return out
+
+
+def _header(raw: bytes) -> dict:
+    try:
+        head = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        head = None
+    form = str(head.get("format", "")) if isinstance(head, dict) else ""
+    if form.startswith(("logitspec-trace/", "logitspec-race/")):
+        kind = "a trace" if form.startswith("logitspec-trace/") else "a race"
+        raise SetFileError(f"this is {kind} file, not a set file: open it in the Traces tab")
+    if not form.startswith("logitspec-set/"):
+        raise SetFileError("this is not a LogitSpec set file: its first line names no logitspec-set format")
+    if form != SET_FORMAT:
+        raise SetFileError(f"this set file's format {form} is unknown; this version reads {SET_FORMAT}")
+    return head
+
+
+def _record(raw: bytes, n: int) -> SetEntry | None:
+    """A run's record, None when it was cut short; SetFileError when it is whole but not a record."""
+    try:
+        d = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    if not isinstance(d, dict) or not RECORD_KEYS <= d.keys():
+        raise SetFileError(f"run {n} of this set file lacks a field of {', '.join(sorted(RECORD_KEYS))}")
+    try:
+        summary = RunSummary.from_dict(d["summary"])
+    except TypeError:
+        raise SetFileError(f"run {n} of this set file has a summary of the wrong shape") from None
+    return SetEntry(int(d["prompt"]), d["question_id"], str(d["category"]), str(d["prompt_text"]), str(d["method"]),
+                    summary, length=int(d["trace_bytes"]))

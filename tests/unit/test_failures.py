@@ -1,0 +1,141 @@
+"""The failure summary (logitspec/analysis/failures.py) against traces counted by hand, and the
+set file (logitspec/analysis/sets.py): its round trip and its refusals."""
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from helpers.paths import FIXTURES
+from logitspec.analysis.failures import FAILED, summarise_run, summarise_set
+from logitspec.analysis.sets import SetFileError, SetWriter, read_set
+from logitspec.core.trace import BOTH_FAILED, G1_MATCHED, G2_RESCUED, PLD_FAILED, PLD_MATCHED, QueryRecord, RunTrace, StepRecord
+
+
+def q(kind: str, ngram: tuple[int, ...], matched: bool, rank: int | None = None) -> QueryRecord:
+    return QueryRecord(kind, rank, ngram, (len(ngram),), len(ngram) if matched else None, 0 if matched else None,
+                       [9] if matched else [])
+
+
+def step(i: int, tokens: list[int], g1: bool, g2: bool, ngram=(1, 2)) -> StepRecord:
+    """A LogitSpec step: g1's lookup of `ngram`, one g2 query."""
+    return StepRecord(i, "logitspec", 10 + i, tokens[0], tokens, 5, queries=[q("g1", ngram, g1), q("g2", (2, 3), g2, 1)])
+
+
+def trace(steps: list[StepRecord], method: str = "logitspec") -> RunTrace:
+    return RunTrace(method, "m", "p", [1, 2, 3], {}, steps, token_texts={"1": "a", "2": "b", "3": "c", "4": "d", "5": "e", "9": "z"})
+
+
+# Outcomes by step: g1, fail, fail, g2, fail, fail, fail, g1; tokens 3,1,1,2,1,1,1,2 = 12.
+HAND = [(G1_MATCHED, [4, 4, 4]), (BOTH_FAILED, [4]), (BOTH_FAILED, [4]), (G2_RESCUED, [4, 4]),
+        (BOTH_FAILED, [4]), (BOTH_FAILED, [4]), (BOTH_FAILED, [4]), (G1_MATCHED, [4, 4])]
+
+
+def hand_trace() -> RunTrace:
+    steps = []
+    for i, (o, toks) in enumerate(HAND):
+        ngram = (3, 4) if i in (5, 6) else (1, 2)  # two failed lookups of "cd", three of "ab"
+        steps.append(step(i, toks, o == G1_MATCHED, o == G2_RESCUED, ngram))
+    return trace(steps)
+
+
+def test_run_summary_counts_a_hand_made_run():
+    s = summarise_run(hand_trace())
+    assert s.steps == 8 and s.tokens == 12 and s.tokens_per_pass == 1.5
+    assert s.outcomes == {G1_MATCHED: 2, BOTH_FAILED: 5, G2_RESCUED: 1}
+    assert s.failed_steps == 5 and s.share(BOTH_FAILED) == 5 / 8
+    assert (s.longest_failed, s.longest_failed_at, s.worst_step) == (3, 4, 4)
+    assert s.failed_ngrams == {"ab": 3, "cd": 2} and s.top_ngrams(1) == [("ab", 3)]
+    assert s.failed_positions == [3, 4, 7, 8, 9]  # tokens committed before each failed step
+    assert s.positions == [0, 3, 4, 5, 7, 8, 9, 10]
+
+
+def test_prompt_lookup_and_a_final_commit():
+    """Prompt lookup's outcomes; a step with no forward pass is no step of retrieval."""
+    steps = [StepRecord(0, "pld", 3, 1, [1], 2, queries=[q("pld", (1,), False)]),
+             StepRecord(1, "pld", 4, 2, [2, 3], 3, queries=[q("pld", (2,), True)]),
+             StepRecord(2, "pld", 6, 3, [3], None, forward=False)]
+    s = summarise_run(trace(steps, "pld"))
+    assert s.outcomes == {PLD_FAILED: 1, PLD_MATCHED: 1} and s.steps == 2 and s.tokens == 4
+    assert (s.longest_failed, s.worst_step, s.failed_ngrams) == (1, 0, {"a": 1})
+
+
+def test_set_summary_pools_runs_and_buckets_positions():
+    a, b = summarise_run(hand_trace()), summarise_run(trace([step(0, [4], False, False)]))
+    s = summarise_set([a, b])
+    assert (s.runs, s.steps, s.tokens, s.failed_steps, s.longest_failed) == (2, 9, 13, 6, 3)
+    assert s.outcomes[BOTH_FAILED] == 6 and s.failed_ngrams[0] == ("ab", 4)
+    assert s.by_position == [(0, 6, 9)]  # every step within the first 16 output tokens
+
+
+def test_summary_agrees_with_each_steps_outcome_on_a_recorded_trace():
+    t = RunTrace.load(FIXTURES / "coding-121.json")
+    s = summarise_run(t)
+    fwd = [st for st in t.steps if st.forward]
+    assert s.steps == len(fwd) and s.tokens == len(t.tokens)
+    assert s.failed_steps == sum(st.outcome in FAILED for st in fwd)
+    for outcome, n in s.outcomes.items():
+        assert n == sum(st.outcome == outcome for st in fwd)
+
+
+# ---------------------------------------------------------------- the set file
+
+
+def write_set(path, traces, header=None):
+    with SetWriter(path, header or {"model": "m", "machine": "test box", "methods": ["logitspec"]}) as w:
+        for i, t in enumerate(traces):
+            w.add(i, {"question_id": 100 + i, "category": "coding"}, t)
+
+
+@pytest.mark.parametrize("name", ["set.jsonl", "set.jsonl.gz"])
+def test_set_file_round_trip(tmp_path, name):
+    runs = [hand_trace(), trace([step(0, [4], False, False)])]
+    write_set(tmp_path / name, runs)
+    got = read_set(tmp_path / name)
+    assert got.header["machine"] == "test box" and got.prompts == 2 and got.methods == ["logitspec"]
+    assert [e.question_id for e in got.entries] == [100, 101]
+    assert got.entries[0].summary == summarise_run(runs[0])
+    back = got.trace(got.entries[0])
+    assert back.tokens == runs[0].tokens and [s.outcome for s in back.steps] == [o for o, _ in HAND]
+    assert list(got.lanes(1)) == ["logitspec"]
+
+
+def test_a_set_cut_short_keeps_its_whole_runs(tmp_path):
+    p = tmp_path / "set.jsonl"
+    write_set(p, [hand_trace(), hand_trace()])
+    raw = p.read_bytes()
+    p.write_bytes(raw[: len(raw) - 40])  # the second trace stops mid-line
+    got = read_set(p)
+    assert got.cut_short and len(got.entries) == 1
+
+
+def refusal(tmp_path, content: bytes | None) -> str:
+    p = tmp_path / "bad.jsonl"
+    if content is not None:
+        p.write_bytes(content)
+    with pytest.raises(SetFileError) as e:
+        read_set(p)
+    return str(e.value)
+
+
+def test_set_file_refusals(tmp_path):
+    assert refusal(tmp_path, None) == "no such file"
+    assert "first line names no logitspec-set" in refusal(tmp_path, b"hello\n")
+    assert "trace file, not a set file" in refusal(tmp_path, json.dumps({"format": "logitspec-trace/2"}).encode())
+    assert "logitspec-set/9 is unknown" in refusal(tmp_path, b'{"format":"logitspec-set/9"}\n')
+    assert "holds no finished run" in refusal(tmp_path, b'{"format":"logitspec-set/1"}\n')
+    assert "lacks a field" in refusal(tmp_path, b'{"format":"logitspec-set/1"}\n{"prompt":0}\n{}\n')
+    p = tmp_path / "two.jsonl"
+    write_set(p, [hand_trace(), hand_trace()])
+    lines = p.read_bytes().split(b"\n")
+    lines[2] = lines[2][:-5]  # the first trace damaged, the second whole after it
+    assert "run 1 of this set file is damaged" in refusal(tmp_path, b"\n".join(lines))
+    assert "folder" in str(pytest.raises(SetFileError, read_set, tmp_path).value)
+
+
+def test_a_gzipped_set_is_read_as_its_text(tmp_path):
+    p = tmp_path / "a.jsonl"
+    write_set(p, [hand_trace()])
+    (tmp_path / "b.gz").write_bytes(gzip.compress(p.read_bytes()))
+    assert read_set(tmp_path / "b.gz").entries[0].summary == read_set(p).entries[0].summary

@@ -52,6 +52,8 @@ CSS = """
    media query below, where Gradio scopes every rule to elements inside the page's .contain. */
 .main.app { padding-left: clamp(8px, calc((100vw - 640px) * 1000), 32px) !important;
             padding-right: clamp(8px, calc((100vw - 640px) * 1000), 32px) !important; }
+/* The model's name ends before the dropdown's arrow, cut with "…", never under it. */
+#model input { padding-right: 28px; text-overflow: ellipsis; }
 @media (max-width: 640px) {
   /* Every column kept: each lane's name on a line of its own across the table, its numbers in the
      columns under it (a grid: six or, for a stopped race, seven columns of numbers). */
@@ -64,15 +66,23 @@ CSS = """
   .counters th { font-size: .78rem; }  /* "compute" in a sixth of a phone's width */
   .verdict { font-size: 1rem; }
   #counters .html-container { padding-left: 0 !important; padding-right: 0 !important; }
-  /* The first screen holds the result: the race's table and verdict come first, then the prompt and
-     Run, the race's figure, and the rest of both columns in their order (laid out as one column). */
+  /* The first screen holds the prompt and Run, the race's table and verdict right under them, then
+     the race's figure, and the rest of both columns in their order (laid out as one column). */
   #race-row { flex-direction: column; flex-wrap: nowrap; }
   #race-form, #race-views { display: contents; }
   #race-form > *, #race-views > * { order: 3; }
-  #counters { order: 0; }
-  #race-form > :has(#prompt), #race-form > :has(#run) { order: 1; }
+  #race-form > :has(#prompt), #race-form > :has(#run) { order: 0; }
+  #counters { order: 1; }
   #race-views > .fig-slot:has(#race-plot) { order: 2; }
-  #prompt textarea { max-height: 10.5em; }  /* a long prompt scrolls in its box, Run stays near */
+  #prompt textarea { max-height: 7.5em; }  /* a long prompt scrolls in its box, Run stays on the first screen */
+  #intro h1 { font-size: 1.5rem; margin-bottom: .25rem; }
+  #intro p { font-size: .9rem; line-height: 1.35; }
+  #status-bar { flex-direction: column; gap: .25rem; }  /* the statuses one under the other, each across the screen */
+  #status-bar > * { min-width: 0 !important; width: 100%; }
+  /* The explorer's Previous, Next and Play on one row under the step slider. */
+  .row:has(> #prev) { flex-wrap: wrap; }
+  .row:has(> #prev) > :has(#step-slider), .row:has(> #prev) > #step-slider { order: -1; flex: 1 1 100% !important; }
+  #prev, #next, #play { flex: 1 1 0 !important; min-width: 0 !important; }
 }
 """
 # A block of the text, clicked, opens its step below the race: the page goes there.

@@ -7,6 +7,7 @@ Screenshots go to artifacts/browser/ (lanes-7-<width>.png).
 """
 from __future__ import annotations
 
+import itertools
 import re
 
 import pytest
@@ -129,3 +130,89 @@ def test_seven_lanes_legend_shows_every_entry_whole(seven, width):
         assert got["plot"] >= 250, f"{where}: the plot itself is {got['plot']} px tall"
     page.locator("#race-plot").scroll_into_view_if_needed()
     shot(page, f"lanes-7-figure-{width}", "#race-plot-caption", 1200 if width != "390" else 1600)
+
+
+# ---------------------------------------------------------------- a phone
+
+BIG_TREE = "?trace=summarization-242.json&step=14"  # a g1 chain 23 deep: far wider than a phone
+LESSON = "?trace=coding-122&tab=explain"
+
+# The model dropdown: the right edge of its input's text box against the left edge of its arrow.
+DROPDOWN_JS = """() => { const input = document.querySelector('#model input'), icon = document.querySelector('#model .icon-wrap');
+  const r = input.getBoundingClientRect(), s = getComputedStyle(input);
+  return {text_right: r.right - parseFloat(s.paddingRight) - parseFloat(s.borderRightWidth), icon_left: icon.getBoundingClientRect().left}; }"""
+
+# The draft tree on a phone: its slider, the columns its axis shows against the tree's, its scroll
+# box, and its boxes against the plot's own area.
+PHONE_TREE_JS = """() => { const gd = document.querySelector('#tree-plot .js-plotly-plot'), lay = gd._fullLayout;
+  const box = gd.parentElement, s = getComputedStyle(box);
+  return {slider: !!(lay.xaxis.rangeslider && lay.xaxis.rangeslider.visible), shown: lay.xaxis.range,
+          whole: gd.layout.meta.fit.window.range, scroll: box.scrollWidth, client: box.clientWidth, overflow: s.overflowX,
+          plot_w: lay.xaxis._length, width: lay.width}; }"""
+
+# A lesson figure's token labels and boxes, in page pixels.
+ROW_JS = """(id) => { const gd = document.querySelector('#' + id + ' .js-plotly-plot');
+  const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, r = gd.getBoundingClientRect();
+  const labels = [...gd.querySelectorAll('.scatterlayer .textpoint text')].filter((t) => t.textContent)
+    .map((t) => { const b = t.getBoundingClientRect(); return {text: t.textContent, x0: b.left, y0: b.top, x1: b.right, y1: b.bottom}; });
+  const boxes = gd._fullLayout.shapes.map((s) => ({x0: r.left + xa._offset + xa.l2p(s.x0), x1: r.left + xa._offset + xa.l2p(s.x1)}));
+  const p = gd.parentElement;
+  return {labels, boxes, scroll: p.scrollWidth, client: p.clientWidth, overflow: getComputedStyle(p).overflowX}; }"""
+
+
+def _one_row(page, ids) -> list[float]:
+    return [page.locator(f"#{i}").bounding_box()["y"] for i in ids]
+
+
+def test_a_phone_sees_run_on_its_first_screen_and_the_model_name_beside_the_arrow(browser, app_url):
+    page = fresh_page(browser, app_url, PHONE)  # the recorded race and its table, as a visitor first sees it
+    page.wait_for_selector("#counters table.counters", timeout=60_000)
+    page.evaluate("window.scrollTo(0, 0)")
+    run = page.locator("#run").bounding_box()
+    assert run["y"] >= 0 and run["y"] + run["height"] <= PHONE["height"], f"Run is at {run}, below the first screen"
+    got = page.evaluate(DROPDOWN_JS)
+    assert got["text_right"] <= got["icon_left"] + 1, f"the dropdown's arrow covers its label: {got}"
+    tops = _one_row(page, ("prev", "next", "play"))
+    assert max(tops) - min(tops) <= 2, f"Previous, Next and Play on more than one row: {tops}"
+    shot(page, "lanes-phone-first-screen")
+    page.context.close()
+
+
+def test_a_phone_scrolls_the_whole_tree_with_every_label_in_its_box(browser, app_url):
+    from test_fit_browser import assert_tree_labels_fit
+
+    page = fresh_page(browser, app_url + BIG_TREE, PHONE)
+    wait_for_plots(page, ("tree-plot",))
+    got = page.evaluate(PHONE_TREE_JS)
+    assert not got["slider"], f"a range slider (a strip of unlabelled boxes) under the phone's tree: {got}"
+    assert got["shown"][0] <= got["whole"][0] + 0.01 and got["shown"][1] >= got["whole"][1] - 0.01, got
+    assert got["overflow"] in ("auto", "scroll") and got["scroll"] > got["client"], f"the tree does not scroll: {got}"
+    assert got["plot_w"] / (got["whole"][1] - got["whole"][0]) >= 50, f"columns too narrow to read: {got}"
+    assert_tree_labels_fit(page, "phone, whole tree")
+    page.locator("#tree-plot").scroll_into_view_if_needed()
+    page.evaluate("() => { const b = document.querySelector('#tree-plot .js-plotly-plot').parentElement; b.scrollLeft = b.scrollWidth; }")
+    shot(page, "lanes-phone-tree-end", "#tree-plot", 900)
+    page.context.close()
+
+
+def test_a_phones_lesson_reads_at_arms_length_and_its_token_labels_stay_apart(browser, app_url):
+    from test_fit_browser import overlap
+
+    page = fresh_page(browser, app_url + LESSON, PHONE)
+    page.wait_for_function("() => !!document.querySelector('#lesson-keep-plot .js-plotly-plot .main-svg')",
+                           timeout=240_000)
+    wait_for_plots(page, ("lesson-guess-plot",))
+    words = page.evaluate("() => parseFloat(getComputedStyle(document.querySelector('#lesson-guess-text p')).fontSize)")
+    assert 14 <= words <= 19, f"the lesson's words are {words} px on a phone"
+    for plot in ("lesson-guess-plot", "lesson-keep-plot"):
+        got = page.evaluate(ROW_JS, plot)
+        assert len(got["labels"]) >= 3, got
+        for a, b in itertools.combinations(got["labels"], 2):
+            assert not overlap(a, b, 0.5), f"{plot}: {a['text']!r} runs into {b['text']!r}"
+        for lab in got["labels"]:
+            mid = (lab["x0"] + lab["x1"]) / 2
+            home = [b for b in got["boxes"] if b["x0"] <= mid <= b["x1"]]
+            assert home and home[0]["x0"] - 0.5 <= lab["x0"] and lab["x1"] <= home[0]["x1"] + 0.5, (plot, lab, home)
+    page.locator("#lesson-guess").scroll_into_view_if_needed()
+    shot(page, "lanes-phone-lesson-guess", "#lesson-guess", 800)
+    page.context.close()

@@ -1,5 +1,5 @@
 """The decoders, one per method: vanilla greedy, prompt lookup (PLD), LogitSpec, Token Recycling,
-the hybrid, Lookahead decoding and REST.
+the hybrid, Lookahead decoding, REST, RACER and SuffixDecoding.
 
 Each is the core's decode loop (core/loop.py) with its drafter: they share the prefill, the
 verification and the acceptance, so they race on equal terms and stay lossless.
@@ -17,8 +17,10 @@ from .core.trace import StepRecord
 from .drafters.hybrid import HybridDrafter
 from .drafters.lookahead import LookaheadDrafter
 from .drafters.lookup import PromptLookupDrafter
+from .drafters.racer import RacerDrafter
 from .drafters.recycling import RecyclingDrafter
 from .drafters.rest import RestDrafter
+from .drafters.suffix import SuffixDrafter
 from .sizing.costtree import CostAwareDrafter, stats_for
 
 
@@ -38,6 +40,10 @@ def make_drafter(method: str, s: DecodeSettings, model: PreTrainedModel | None =
         return LookaheadDrafter(s)
     if method == "rest":
         return RestDrafter(s, model)
+    if method == "racer":
+        return RacerDrafter(s, model)
+    if method == "suffix":
+        return SuffixDrafter(s, model)
     raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
 
 

@@ -1,5 +1,5 @@
 """What decoding learns about one loaded model, in one object: its cost curves, acceptance
-statistics, Token Recycling's successor matrix and rank chances, the output head's batch rows
+statistics, Token Recycling's successor matrix and rank chances, SuffixDecoding's tree of earlier outputs, the output head's batch rows
 and its attention layout; and the latest prompts' prefills, kept for the next runs of them. The
 profile lives on the model object, so it is made with the model and goes with it; nothing about
 a model is kept in a module. `fresh_profile` starts one anew: two decodes that each start from a
@@ -20,6 +20,7 @@ class ModelProfile:
     acceptance: dict[float, Any] = field(default_factory=dict)  # temperature bucket -> AcceptanceStats (costtree)
     ranks: dict[float, Any] = field(default_factory=dict)  # temperature bucket -> RankStats (recycling)
     successors: Any = None  # SuccessorMatrix (recycling)
+    suffix_outputs: Any = None  # OutputTree: earlier outputs' suffix tree (drafters.suffix)
     head_rows: int | None = None  # rows the output head maps at the cost of one (verify)
     layout: Any = None  # AttentionLayout (families)
     prefills: Any = None  # PrefillStore: the latest prompts' prefills (runtime.prefills)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-METHODS = ("vanilla", "pld", "logitspec", "recycling", "logitspec+recycling", "lookahead", "rest")
+METHODS = ("vanilla", "pld", "logitspec", "recycling", "logitspec+recycling", "lookahead", "rest", "racer", "suffix")
 POOLS = ("recent", "longest")  # DecodeSettings.pool: which occurrence of an n-gram a lookup continues
 # generate's logits-processor options (GenerationConfig names) the decoders apply per position
 # (logitspec/core/processors.py); temperature, top_k and top_p are fields of their own below.
@@ -66,6 +66,21 @@ class DecodeSettings:
     rest_matches: int = 5000
     rest_span: int = 10
     rest_drafts: int = 64
+    # RACER (racer.py), its code's defaults (hkr04/RACER, evaluation/inference_racer.py): n-grams
+    # the automaton holds, its most nodes (LRU), the shortest match drafted from, the logits' top-k
+    # kept per token, and the most draft tokens (on a CPU the cost tree sizes it, as LogitSpec's).
+    racer_ngram: int = 10
+    racer_nodes: int = 10000
+    racer_min_depth: int = 2
+    racer_breadth: int = 8
+    racer_drafts: int = 64
+    # SuffixDecoding (suffix.py), vLLM's `suffix` defaults: the trees' depth, the draft's length per
+    # matched token (max_spec_factor), the least path probability drafted (min_token_prob), and the
+    # earlier outputs the model's output tree keeps, in tokens.
+    suffix_depth: int = 24
+    suffix_spec_factor: float = 1.0
+    suffix_min_prob: float = 0.1
+    suffix_cache_tokens: int = 100_000
     rule: PruningRule = field(default_factory=PruningRule)
     # Sampling (logitspec/core/sampling.py): temperature 0 is greedy and draws no noise at all.
     temperature: float = 0.0

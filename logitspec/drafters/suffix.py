@@ -1,0 +1,258 @@
+"""SuffixDecoding (arXiv 2411.04975; Snowflake's arctic-inference, vLLM's `suffix` method): drafts
+from suffix trees over the prompt and over earlier outputs, sized by the trees' counts.
+
+Two trees, each every substring of its text up to `suffix_depth` tokens with its count of
+occurrences (a suffix tree truncated at that depth, as arctic-inference's):
+- the prompt tree: this run's prompt and the tokens generated so far;
+- the output tree: the outputs of earlier runs of the same model in this process, and this run's
+  as it goes, kept on the model's profile (`OutputTree`) and bounded by `suffix_cache_tokens`
+  (the oldest outputs go first).
+Each step matches every suffix of the text (the root last) against each tree; from the node a
+match of m tokens reaches, it drafts best first by path probability (the product of
+count(child) / count(parent)) while the probability stays at least `suffix_min_prob` and the
+draft holds at most `suffix_spec_factor` * m tokens; the draft of highest score (the sum of its
+tokens' probabilities) over both trees and every match length is verified.
+
+arctic-inference is not a dependency: it is a C++ source build of minutes on these machines
+(docs/performance.md); this is the same rule in Python, small enough to read beside the paper.
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+import threading
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import torch
+
+from ..core.drafter import Draft, Drafter
+from ..core.profile import profile_of
+from ..core.retrieval import NgramPool
+from ..core.settings import DecodeSettings
+from ..core.tree import DraftTree
+
+PROMPT_TREE, OUTPUT_TREE = "prompt-tree", "output-tree"  # TreeNode.origin of a draft from each tree
+
+
+class SuffixTrie:
+    """Every substring of the sequences added, up to `depth` tokens, with its count (node ids reused)."""
+
+    def __init__(self, depth: int) -> None:
+        self.depth = depth
+        self.children: list[dict[int, int]] = [{}]
+        self.count: list[int] = [0]
+        self.level: list[int] = [0]
+        self.free: list[int] = []
+
+    def __len__(self) -> int:
+        return len(self.children) - len(self.free)
+
+    def _child(self, node: int, token: int) -> int:
+        nxt = self.children[node].get(token)
+        if nxt is None:
+            nxt = self.free.pop() if self.free else len(self.children)
+            if nxt == len(self.children):
+                self.children.append({}), self.count.append(0), self.level.append(0)
+            self.children[nxt], self.count[nxt], self.level[nxt] = {}, 0, self.level[node] + 1
+            self.children[node][token] = nxt
+        return nxt
+
+    def extend(self, active: list[int], tokens: Sequence[int]) -> list[int]:
+        """Append tokens to a sequence whose suffixes end at the `active` nodes (shorter than the
+        depth); each substring ending at a new token is counted once. Returns the new active nodes."""
+        for t in tokens:
+            t = int(t)
+            self.count[0] += 1
+            nxt = []
+            for node in [0, *active]:
+                child = self._child(node, t)
+                self.count[child] += 1
+                if self.level[child] < self.depth:
+                    nxt.append(child)
+            active = nxt
+        return active
+
+    def remove(self, tokens: Sequence[int]) -> None:
+        """Uncount a sequence added before: each of its substrings once, dropping nodes no longer seen."""
+        for i in range(len(tokens)):
+            self.count[0] -= 1
+            node = 0
+            for t in tokens[i:i + self.depth]:
+                child = self.children[node][int(t)]
+                self.count[child] -= 1
+                if self.count[child] == 0:
+                    del self.children[node][int(t)]
+                    self._drop(child)
+                    break
+                node = child
+
+    def _drop(self, node: int) -> None:
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            stack.extend(self.children[n].values())
+            self.children[n] = {}
+            self.free.append(n)
+
+    def walk(self, tokens: Sequence[int]) -> int | None:
+        node = 0
+        for t in tokens:
+            node = self.children[node].get(int(t))
+            if node is None:
+                return None
+        return node
+
+
+@dataclass
+class Speculation:
+    """A draft from one tree: (token, parent index, path probability) per node, -1 the root, its score."""
+
+    origin: str
+    match_len: int
+    nodes: list[tuple[int, int, float]] = field(default_factory=list)
+
+    @property
+    def score(self) -> float:
+        return sum(p for _, _, p in self.nodes)
+
+
+def speculate_tree(trie: SuffixTrie, start: int, most: int, min_prob: float) -> list[tuple[int, int, float]]:
+    """Best first from `start` by path probability, at most `most` nodes, none under `min_prob`:
+    (token, index of its parent in the list or -1 for the root, path probability) each."""
+    out: list[tuple[int, int, float]] = []
+    heap: list[tuple[float, int, int, int, int]] = []
+    order = itertools.count()  # equal probabilities: the first pushed first
+
+    def push(u: int, p_u: float, at: int) -> None:
+        total = trie.count[u]
+        for tok, child in trie.children[u].items():
+            p = p_u * trie.count[child] / total
+            if p >= min_prob:
+                heapq.heappush(heap, (-p, next(order), child, tok, at))
+
+    push(start, 1.0, -1)
+    while heap and len(out) < most:
+        negp, _, u, tok, at = heapq.heappop(heap)
+        out.append((tok, at, -negp))
+        push(u, -negp, len(out) - 1)
+    return out
+
+
+def best_speculation(trees: Sequence[tuple[str, SuffixTrie]], text: Sequence[int], s: DecodeSettings,
+                     most: int) -> Speculation | None:
+    """The highest-scoring draft over both trees and every match length (arctic-inference's rule)."""
+    best: Speculation | None = None
+    tail = list(text[-(s.suffix_depth - 1):]) if s.suffix_depth > 1 else []
+    for origin, trie in trees:
+        for m in range(1, len(tail) + 1):
+            node = trie.walk(tail[-m:])
+            if node is None:
+                break  # a longer suffix holds this one: it is missing too
+            room = min(most, int(m * s.suffix_spec_factor + 1e-6))
+            if room <= 0:
+                continue
+            spec = Speculation(origin, m, speculate_tree(trie, node, room, s.suffix_min_prob))
+            if spec.nodes and (best is None or spec.score >= best.score):
+                best = spec
+    return best
+
+
+class OutputTree:
+    """Earlier outputs of one model in one tree, bounded by tokens: the oldest outputs are uncounted
+    first. Held on the model's profile (`output_tree_for`), so every run of the process shares it."""
+
+    def __init__(self, depth: int, max_tokens: int) -> None:
+        self.trie = SuffixTrie(depth)
+        self.max_tokens = max_tokens
+        self.outputs: deque[list[int]] = deque()  # oldest first; the last may still grow
+        self.tokens = 0
+        self.lock = threading.Lock()
+
+    def start(self) -> "OutputSequence":
+        with self.lock:
+            self.outputs.append([])
+            return OutputSequence(self, self.outputs[-1])
+
+    def _append(self, seq: "OutputSequence", tokens: Sequence[int]) -> None:
+        with self.lock:
+            seq.active = self.trie.extend(seq.active, tokens)
+            seq.tokens.extend(int(t) for t in tokens)
+            self.tokens += len(tokens)
+            while self.tokens > self.max_tokens and len(self.outputs) > 1 and self.outputs[0] is not seq.tokens:
+                old = self.outputs.popleft()
+                self.trie.remove(old)
+                self.tokens -= len(old)
+
+
+@dataclass
+class OutputSequence:
+    """One run's output as it enters the output tree."""
+
+    tree: OutputTree
+    tokens: list[int]
+    active: list[int] = field(default_factory=list)
+
+    def append(self, tokens: Sequence[int]) -> None:
+        if tokens:
+            self.tree._append(self, tokens)
+
+
+_LOCK = threading.Lock()
+
+
+def output_tree_for(model, depth: int, max_tokens: int) -> OutputTree:
+    """The model's output tree, shared by the runs of this process; a new one if its depth or bound changed."""
+    with _LOCK:
+        prof = profile_of(model)
+        tree = prof.suffix_outputs
+        if tree is None or tree.trie.depth != depth or tree.max_tokens != max_tokens:
+            tree = prof.suffix_outputs = OutputTree(depth, max_tokens)
+        return tree
+
+
+class SuffixDrafter(Drafter):
+    """SuffixDecoding: the best-scoring draft of the prompt tree and the model's output tree."""
+
+    method = "suffix"
+
+    def __init__(self, s: DecodeSettings, model=None) -> None:
+        self.s = s
+        self.prompt_tree = SuffixTrie(s.suffix_depth)
+        self.active: list[int] = []
+        shared = output_tree_for(model, s.suffix_depth, s.suffix_cache_tokens) if model is not None else \
+            OutputTree(s.suffix_depth, s.suffix_cache_tokens)
+        self.output = shared.start()
+        self.outputs = shared
+        self.read = 0  # context tokens the prompt tree holds
+        self.prompt_len: int | None = None
+        self.most = min(s.suffix_depth, s.capacity - 1)  # vLLM's num_speculative_tokens: the trees' depth
+
+    def absorb(self, text: Sequence[int]) -> None:
+        """Add the context's new tokens to the prompt tree, and those generated to the output tree."""
+        if self.prompt_len is None:
+            self.prompt_len = len(text)
+        new = text[self.read:]
+        self.active = self.prompt_tree.extend(self.active, new)
+        self.output.append(text[max(self.read, self.prompt_len):])
+        self.read = len(text)
+
+    def draft(self, root: int, logits: torch.Tensor, pool: NgramPool, context_len: int) -> Draft:
+        self.absorb(pool.tokens)
+        tail = [*pool.tokens[-(self.s.suffix_depth - 1):], int(root)]
+        spec = best_speculation([(PROMPT_TREE, self.prompt_tree), (OUTPUT_TREE, self.outputs.trie)],
+                                tail, self.s, self.most)
+        return Draft(nodes=speculation_tree(int(root), spec))
+
+
+def speculation_tree(root: int, spec: Speculation | None) -> list:
+    """The draft as the step's tree: every node verified, each with its path probability."""
+    tree = DraftTree(root)
+    if spec is not None:
+        ids = [0] * len(spec.nodes)
+        for i, (tok, at, p) in enumerate(spec.nodes):
+            parent = 0 if at < 0 else ids[at]
+            ids[i] = tree.add_branch(parent, [tok], keep=1, capacity=len(spec.nodes) + 1, origin=spec.origin,
+                                     probs=[p])[0]
+    return tree.finalize()

@@ -1,0 +1,161 @@
+"""RACER's automaton and SuffixDecoding's trees against brute force over the same tokens."""
+from __future__ import annotations
+
+import random
+
+from logitspec.core.settings import DecodeSettings
+from logitspec.drafters.racer import Automaton, logits_branches, retrieval_branches
+from logitspec.drafters.recycling import SuccessorMatrix
+from logitspec.drafters.suffix import OutputTree, SuffixTrie, best_speculation, speculate_tree
+
+
+def _text(seed: int, n: int, vocab: int = 5) -> list[int]:
+    rng = random.Random(seed)
+    return [rng.randrange(vocab) for _ in range(n)]
+
+
+def _grams(text: list[int], n: int) -> list[list[int]]:
+    return [text[i:i + n] for i in range(len(text) - n + 1)]
+
+
+def _prefix_counts(patterns: list[list[int]]) -> dict[tuple[int, ...], int]:
+    counts: dict[tuple[int, ...], int] = {}
+    for p in patterns:
+        for j in range(1, len(p) + 1):
+            counts[tuple(p[:j])] = counts.get(tuple(p[:j]), 0) + 1
+    return counts
+
+
+def test_automaton_counts_every_prefix_of_its_ngrams():
+    for seed in range(5):
+        text = _text(seed, 60)
+        ac = Automaton(100_000)
+        for g in _grams(text, 4):
+            ac.insert(g)
+        want = _prefix_counts(_grams(text, 4))
+        for key, c in want.items():
+            node = ac.walk(key)
+            assert node is not None and ac.freq[node] == c
+        assert len(ac) == len(want) + 1  # the root and nothing else
+
+
+def test_the_automatons_matches_are_every_suffix_followed_by_the_token():
+    """Fed a text, the fail chain lists exactly the suffixes of the text (n-gram prefixes) that the token extends."""
+    for seed in range(8):
+        ctx = _text(seed, 50)
+        ac = Automaton(100_000)
+        patterns = _grams(ctx, 5)
+        for g in patterns:
+            ac.insert(g)
+        counts = _prefix_counts(patterns)
+        query = _text(seed + 100, 12)
+        for upto in range(1, len(query)):
+            ac.state = 0
+            ac.feed(query[:upto])
+            text = query[:upto]
+            for tok in range(5):
+                want = sorted(len(text) - i + 1 for i in range(len(text) + 1)
+                              if tuple(text[i:] + [tok]) in counts)
+                got = sorted(ac.depth[v] for v in ac.matches(tok, 1))
+                assert got == want, (seed, upto, tok)
+                assert [ac.path(v) for v in ac.matches(tok, 1)] == [text[len(text) - d + 1:] + [tok]
+                                                                   for d in sorted(want, reverse=True)]
+
+
+def test_resync_finds_the_state_feeding_finds():
+    ctx = _text(3, 80)
+    ac = Automaton(100_000)
+    for g in _grams(ctx, 6):
+        ac.insert(g)
+    query = _text(4, 30)
+    for upto in range(1, len(query)):
+        ac.state = 0
+        ac.feed(query[:upto])
+        fed = ac.state
+        ac.resync(query[:upto], 5)
+        assert ac.state == fed, upto
+
+
+def test_the_automaton_evicts_least_recently_used_leaves_and_stays_a_trie():
+    ac = Automaton(40)
+    text = _text(9, 200, vocab=7)
+    for g in _grams(text, 5):
+        ac.insert(g)
+        assert len(ac) <= 40
+    # every node still hangs under the root, with its parent's child pointing back at it
+    live = [n for n in range(len(ac.children)) if n not in set(ac.free)]
+    for n in live[1:]:
+        assert ac.children[ac.parent[n]][ac.token[n]] == n
+    # the latest n-gram was used last: it survives whole
+    assert ac.walk(_grams(text, 5)[-1]) is not None
+
+
+def test_retrieval_keeps_the_most_frequent_nodes_and_logits_tree_halves_its_breadth():
+    ac = Automaton(1000)
+    for p in ([[1, 2, 3, 4]] * 5 + [[1, 2, 5, 6]] * 2 + [[1, 7, 8, 9]]):
+        ac.insert(p)
+    border = ac.walk([1])
+    branches, used = retrieval_branches(ac, [border], 4)
+    assert used == 4 and [b.tokens for b in branches] == [[2, 3, 4]]  # counts 8, 7 (2), 5 (3), 5 (4)
+    m = SuccessorMatrix(8)
+    m.rows = {0: tuple(range(10, 18)), **{t: tuple(range(100 * t, 100 * t + 8)) for t in range(10, 18)}}
+    tree = logits_branches(m, 0, 64, 8)
+    firsts = [b.tokens[0] for b in tree]
+    # the root's 8 successors; the first has 4 children, the second 2, the rest 1 (the last ones at least 1)
+    assert sorted(set(firsts)) == list(range(10, 18))
+    assert firsts.count(10) == 4 and firsts.count(11) == 2 and firsts.count(12) == 1
+
+
+def _substring_counts(seqs: list[list[int]], depth: int) -> dict[tuple[int, ...], int]:
+    counts: dict[tuple[int, ...], int] = {}
+    for s in seqs:
+        for i in range(len(s)):
+            for j in range(i + 1, min(len(s), i + depth) + 1):
+                counts[tuple(s[i:j])] = counts.get(tuple(s[i:j]), 0) + 1
+    return counts
+
+
+def test_the_suffix_trie_counts_every_substring_up_to_its_depth_in_pieces_and_after_removal():
+    for seed in range(5):
+        a, b = _text(seed, 70), _text(seed + 50, 40)
+        trie = SuffixTrie(6)
+        active: list[int] = []
+        for k in range(0, len(a), 7):  # appended in pieces, as steps commit tokens
+            active = trie.extend(active, a[k:k + 7])
+        trie.extend([], b)
+        want = _substring_counts([a, b], 6)
+        assert all(trie.count[trie.walk(k)] == c for k, c in want.items())
+        assert len(trie) == len(want) + 1
+        trie.remove(a)
+        want = _substring_counts([b], 6)
+        assert all(trie.count[trie.walk(k)] == c for k, c in want.items())
+        assert len(trie) == len(want) + 1
+
+
+def test_the_speculation_is_best_first_by_count_ratios_and_stops_at_min_prob():
+    trie = SuffixTrie(8)
+    for seq in ([[1, 2, 3]] * 6 + [[1, 4, 5]] * 3 + [[1, 6]]):
+        trie.extend([], seq)
+    spec = speculate_tree(trie, trie.walk([1]), 10, 0.25)
+    # after 1: 2 (6/10), 4 (3/10); after 2: 3 (6/6); 6 (1/10) is under 0.25
+    assert [(t, round(p, 3)) for t, _, p in spec] == [(2, 0.6), (3, 0.6), (4, 0.3), (5, 0.3)]
+    assert [at for _, at, _ in spec] == [-1, 0, -1, 2]
+    assert len(speculate_tree(trie, trie.walk([1]), 2, 0.25)) == 2
+
+
+def test_the_draft_is_at_most_spec_factor_times_the_match():
+    s = DecodeSettings(suffix_depth=8, suffix_spec_factor=1.0, suffix_min_prob=0.0)
+    trie = SuffixTrie(8)
+    trie.extend([], [9, 8, 1, 2, 3, 4, 5, 6])
+    spec = best_speculation([("prompt-tree", trie)], [7, 8, 1], s, 64)
+    assert spec.match_len == 2 and [t for t, _, _ in spec.nodes] == [2, 3]
+
+
+def test_the_output_tree_drops_the_oldest_outputs_past_its_bound():
+    tree = OutputTree(4, 50)
+    for i in range(4):
+        seq = tree.start()
+        seq.append([i] * 10 + list(range(20, 30)))
+    assert tree.tokens <= 50 and len(tree.outputs) == 2
+    assert tree.trie.walk([0, 0]) is None and tree.trie.walk([3, 3]) is not None
+    assert tree.trie.count[tree.trie.walk([20, 21])] == 2

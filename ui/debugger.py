@@ -16,6 +16,9 @@ from visual.fit import caption_html
 from visual.method_words import LOGITSPEC, ticked, words_of
 from visual.retrieval import DEBUG_TABLE_CSS, debugger_html, debugger_note, debugger_rows
 from visual.whatif import whatif_figure, whatif_html
+from visual.workbench import rows_csv
+
+from .workbench import csv_button
 
 OUTCOMES = list(OUTCOMES_LOGITSPEC)
 
@@ -62,6 +65,7 @@ class DebuggerTab:
         self.outcome = gr.CheckboxGroup(list(LOGITSPEC.filters), value=OUTCOMES, label="Show", elem_id="outcome")
         self.note = gr.Markdown(elem_id="debug-note")
         self.table = gr.HTML(elem_id="debug-table", css_template=DEBUG_TABLE_CSS, js_on_load=ROW_JS)
+        self.csv = gr.DownloadButton("Download this table (CSV)", visible=False, size="sm", elem_id="debug-csv")
         with gr.Accordion("What-if retrieval", open=True, elem_id="whatif"):
             gr.Markdown(WHATIF_MD)
             with gr.Row():
@@ -80,12 +84,12 @@ class DebuggerTab:
     @property
     def trace_components(self) -> list:
         """What trace_outputs fills."""
-        return [self.intro, self.outcome, self.note, self.table, self.ngram, self.continuation, self.k, self.summary,
+        return [self.intro, self.outcome, self.note, self.table, self.csv, self.ngram, self.continuation, self.k, self.summary,
                 self.caption, self.plot]
 
     def wire(self, state: gr.State, **kw) -> None:
         # input, not change: a new trace sets the filter to its method's outcomes without a second draw.
-        self.outcome.input(self.filter, [state, self.outcome], [self.note, self.table], **kw)
+        self.outcome.input(self.filter, [state, self.outcome], [self.note, self.table, self.csv], **kw)
         self.run.click(self.rerun, [state, self.ngram, self.continuation, self.k],
                        [self.summary, self.caption, self.plot], **kw)
 
@@ -93,7 +97,8 @@ class DebuggerTab:
         """The table of the chosen outcomes, or only a sentence saying why it lists nothing."""
         rows = debugger_rows(trace, outcomes)
         return {self.note: debugger_note(trace, outcomes, len(rows)),
-                self.table: debugger_html(rows, trace.method if trace is not None else "logitspec")}
+                self.table: debugger_html(rows, trace.method if trace is not None else "logitspec"),
+                self.csv: csv_button(f"steps-{trace.method if trace is not None else 'none'}.csv", rows_csv(rows))}
 
     def trace_outputs(self, trace: RunTrace, outcomes: list[str] | None) -> dict:
         """Everything the tab shows for a newly explored trace: the what-if starts at the run's own setting."""

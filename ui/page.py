@@ -26,6 +26,7 @@ from .race import RaceTab
 from .services import Services
 from .trace_files import TraceFilesTab
 from .view import View
+from .workbench import WorkbenchTab
 
 CSS = """
 .counters-wrap { overflow-x: auto; max-width: 100%; min-width: 0; }
@@ -118,11 +119,13 @@ class Page:
         self.observations = ObservationsTab()
         self.explain = ExplainTab(recorded_logitspec, self.services.drawings)
         self.files = TraceFilesTab(self.services, self)
+        self.workbench = WorkbenchTab(self)
         with gr.Tabs(elem_id="tabs", overflow_behavior="wrap") as self.tabs:
             for tab_id, title, part in (("explorer", "Step explorer", self.explorer),
                                         ("debugger", "Retrieval debugger", self.debugger),
                                         ("observations", "Observations", self.observations),
-                                        ("explain", "Explain", self.explain), ("traces", "Traces", self.files)):
+                                        ("explain", "Explain", self.explain), ("traces", "Traces", self.files),
+                                        ("workbench", "Workbench", self.workbench)):
                 with gr.Tab(title, id=tab_id) as tab:
                     part.build()
                 if part is self.explain:
@@ -219,3 +222,4 @@ class Page:
         self.debugger.table.click(self.on_row, [self.state], explorer.outputs + [self.tabs], **VIEW_KW)
         self.debugger.wire(self.state, **VIEW_KW)
         self.files.wire(VIEW_KW)
+        self.workbench.wire(VIEW_KW)

@@ -135,6 +135,16 @@ def read_set(path: str | Path, max_bytes: int | None = None) -> SetFile:
 def _read_lines(p: Path, f: IO[bytes]) -> SetFile:
     head = _header(f.readline())
     out = SetFile(p, head)
+    try:
+        _read_runs(f, out)
+    except EOFError:  # a gzipped file whose writer was stopped: its last member has no end
+        out.cut_short = True
+    if not out.entries:
+        raise SetFileError("this set file holds no finished run")
+    return out
+
+
+def _read_runs(f: IO[bytes], out: SetFile) -> None:
     while record := f.readline():
         if not record.strip():
             continue
@@ -144,12 +154,9 @@ def _read_lines(p: Path, f: IO[bytes]) -> SetFile:
             if f.read(1):  # a record cut short with more after it: not a file this version wrote
                 raise SetFileError(f"run {len(out.entries) + 1} of this set file is damaged (its trace is not whole)")
             out.cut_short = True
-            break
+            return
         entry.offset = offset
         out.entries.append(entry)
-    if not out.entries:
-        raise SetFileError("this set file holds no finished run")
-    return out
 
 
 def _header(raw: bytes) -> dict:

@@ -1,0 +1,107 @@
+"""The Workbench tab's handlers (no server): a set file opens as tables, a figure and a CSV whose
+columns agree with the traces; a row opens its run at its worst step; a bad file is refused in one
+line; the debugger's table downloads as CSV with the rows on screen."""
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+import gradio as gr
+import pytest
+
+from helpers.paths import FIXTURES
+from logitspec.analysis.failures import FAILED
+from logitspec.analysis.sets import SetWriter, read_set
+from logitspec.core.trace import RunTrace
+from ui.debugger import OUTCOMES
+from ui.page import Page
+from ui.services import Services
+from ui.view import View
+from visual.retrieval import failure_rows
+
+NAMES = ("coding-121", "summarization-241", "writing-81")
+
+
+@pytest.fixture(scope="module")
+def traces() -> list[RunTrace]:
+    return [RunTrace.load(FIXTURES / f"{n}.json") for n in NAMES]
+
+
+@pytest.fixture(scope="module")
+def set_path(traces, tmp_path_factory) -> Path:
+    """The recorded fixture traces as a set of three prompts."""
+    path = tmp_path_factory.mktemp("set") / "three.jsonl"
+    with SetWriter(path, {"model": traces[0].model, "machine": "AMD EPYC, 2 cores, AVX2, no AVX-512",
+                          "methods": ["logitspec"]}) as w:
+        for i, (name, t) in enumerate(zip(NAMES, traces)):
+            cat, qid = name.split("-")
+            w.add(i, {"question_id": int(qid), "category": cat}, t)
+    return path
+
+
+@pytest.fixture(scope="module")
+def ui() -> Page:
+    page = Page(Services.create())
+    page.build()
+    return page
+
+
+def _csv(button) -> list[dict]:
+    value = button.value
+    path = value["path"] if isinstance(value, dict) else value  # the button's file, as Gradio holds it
+    return list(csv.DictReader(io.StringIO(Path(path).read_text(encoding="utf-8"))))
+
+
+def test_a_set_opens_as_tables_agreeing_with_its_traces(ui, set_path, traces):
+    wb = ui.workbench
+    out = wb.open_set(str(set_path))
+    assert out[wb.note].startswith("**three.jsonl**: 3 prompts × 1 methods (logitspec)")
+    table = out[wb.table].value
+    assert list(table["headers"])[:4] == ["prompt", "id", "category", "method"]
+    rows = _csv(out[wb.csv])
+    assert [r["prompt"] for r in rows] == ["1", "2", "3", "all"]
+    for row, t in zip(rows, traces):
+        fwd = [s for s in t.steps if s.forward]
+        assert int(row["steps"]) == len(fwd) and int(row["tokens"]) == len(t.tokens)
+        assert float(row["tokens/pass"]) == round(len(t.tokens) / len(fwd), 2)
+        assert float(row["failed %"]) == round(100 * sum(s.outcome in FAILED for s in fwd) / len(fwd), 1)
+        assert float(row["g1 matched %"]) == round(100 * sum(s.outcome == "g1 matched" for s in fwd) / len(fwd), 1)
+    every = [s for t in traces for s in t.steps if s.forward]
+    assert int(rows[-1]["steps"]) == len(every) and rows[-1]["method"] == "logitspec"
+    fig = out[wb.plot].value
+    assert fig is not None
+
+
+def test_a_row_opens_its_run_in_the_explorer_at_its_worst_step(ui, set_path):
+    wb, s = ui.workbench, read_set(set_path)
+    entry = s.entries[1]
+    row = [2, str(entry.question_id), entry.category, "logitspec"]
+    evt = gr.SelectData(wb.table, {"index": [1, 0], "value": 2, "row_value": row})
+    out = wb.open_row(s, OUTCOMES, View(), evt)
+    view = out[ui.state]
+    assert view.trace.prompt_text == entry.prompt_text and view.step == entry.summary.worst_step
+    assert out[ui.race.status_md].startswith("**Exploring** prompt 2 (summarization 241)")
+    assert out[ui.explorer.step_label].startswith(f"### Step {entry.summary.worst_step} ")
+
+
+@pytest.mark.parametrize("content, words", [
+    (b"not json\n", "first line names no logitspec-set format"),
+    (b'{"format":"logitspec-trace/2","steps":[]}', "this is a trace file, not a set file"),
+])
+def test_a_bad_set_file_is_refused_in_one_line(ui, tmp_path, content, words):
+    p = tmp_path / "bad.jsonl"
+    p.write_bytes(content)
+    out = ui.workbench.open_set(str(p))
+    assert set(out) == {ui.workbench.note} and words in out[ui.workbench.note] and "\n" not in out[ui.workbench.note]
+
+
+def test_the_debugger_table_downloads_as_csv_with_its_rows(ui, traces):
+    t = max(traces, key=lambda t: sum(s.outcome == "both failed" for s in t.steps))
+    out = ui.debugger.rows_outputs(t, ["both failed"])
+    rows = _csv(out[ui.debugger.csv])
+    want = [r for r in failure_rows(t) if r["outcome"] == "both failed"]
+    assert [int(r["step"]) for r in rows] == [r["step"] for r in want]
+    assert [int(r["step"]) for r in rows] == [i for i, s in enumerate(t.steps) if s.forward and s.outcome == "both failed"]
+    assert list(rows[0]) == list(want[0]) and all(r["outcome"] == "both failed" for r in rows)
+    assert [int(r["drafts accepted"]) for r in rows] == [t.steps[int(r["step"])].drafts_accepted for r in rows]

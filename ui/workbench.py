@@ -1,0 +1,140 @@
+"""The Workbench tab: a set of prompts decoded by one or more methods (a set file), where retrieval
+failed across them, and each run opened in the explorer and debugger at its worst step.
+
+Layout and handlers; the set file is read by logitspec.analysis.sets, the tables, figure and CSV
+drawn by visual.workbench. `page` is the whole page (ui/page.py).
+"""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import gradio as gr
+
+from logitspec.analysis.sets import SetFile, read_set
+from logitspec.core.limits import InputError, Limits
+from visual.verdict import machine_words
+from visual.workbench import outcome_figure, overall_rows, position_rows, prompt_rows, summary_csv
+
+from .files import TRACES_DIR
+
+SETS_DIR = TRACES_DIR / "sets"
+INTRO = ("Many prompts at once: where retrieval fails across a set, and on which steps. Pick a recorded set or "
+         "upload one made on any machine with\n\n"
+         "`python -m logitspec workbench --questions coding --methods logitspec,pld --max-new 128 -o set.jsonl.gz`\n\n"
+         "(`--questions` takes a Spec-Bench category, `all`, or your own JSONL of questions). "
+         "Sort a table by a column's header; select a run's row to open it in the step explorer and the "
+         "retrieval debugger at its worst step (the start of its longest run of failed steps).")
+
+
+def shipped_sets() -> list[str]:
+    return sorted(p.name for p in SETS_DIR.glob("*.jsonl*"))
+
+
+def csv_button(name: str, text: str) -> gr.DownloadButton:
+    """A download button serving `text` as a CSV file named `name`; hidden when there is nothing to serve."""
+    if not text:
+        return gr.DownloadButton(value=None, visible=False)
+    path = Path(tempfile.mkdtemp(prefix="logitspec-csv-")) / name
+    path.write_text(text, encoding="utf-8")
+    return gr.DownloadButton(value=str(path), visible=True)
+
+
+class WorkbenchTab:
+    """The tab's components and handlers."""
+
+    def __init__(self, page) -> None:
+        self.page = page
+
+    def build(self) -> None:
+        """The tab's contents; call inside its gr.Tab."""
+        self.set_state = gr.State(None)
+        gr.Markdown(INTRO, elem_id="wb-intro")
+        with gr.Row():
+            self.shipped = gr.Dropdown(shipped_sets(), value=None, label="Recorded sets", elem_id="wb-shipped")
+            self.upload = gr.File(label="Upload a set file (.jsonl or .jsonl.gz)", file_types=[".jsonl", ".gz"],
+                                  type="filepath", elem_id="wb-upload")
+        self.note = gr.Markdown("", elem_id="wb-note")
+        self.overall = gr.Dataframe(label="Every prompt, per method", interactive=False, elem_id="wb-overall",
+                                    visible=False, wrap=True)
+        self.table = gr.Dataframe(label="Per prompt and method (select a row to open its run)", interactive=False,
+                                  elem_id="wb-table", visible=False, wrap=True, max_height=520)
+        self.csv = gr.DownloadButton("Download the failure summary (CSV)", visible=False, size="sm", elem_id="wb-csv")
+        self.plot = gr.Plot(show_label=False, label="Steps by retrieval outcome", elem_id="wb-plot", visible=False)
+        self.positions = gr.Dataframe(label="Failed steps by output position", interactive=False,
+                                      elem_id="wb-positions", visible=False)
+
+    @property
+    def set_outputs(self) -> list:
+        return [self.set_state, self.note, self.overall, self.table, self.csv, self.plot, self.positions]
+
+    def wire(self, view_kw: dict) -> None:
+        page = self.page
+        self.shipped.input(self.pick_shipped, [self.shipped], self.set_outputs, **view_kw)
+        self.upload.upload(self.open_set, [self.upload], self.set_outputs, api_name="open_set", **view_kw)
+        self.table.select(self.open_row, [self.set_state, page.debugger.outcome, page.state],
+                          page.trace_components() + [page.tabs], **view_kw)
+
+    def pick_shipped(self, name):
+        if not name or name not in shipped_sets():
+            return gr.skip()
+        return self.open_set(str(SETS_DIR / name))
+
+    def open_set(self, path):
+        """The set's tables and figure; a refused file is said in one line and the tab stays as it was."""
+        if not path:
+            return gr.skip()
+        p = Path(path if isinstance(path, str) else path.name)
+        try:
+            s = read_set(p, Limits.from_env().trace_bytes)
+        except InputError as e:
+            return {self.note: f"**Not opened:** {p.name}: {e}"}
+        return {self.set_state: s, self.note: self.set_words(s, p.name),
+                self.overall: gr.Dataframe(value=_frame(overall_rows(s)), visible=True),
+                self.table: gr.Dataframe(value=_frame(prompt_rows(s)), visible=True),
+                self.csv: csv_button(f"{p.name.split('.')[0]}-summary.csv", summary_csv(s)),
+                self.plot: gr.Plot(value=outcome_figure(s), visible=True),
+                self.positions: gr.Dataframe(value=_frame(position_rows(s)), visible=True)}
+
+    @staticmethod
+    def set_words(s: SetFile, name: str) -> str:
+        """One line: what the set holds and where it ran."""
+        h = s.header
+        cut = " The last run was cut off while written and is left out." if s.cut_short else ""
+        return (f"**{name}**: {s.prompts} prompts × {len(s.methods)} methods ({', '.join(s.methods)}), "
+                f"{h.get('model', 'model not named')}, {machine_words(str(h.get('machine', ''))) or 'machine not named'}."
+                f"{cut}")
+
+    def open_row(self, s: SetFile | None, outcomes, view, evt: gr.SelectData):
+        """A run's row: its prompt's runs (every method) in the explorer, this method's lane, at its worst step."""
+        row = getattr(evt, "row_value", None)
+        if s is None or not row:
+            return gr.skip()
+        prompt, method = int(row[0]) - 1, str(row[3])
+        entry = next((e for e in s.entries if e.prompt == prompt and e.method == method), None)
+        if entry is None:
+            return gr.skip()
+        from .view import View
+
+        page = self.page
+        try:
+            lanes = s.lanes(prompt)
+        except InputError as e:
+            return {page.race.status_md: f"**Not opened:** run {prompt + 1} of the set: {e}"}
+        view.replaced()
+        new = View.of_lanes(lanes, f"{s.path.name} #{prompt + 1}")
+        new.lane = method
+        out = page.trace_outputs(new, outcomes)
+        out.update(page.explorer.step_outputs(new, entry.summary.worst_step))
+        out[page.race.status_md] = (f"**Exploring** prompt {prompt + 1} ({entry.category} {entry.question_id}) of "
+                                    f"{s.path.name}, {method}, at step {entry.summary.worst_step}: "
+                                    f"{entry.summary.longest_failed} failed steps in a row start there.")
+        out[page.tabs] = gr.Tabs(selected="explorer")
+        return out
+
+
+def _frame(rows: list[dict]):
+    """Rows as a pandas frame (numbers stay numbers, so a column sorts by value)."""
+    import pandas as pd
+
+    return pd.DataFrame(rows)

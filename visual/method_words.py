@@ -3,7 +3,8 @@ and column headers, and the sentence the step's summary and retrieval view say o
 
 LogitSpec speaks of g1 and g2; prompt lookup of its one n-gram query over the context; REST of
 the suffix it searched its datastore for; Lookahead of the n-grams its pool held (made by its
-Jacobi window); Token Recycling of its matrix, which needs no lookup. A new method adds one entry
+Jacobi window); Token Recycling of its matrix, RACER of its automaton and copied logits, SuffixDecoding of its
+suffix trees, none of which makes a query that can miss. A new method adds one entry
 to WORDS (and its drafter's StepRecord says what it did)."""
 from __future__ import annotations
 
@@ -97,6 +98,24 @@ WORDS: dict[str, MethodWords] = {
         filters=(("every pass (no lookups)", NO_RETRIEVAL),),
         outcomes={NO_RETRIEVAL: "no lookup: Token Recycling drafts from its matrix of the successors past "
                                 "passes predicted"},
+    ),
+    "racer": MethodWords(
+        name="RACER",
+        intro=("RACER makes no lookup the filter could sort by: each step joins its automaton's matches (frequent "
+               "continuations of the text's suffixes, the root included, among the context's n-grams) with "
+               "logits copied from the last pass that ran on each token. Every step is listed; the tree's "
+               "colours say which of the two drafted each node." + _ROW),
+        filters=(("every pass (automaton and copied logits)", NO_RETRIEVAL),),
+        outcomes={NO_RETRIEVAL: "RACER: a tree of automaton matches and copied logits, no query to miss"},
+    ),
+    "suffix": MethodWords(
+        name="SuffixDecoding",
+        intro=("SuffixDecoding makes no lookup the filter could sort by: each step matches the text's suffixes "
+               "in its prompt tree and in the tree of this model's earlier outputs, and drafts the likeliest "
+               "continuations of the better match by their counts. Every step is listed; the tree's colours "
+               "say which tree drafted." + _ROW),
+        filters=(("every pass (suffix trees)", NO_RETRIEVAL),),
+        outcomes={NO_RETRIEVAL: "SuffixDecoding: a draft from its prompt tree or its output tree, no query to miss"},
     ),
     "vanilla": MethodWords(
         name="vanilla",

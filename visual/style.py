@@ -31,6 +31,12 @@ PALETTE: dict[str, str] = {
     "pool": "#999933",
     "window": "#DDDDAA",
     "retrieved": "#882255",
+    # RACER's copied logits and automaton matches in its lane's teal, full and pale; SuffixDecoding's
+    # prompt tree and output tree in its lane's rose, full and pale.
+    "copied": "#44AA99",
+    "automaton": "#A2D5CC",
+    "prompt-tree": "#CC6677",
+    "output-tree": "#E8B3BB",
     "bonus": "#F0E442",  # the model's own token after the accepted path
     "accepted": "#009E73",
     "rejected": "#D55E00",

@@ -36,6 +36,9 @@ LANES: tuple[LaneSpec, ...] = (
     # The paper's other baselines, in Paul Tol's olive and wine: apart from every colour above.
     LaneSpec("lookahead", "lookahead", None, False, "Lookahead decoding", "#999933", True),
     LaneSpec("rest", "rest", None, False, "REST", "#882255", True),
+    # The rivals published since, in Paul Tol's teal and rose: apart from every colour above.
+    LaneSpec("racer", "racer", None, True, "RACER (cost tree)", "#44AA99", True),
+    LaneSpec("suffix", "suffix", None, False, "SuffixDecoding", "#CC6677", True),
 )
 
 

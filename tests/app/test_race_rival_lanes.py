@@ -1,0 +1,83 @@
+"""The rivals in the race: RACER and SuffixDecoding decode beside vanilla on a tiny model, through
+the race's own lanes, greedy and sampled, with vanilla's output; their colours are their own, the
+explorer draws where each node came from, and the debugger speaks of them in their own words."""
+from __future__ import annotations
+
+import pytest
+
+from helpers.tiny_models import char_lm
+from logitspec.analysis.lanes import label, race_order
+from logitspec.analysis.race import result_of
+from logitspec.core.settings import DecodeSettings
+from serve.race import interleave, model_lanes
+from visual.style import PALETTE, lane_color
+
+PROMPT = "abcabcabc the cat sat on the mat, the cat sat on the mat, the cat"
+RIVALS = ["racer", "suffix"]
+ORIGINS = {"racer": ("automaton", "copied"), "suffix": ("prompt-tree", "output-tree")}
+
+
+def race(lm, s: DecodeSettings) -> dict:
+    lanes = model_lanes(lm, PROMPT, ["vanilla", "logitspec", *RIVALS], s)
+    list(interleave(lanes))
+    return {ln.name: ln.trace for ln in lanes}
+
+
+@pytest.fixture(scope="module")
+def raced(tiny_llama):
+    return race(char_lm(tiny_llama), DecodeSettings(max_new_tokens=32))
+
+
+@pytest.mark.lossless
+def test_the_rival_lanes_race_and_equal_vanilla(raced):
+    assert set(RIVALS) <= set(race_order())
+    for m in RIVALS:
+        assert raced[m].method == m and raced[m].tokens == raced["vanilla"].tokens, m
+    res = result_of(raced)
+    assert res.lossless and res.complete and set(RIVALS) <= set(res.speedups)
+    for m in RIVALS:  # each drafted from its own sources, and some drafts were accepted
+        drawn = {n.origin for s in raced[m].steps for n in s.tree}
+        assert drawn & set(ORIGINS[m]) and drawn <= {"root", *ORIGINS[m]}, (m, drawn)
+        assert any(len(s.tokens) > 1 for s in raced[m].steps), m
+
+
+@pytest.mark.lossless
+def test_the_rival_lanes_sampled_equal_vanilla_sampled(tiny_llama):
+    traces = race(char_lm(tiny_llama), DecodeSettings(max_new_tokens=24, temperature=0.8, seed=7))
+    for m in RIVALS:
+        assert traces[m].tokens == traces["vanilla"].tokens, m
+
+
+def test_the_rival_lanes_have_their_own_colours_and_labels(raced):
+    colours = {m: lane_color(m, raced[m].method) for m in raced}
+    assert len(set(colours.values())) == len(colours)
+    assert label("racer", raced["racer"]) == "RACER (cost tree)" and label("suffix") == "SuffixDecoding"
+
+
+def test_the_explorer_draws_where_each_rival_node_came_from(raced):
+    from visual.tree import LEGEND_NAMES, ORIGIN_WORDS, tree_figure
+
+    for lane in RIVALS:
+        trace, drawn = raced[lane], 0
+        for origin in ORIGINS[lane]:
+            step = next((i for i, s in enumerate(trace.steps) if any(n.origin == origin for n in s.tree)), None)
+            if step is None:
+                continue  # this text gave the other source every draft
+            fig = tree_figure(trace, step)
+            assert any(PALETTE[origin] in (sh.fillcolor, sh.line.color) for sh in fig.layout.shapes), origin
+            hovers = " ".join(str(t.hovertext or t.text or "") for t in fig.data)
+            assert ORIGIN_WORDS[origin].split(":")[0] in hovers, origin
+            assert any(LEGEND_NAMES[origin] == t.name for t in fig.data), origin
+            drawn += 1
+        assert drawn, lane
+
+
+def test_the_debugger_speaks_of_the_rivals_in_their_words(raced):
+    from visual.method_words import lookup_line, words_of
+    from visual.retrieval import debugger_rows
+
+    for lane, name in (("racer", "RACER"), ("suffix", "SuffixDecoding")):
+        assert words_of(lane).name == name and name in words_of(lane).intro
+        rows = debugger_rows(raced[lane], None)
+        assert len(rows) == sum(s.forward for s in raced[lane].steps), lane  # every pass listed
+        assert all(lookup_line(raced[lane], s, []) == "" for s in raced[lane].steps)

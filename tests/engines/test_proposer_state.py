@@ -91,3 +91,13 @@ def test_a_pass_whose_rows_are_not_the_drafts_reads_none(setup):
     # two drafts scheduled (3 rows), but the pass made 2: no row can be trusted
     step(proposer, runner, {"A": ([1, 2, 3, 4], [7, 8], [4])}, rows=[4, 9])
     assert proposer.counts.steps_without_rows == 1 and proposer.counts.rows_read == 1
+
+
+def test_importing_the_proposer_leaves_vllm_unloaded_where_it_is_installed():
+    """vLLM loads when vLLM builds the proposer, not when logitspec or the module is imported."""
+    import subprocess
+    import sys
+
+    code = "import sys, logitspec, logitspec.engines.vllm_proposer; print('vllm' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -48,8 +48,8 @@ def _cut(trace: RunTrace, steps: int) -> RunTrace:
 
 
 def test_the_recording_holds_every_lane_with_the_paper_tree_as_the_static_lane(four):
-    # recorded before Token Recycling's lane and the baselines'
-    assert list(four) == [m for m in race_order() if m not in ("recycling", "lookahead", "rest")]
+    # recorded before Token Recycling's lane, the baselines' and the rivals'
+    assert list(four) == [m for m in race_order() if m not in ("recycling", "lookahead", "rest", "racer", "suffix")]
     st = four["logitspec-static"]
     assert st.method == "logitspec" and st.settings["tree"] == "static"
     assert st.settings["capacity"] == DecodeSettings().capacity == 64

@@ -25,6 +25,7 @@ from .lesson import LessonView
 from .links import parse_link, request_params
 
 CHOSEN = "the step you chose"  # why a step moved to, typed or linked is explained
+LINKED = "the step the link named"
 
 INTRO_MD = """
 **Speculative decoding**, in one line: guess several tokens ahead, check all the guesses in one
@@ -127,11 +128,11 @@ class ExplainTab:
         """Draw on opening the tab, on the step box (typing or Enter), the buttons and Pick; the
         moves between steps with `step_kw` (one at a time, so replies come back in order)."""
         ins = [state, self.picked]
-        tab.select(self.show, ins, self.outputs, **kw)
+        self.held.drawn(tab.select, self.reopen, ins, self.outputs, step_kw)
         self.step.input(self.show_step, ins + [self.step], self.outputs, trigger_mode="always_last", **step_kw)
         fns = HeldFns(self.sync, [self.picked], self.move, self.hold)
         self.held.wire(self.prev, self.next, self.moves, fns, ins, self.outputs, step_kw, kw)
-        self.auto.click(lambda v, p: self.show(v, None), ins, self.outputs, **kw)
+        self.held.drawn(self.auto.click, lambda v, p: self.show(v, None), ins, self.outputs, step_kw)
 
     # ------------------------------------------------------------ what to explain
 
@@ -142,7 +143,7 @@ class ExplainTab:
         t = traces.get("logitspec") or next((x for x in traces.values() if x.method == "logitspec"), None)
         rec, rec_name = self.recorded()
         if t is not None and t.steps:
-            if name == rec_name:
+            if t is rec:  # the recorded race itself, not a shipped trace that shares its file's name
                 return t, name, (f"the recorded race `{rec_name}`: you have not run one yet (press ▶ Run the race, "
                                  "then come back here to see your own)")
             if name.endswith(".json"):
@@ -179,7 +180,8 @@ class ExplainTab:
         out = self._draw(trace, words, pick, note)
         if drawn != key:
             # The lesson follows the run, not the step; a run that never kept a g2 guess is taught on the recorded one.
-            out.update(self.lesson.fill(trace, words, self.recorded()[0]))
+            linked = pick.step if pick.why == LINKED else None
+            out.update(self.lesson.fill(trace, words, self.recorded()[0], linked))
         return out
 
     def _draw(self, trace: RunTrace, words: str, pick: Pick, note: str) -> dict:
@@ -201,6 +203,14 @@ class ExplainTab:
             if 0 <= j < len(trace.steps):
                 self.drawings.ahead(("explain", key, j), functools.partial(walkthrough, trace, j))
         return panels
+
+    def reopen(self, view, picked: Pick | None):
+        """The tab shown again: drawn only for a run it has not drawn. Otherwise the page still shows
+        the pick, or a step moved to since, which a redraw of the pick would take it back from."""
+        trace, source, _ = self.run_of(view)
+        if picked is not None and trace is not None and picked.run == picked.lesson_run == run_key(trace, source):
+            return gr.skip()
+        return self.show(view, picked)
 
     def show_step(self, view, picked: Pick | None, step):
         if step is None:
@@ -244,7 +254,7 @@ class ExplainTab:
         trace, source, _ = self.run_of(view)
         if step is None or trace is None or not 0 <= step < len(trace.steps):
             return None
-        return Pick(run_key(trace, source), step, "the step the link named")
+        return Pick(run_key(trace, source), step, LINKED)
 
     def on_link(self, view, picked: Pick | None, request: gr.Request):
         """After the first view: fill the tab when the page's link opened it (at the pick the

@@ -32,7 +32,8 @@ watch("value", keep);
 # box shows, to a step held: its values are shown at once, the presses spent, and once the step is
 # painted the hidden sync button tells the server (any server event makes Gradio go over every
 # component's state, a good part of a move's time, so not before the paint). Without one, nothing
-# changes here (Gradio's skip) and the hidden fetch button takes the presses to the server.
+# changes here (Gradio's skip) and the hidden fetch button takes the presses to the server; while
+# a step the server draws is on its way, the presses wait for it (FETCHED_JS sends them after).
 SHOW_JS = """
 (at) => {
   const m = window.__logitspecMoves || {};
@@ -42,8 +43,8 @@ SHOW_JS = """
   const to = held && held.steps ? Math.max(0, Math.min(held.last, (Number(at) || 0) + by)) : null;
   const values = by && to !== null && !fetching['%(group)s'] && held.steps[String(to)];
   if (!values) {
-    if (by) {
-      fetching['%(group)s'] = true;  // until its reply: the steps held are about to be another step's
+    if (by && !fetching['%(group)s']) {
+      fetching['%(group)s'] = 1;  // until its reply: the steps held are about to be another step's
       document.getElementById('%(group)s-fetch')?.click();
     }
     return Array(%(n)d).fill({__type__: 'update'});
@@ -53,7 +54,18 @@ SHOW_JS = """
   return [to, ...values];
 }
 """
-FETCHED_JS = "() => { (window.__logitspecFetching || {})['%s'] = false; }"
+# A step the server draws (a move, a tab opened, a run ended): counted from its sending to its reply.
+# Presses made meanwhile wait, counted, and go to the server once the last reply has landed, from
+# the step it painted: sent at once, the server could draw them first and the late reply paint over
+# the step they asked for (the page keeps the step asked for last).
+DRAWING_JS = """(...args) => { const f = window.__logitspecFetching = window.__logitspecFetching || {};
+  f['%(group)s'] = (f['%(group)s'] || 0) + 1; return args; }"""
+FETCHED_JS = """() => { const f = window.__logitspecFetching || {};
+  f['%(group)s'] = Math.max(0, (f['%(group)s'] || 0) - 1);
+  if (!f['%(group)s'] && (window.__logitspecMoves || {})['%(group)s']) {
+    f['%(group)s'] = 1;
+    requestAnimationFrame(() => document.getElementById('%(group)s-fetch')?.click());
+  } }"""
 
 
 class HeldSteps:
@@ -103,8 +115,14 @@ class HeldSteps:
         self.sync.click(fns.sync, [*inputs, self.position], fns.synced, trigger_mode="always_last",
                         show_progress="hidden", **step_kw).then(**ask)
         self.fetch.click(fns.move, [*inputs, self.position, moves], outputs, js=take_moves(group),
-                         trigger_mode="always_last", **step_kw).then(None, None, None, js=FETCHED_JS % group)
+                         trigger_mode="always_last", **step_kw).then(None, None, None, js=FETCHED_JS % {"group": group})
         self.store.change(**ask)
+
+    def drawn(self, trigger, fn: Callable, inputs: list, outputs: list, step_kw: dict) -> None:
+        """`trigger` has the server draw a step of the group with `fn`, in the step queue (`step_kw`):
+        presses made before its reply lands wait for it, so it never paints over a step they asked for."""
+        names = {"group": self.group}
+        trigger(fn, inputs, outputs, js=DRAWING_JS % names, **step_kw).then(None, None, None, js=FETCHED_JS % names)
 
 
 @dataclass

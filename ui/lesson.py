@@ -10,7 +10,7 @@ import re
 import gradio as gr
 
 from logitspec.core.trace import RunTrace
-from visual.lesson import STAGES, TEXT_PX, g2_step, glossary_html, glossary_words, lesson, lesson_intro
+from visual.lesson import STAGES, TEXT_PX, g2_step, glossary_html, glossary_words, lesson, lesson_intro, lesson_step
 
 PHONE_TEXT_PX = 17  # the lesson's words on a phone
 # Large words and a visible mark on every defined term; a stage is at most one screen tall.
@@ -36,6 +36,14 @@ def plain_words(words: str) -> str:
     return html.escape(re.sub(r",?\s*`[^`]*`", "", words), quote=False)
 
 
+def linked_words(linked: int, taught: int) -> str:
+    """Where the step a link named is shown, beside the step the lesson teaches."""
+    if linked == taught:
+        return f"Your link named step {linked}: the step this lesson teaches."
+    return (f"Your link named step {linked}: it is taken apart in the <b>In detail</b> tab above. "
+            f"This lesson teaches step {taught}, for the reason below.")
+
+
 def stage_html(title: str, words: str) -> str:
     return f'<div class="lesson-words"><h3>{title}</h3>{words}</div>'
 
@@ -58,15 +66,18 @@ class LessonView:
     def outputs(self) -> list:
         return [self.intro, *self.texts.values(), *self.plots.values(), self.glossary]
 
-    def fill(self, trace: RunTrace, words: str, other: RunTrace | None = None) -> dict:
+    def fill(self, trace: RunTrace, words: str, other: RunTrace | None = None, linked: int | None = None) -> dict:
         """Every output for `trace`; `words` name the run (as the tab's heading does). A run where
         no next-next guess (g2) was kept is said so, and the lesson is drawn on `other` (a recorded
-        run that kept some) when there is one."""
+        run that kept some) when there is one. `linked`: the step a link named, which waits under
+        "In detail" while the lesson teaches its own step; the lesson says so."""
         named = plain_words(words)
         said = f"<p>This lesson reads {named}.</p>"
         if g2_step(trace) is None and other is not None and g2_step(other) is not None:
             said = f"<p>{NO_G2.format(run=named[:1].upper() + named[1:])}</p>"
-            trace = other
+            trace, linked = other, None  # the link's step is of the run the lesson does not read
+        if linked is not None:
+            said += f"<p>{linked_words(linked, lesson_step(trace))}</p>"
         stages = lesson(trace)
         out = {self.intro: f'<div class="lesson-words">{said}{lesson_intro(trace)}</div>'}
         for st in stages:

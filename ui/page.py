@@ -206,7 +206,7 @@ class Page:
         self.files.wire_recorded(VIEW_KW)
         explorer.lane_pick.input(self.pick_lane, [explorer.lane_pick, self.debugger.outcome, self.state],
                                  trace_out, **VIEW_KW)
-        race.wire(demo, trace_out, VIEW_KW)
+        race.wire(demo, trace_out, VIEW_KW, STEP_KW)
         demo.load(self.files.initial_view, [self.debugger.outcome],
                   trace_out + [self.files.shipped, self.tabs, self.explain.picked, self.files.download],
                   **VIEW_KW).then(

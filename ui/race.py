@@ -108,7 +108,7 @@ class RaceTab:
             label=TEXT_LABEL,
             color_map=visual.ACCEPT_COLORS, show_legend=True, combine_adjacent=False, elem_id="text-view")
 
-    def wire(self, demo: gr.Blocks, trace_out: list, view_kw: dict) -> None:
+    def wire(self, demo: gr.Blocks, trace_out: list, view_kw: dict, step_kw: dict) -> None:
         """Run, the race, its live counters, Stop and the model's status; `trace_out` is what a
         whole trace fills, the race API's outputs with the download after them."""
         page, names = self.page, race_inputs()
@@ -120,7 +120,8 @@ class RaceTab:
         racing = self.run_btn.click(self.arm_run, None, [self.status_md, self.count_timer], queue=False).then(
             by_name(self.race, names), race_in, trace_out + [page.files.download], api_name="race",
             concurrency_limit=1, concurrency_id="model", show_progress="hidden", trigger_mode="always_last")
-        racing.success(page.explain.show, [page.state, page.explain.picked], page.explain.outputs, **view_kw)
+        page.explain.held.drawn(racing.success, page.explain.show, [page.state, page.explain.picked],
+                                page.explain.outputs, step_kw)
         racing.then(self.count_after, [page.state], [self.count_timer], queue=False, api_visibility="undocumented")
         self.count_timer.tick(self.live_counters, [page.state], [self.counters], concurrency_limit=None,
                               show_progress="hidden", api_visibility="undocumented")

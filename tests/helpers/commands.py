@@ -3,7 +3,6 @@
 that a refusal is one line."""
 from __future__ import annotations
 
-import contextlib
 import os
 import subprocess
 import sys
@@ -60,16 +59,3 @@ def visual_main(capsys, *args: str) -> subprocess.CompletedProcess:
     from visual.__main__ import main
 
     return in_process(main, capsys, *args)
-
-
-@contextlib.contextmanager
-def busy_cores(n: int):
-    """`n` processes spinning on the CPU for the block's length: a loaded machine, as a visitor's
-    Space shares one."""
-    spin = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
-    try:
-        yield
-    finally:
-        for p in spin:
-            p.kill()
-            p.wait()

@@ -57,7 +57,7 @@ $(TOOLCHAIN_STAMP): | $(STAMP)
 	touch $@
 
 demo: $(STAMP) $(TOOLCHAIN_STAMP)
-	$(BIN)/python app.py
+	$(BIN)/python app.py $(if $(MODEL),--model "$(MODEL)")
 
 # One run on two workers, a file each (a module's fixtures load once), every file on one queue so
 # that no worker idles while the other ends a part. Decoding spends most of its time in one Python

@@ -49,8 +49,16 @@ def quiet_queue(demo: gr.Blocks) -> None:
             setattr(queue, name, max(getattr(queue, name), seconds))
 
 
-def main() -> None:
-    """Serve the app; the default model starts loading in the background at once."""
+def main(argv: list[str] | None = None) -> None:
+    """Serve the app (on the model --model names, else the deployment's default); the default model
+    starts loading in the background at once. A model that cannot be served is refused in one line."""
+    from logitspec.core.errors import ModelLoadError
+    from serve.own_model import model_from_argv
+
+    try:
+        model_from_argv(argv)
+    except ModelLoadError as e:
+        raise SystemExit(f"error: {e}") from None
     if on_zerogpu():
         import spaces  # noqa: F401  before anything touches CUDA: ZeroGPU takes the placement over
     services = Services.create()

@@ -6,6 +6,7 @@ drawn by visual.workbench. `page` is the whole page (ui/page.py).
 """
 from __future__ import annotations
 
+import hashlib
 import tempfile
 from pathlib import Path
 
@@ -13,6 +14,8 @@ import gradio as gr
 
 from logitspec.analysis.sets import SetFile, read_set
 from logitspec.core.limits import InputError, Limits
+from serve.model_cache import allowed_models, model_label
+from serve.own_model import model_note
 from visual.verdict import machine_words
 from visual.workbench import outcome_figure, overall_rows, position_rows, prompt_rows, summary_csv
 
@@ -35,8 +38,12 @@ def csv_button(name: str, text: str) -> gr.DownloadButton:
     """A download button serving `text` as a CSV file named `name`; hidden when there is nothing to serve."""
     if not text:
         return gr.DownloadButton(value=None, visible=False)
-    path = Path(tempfile.mkdtemp(prefix="logitspec-csv-")) / name
-    path.write_text(text, encoding="utf-8")
+    # One folder per content: the same table gives the same file (and the same button) every time.
+    folder = Path(tempfile.gettempdir()) / "logitspec-csv" / hashlib.sha1(text.encode("utf-8")).hexdigest()[:16]
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    if not path.exists():
+        path.write_text(text, encoding="utf-8")
     return gr.DownloadButton(value=str(path), visible=True)
 
 
@@ -50,15 +57,16 @@ class WorkbenchTab:
         """The tab's contents; call inside its gr.Tab."""
         self.set_state = gr.State(None)
         gr.Markdown(INTRO, elem_id="wb-intro")
+        gr.Markdown(model_note(model_label(allowed_models()[0])), elem_id="wb-model")
         with gr.Row():
             self.shipped = gr.Dropdown(shipped_sets(), value=None, label="Recorded sets", elem_id="wb-shipped")
             self.upload = gr.File(label="Upload a set file (.jsonl or .jsonl.gz)", file_types=[".jsonl", ".gz"],
                                   type="filepath", elem_id="wb-upload")
         self.note = gr.Markdown("", elem_id="wb-note")
         self.overall = gr.Dataframe(label="Every prompt, per method", interactive=False, elem_id="wb-overall",
-                                    visible=False, wrap=True)
+                                    visible=False)
         self.table = gr.Dataframe(label="Per prompt and method (select a row to open its run)", interactive=False,
-                                  elem_id="wb-table", visible=False, wrap=True, max_height=520)
+                                  elem_id="wb-table", visible=False, max_height=520)
         self.csv = gr.DownloadButton("Download the failure summary (CSV)", visible=False, size="sm", elem_id="wb-csv")
         self.plot = gr.Plot(show_label=False, label="Steps by retrieval outcome", elem_id="wb-plot", visible=False)
         self.positions = gr.Dataframe(label="Failed steps by output position", interactive=False,

@@ -15,7 +15,7 @@ from logitspec.analysis.failures import RunSummary, summarise_set
 from logitspec.analysis.sets import SetEntry, SetFile
 from logitspec.core.trace import BOTH_FAILED, G1_MATCHED, G2_RESCUED, PLD_FAILED, PLD_MATCHED
 
-from .style import PALETTE, base_layout, top_legend, visible
+from .style import PALETTE, base_layout, visible
 
 # Outcomes in the order a reader takes them: found by g1, rescued by g2, nothing found.
 OUTCOME_ORDER = (G1_MATCHED, G2_RESCUED, BOTH_FAILED, PLD_MATCHED, PLD_FAILED)
@@ -101,14 +101,16 @@ def outcome_figure(s: SetFile, theme: str = "light") -> go.Figure:
     """Each run's steps by retrieval outcome, as stacked shares; the run with most failures on top."""
     entries = sorted(s.entries, key=lambda e: (e.summary.failed_share, e.prompt))
     labels = [f"#{e.prompt + 1} {e.category} {e.question_id} · {e.method}" for e in entries]
-    height = max(320, 140 + 26 * len(entries))
-    layout = base_layout(theme, "Steps by retrieval outcome, per prompt", height=height, barmode="stack",
-                         margin=dict(l=80, r=30, t=110, b=60))
-    fig = go.Figure(layout=top_legend(layout, theme))
+    height = max(360, 200 + 26 * len(entries))
+    layout = base_layout(theme, "Steps by outcome", height=height, barmode="stack",
+                         margin=dict(l=80, r=30, t=60, b=60))
+    # Below the plot, in the outcomes' order: a phone's width fits no legend beside the title.
+    layout["legend"].update(orientation="h", x=0, xanchor="left", y=-0.18, yanchor="top", traceorder="normal")
+    fig = go.Figure(layout=layout)
     for o in outcomes_of(s.entries):
         shares = [100 * e.summary.share(o) for e in entries]
         counts = [e.summary.outcomes.get(o, 0) for e in entries]
-        fig.add_bar(y=labels, x=shares, orientation="h", name=o, marker_color=PALETTE[o], customdata=counts,
+        fig.add_bar(y=labels, x=shares, orientation="h", name=OUTCOME_COLUMN[o].removesuffix(" %"), marker_color=PALETTE[o], customdata=counts,
                     hovertemplate="%{y}<br>" + o + ": %{customdata} steps (%{x:.0f}%)<extra></extra>")
     fig.update_xaxes(title_text="share of forward steps (%)", range=[0, 100])
     return fig

@@ -134,7 +134,7 @@ check-aarch64:
 # vLLM without speculation, its ngram and suffix drafters and LogitSpec's proposer, side by side
 # (logitspec/bench/engines.py); the report goes to docs/bench/vllm/ when kept.
 bench-vllm: $(VLLM_STAMP)
-	$(VLLM_VENV)/bin/python -m logitspec.bench.engines --out artifacts/bench-vllm
+	$(VLLM_VENV)/bin/python -m logitspec.bench.engines --batches 1,4,8 --out artifacts/bench-vllm
 
 clean:
 	rm -rf $(VENV) $(VLLM_VENV) artifacts .pytest_cache

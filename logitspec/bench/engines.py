@@ -21,7 +21,9 @@ from pathlib import Path
 from .questions import load_questions
 
 PROPOSER = "logitspec.engines.vllm_proposer.LogitSpecProposer"
-METHODS = ("none", "ngram", "suffix", "logitspec")
+# suffix-nocache: SuffixDecoding without its tree of past responses. The bench decodes the same
+# questions at each batch size, and `suffix` drafts the later ones from its earlier answers.
+METHODS = ("none", "ngram", "suffix", "suffix-nocache", "logitspec")
 COUNTERS = ("vllm:spec_decode_num_drafts", "vllm:spec_decode_num_draft_tokens",
             "vllm:spec_decode_num_accepted_tokens")
 
@@ -32,6 +34,8 @@ def spec_config(method: str, k: int) -> dict | None:
         return None
     if method == "logitspec":
         return {"method": "custom_class", "model": PROPOSER, "num_speculative_tokens": k}
+    if method == "suffix-nocache":
+        return {"method": "suffix", "num_speculative_tokens": k, "suffix_decoding_max_cached_requests": 0}
     return {"method": method, "num_speculative_tokens": k}
 
 
@@ -79,15 +83,16 @@ def run_method(args: argparse.Namespace) -> None:
 
     qs = load_questions(Path(args.questions), limit=args.limit_per_category)
     messages = [[{"role": "user", "content": q["turns"][0]}] for q in qs]
-    t0 = time.perf_counter()
+    started, t0 = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), time.perf_counter()
     llm = LLM(args.model, dtype="float32", enforce_eager=True, gpu_memory_utilization=0.15,
               max_model_len=2048, max_num_seqs=max(args.batches), seed=0, disable_log_stats=False,
               speculative_config=spec_config(args.one_method, args.k))
     startup = time.perf_counter() - t0
     llm.chat(messages[:1], use_tqdm=False)  # warm-up
     phases = [phase(llm, messages, b, args.max_new_tokens) for b in args.batches]
-    out = {"method": args.one_method, "startup_seconds": startup, "question_ids": [q["question_id"] for q in qs],
-           "categories": [q["category"] for q in qs], "phases": phases}
+    out = {"method": args.one_method, "started": started, "startup_seconds": startup,
+           "question_ids": [q["question_id"] for q in qs], "categories": [q["category"] for q in qs],
+           "load_after": [round(x, 2) for x in os.getloadavg()], "phases": phases}
     Path(args.json_out).write_text(json.dumps(out))
 
 
@@ -131,6 +136,11 @@ def markdown(report: dict) -> str:
     for r in report["rows"]:
         lines.append(f"| {r['method']} | {r['batch']} | {r['tokens_per_second']} | {r['mean_accepted_length'] or '-'} "
                      f"| {r['tokens_per_step']} | {r['drafted_steps']} | {r['equal_to_no_spec']}/{r['outputs']} |")
+    lines.append("\nEach method in its own process, one after the other; its start and the load average as it "
+                 "ended: " + "; ".join(f"{m['method']} {m.get('started', '?')}, load {m.get('load_after', '?')}"
+                                       for m in report["methods"]) + ".")
+    lines.append("`suffix` keeps a tree of its past responses: it decodes batch 4 and 8 after it answered the same "
+                 "questions at batch 1 (and the warm-up's first question). `suffix-nocache` turns that tree off.")
     for r in report["rows"]:
         if "logitspec" in r:
             c = r["logitspec"]
@@ -151,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batches", type=lambda t: [int(x) for x in t.split(",")], default=[1, 8])
     p.add_argument("--methods", default=",".join(METHODS))
     p.add_argument("--out", default="artifacts/bench-vllm")
+    p.add_argument("--resume", action="store_true", help="keep the methods already measured in --out")
     p.add_argument("--one-method", help=argparse.SUPPRESS)
     p.add_argument("--json-out", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -172,6 +183,9 @@ def orchestrate(args: argparse.Namespace) -> int:
     load_before, results = os.getloadavg(), []
     for method in args.methods.split(","):
         path = out / f"{method}.json"
+        if args.resume and path.exists():
+            results.append(json.loads(path.read_text()))
+            continue
         cmd = [sys.executable, "-m", "logitspec.bench.engines", "--one-method", method, "--json-out", str(path),
                "--model", args.model, "--questions", args.questions, "--limit-per-category",
                str(args.limit_per_category), "--max-new-tokens", str(args.max_new_tokens), "--k", str(args.k),
@@ -185,7 +199,9 @@ def orchestrate(args: argparse.Namespace) -> int:
     report = {"vllm": vllm.__version__, "cpu": cpu_name(), "cores": os.cpu_count(),
               "load_before": [round(x, 2) for x in load_before], "load_after": [round(x, 2) for x in os.getloadavg()],
               "model_name": Path(args.model).name, "max_new_tokens": args.max_new_tokens, "k": args.k,
-              "questions": len(results[0]["question_ids"]), "rows": summarise(results)}
+              "questions": len(results[0]["question_ids"]), "rows": summarise(results),
+              "methods": [{k: r.get(k) for k in ("method", "started", "startup_seconds", "load_after")}
+                          for r in results]}
     (out / "report.json").write_text(json.dumps(report, indent=1))
     (out / "report.md").write_text(markdown(report))
     print(markdown(report))

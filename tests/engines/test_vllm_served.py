@@ -88,7 +88,8 @@ def served(model_dir, questions_file, tmp_path_factory):
     logs = tmp_path_factory.mktemp("serve")
     prompts = [q["turns"][0] for q in load_questions(questions_file)]
     spec = {"method": "custom_class", "model": PROPOSER, "num_speculative_tokens": 5}
-    return prompts, answers(model_dir, None, prompts, logs / "plain.log"), answers(model_dir, spec, prompts, logs / "spec.log")
+    plain = answers(model_dir, None, prompts, logs / "plain.log")
+    return prompts, plain, answers(model_dir, spec, prompts, logs / "spec.log")
 
 
 def test_eight_concurrent_chats_answer_as_without_speculation(served):

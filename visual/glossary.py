@@ -34,8 +34,8 @@ GLOSSARY: dict[str, str] = {
     "static tree": ("The paper's fixed tree of 64 guessed tokens, sized for a GPU, which checks them all in "
                     "about the time of one."),
     "tokens per pass": "Tokens written per forward pass: 1 for plain decoding, more when guesses are accepted.",
-    "compute clock": ("A method's own seconds of work, its prompt's first pass included: the methods take turns, "
-                      "so each clock runs only while its method works."),
+    "compute clock": ("A method's own seconds of work, its prompt's first pass and any one-off measuring of this "
+                      "machine included: the methods take turns, so each clock runs only while its method works."),
 }
 
 

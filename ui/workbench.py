@@ -17,7 +17,9 @@ from logitspec.core.limits import InputError, Limits
 from serve.model_cache import allowed_models, model_label
 from serve.own_model import model_note
 from visual.verdict import machine_words
-from visual.workbench import outcome_figure, overall_rows, position_rows, prompt_rows, summary_csv
+from logitspec.analysis.sidebyside import side_by_side
+from visual.workbench import (outcome_figure, overall_rows, position_rows, prompt_rows, side_by_side_figure,
+                              summary_csv)
 
 from .files import TRACES_DIR
 
@@ -68,20 +70,23 @@ class WorkbenchTab:
         self.table = gr.Dataframe(label="Per prompt and method (select a row to open its run)", interactive=False,
                                   elem_id="wb-table", visible=False, max_height=520)
         self.csv = gr.DownloadButton("Download the failure summary (CSV)", visible=False, size="sm", elem_id="wb-csv")
+        self.compare_md = gr.Markdown("", elem_id="wb-compare-note")  # the opened prompt's two runs, side by side
+        self.compare = gr.Plot(show_label=False, label="Two runs side by side", elem_id="wb-compare", visible=False)
         self.plot = gr.Plot(show_label=False, label="Steps by retrieval outcome", elem_id="wb-plot", visible=False)
         self.positions = gr.Dataframe(label="Failed steps by output position", interactive=False,
                                       elem_id="wb-positions", visible=False)
 
     @property
     def set_outputs(self) -> list:
-        return [self.set_state, self.note, self.overall, self.table, self.csv, self.plot, self.positions]
+        return [self.set_state, self.note, self.overall, self.table, self.csv, self.plot, self.positions,
+                self.compare_md, self.compare]
 
     def wire(self, view_kw: dict) -> None:
         page = self.page
         self.shipped.input(self.pick_shipped, [self.shipped], self.set_outputs, **view_kw)
         self.upload.upload(self.open_set, [self.upload], self.set_outputs, api_name="open_set", **view_kw)
         self.table.select(self.open_row, [self.set_state, page.debugger.outcome, page.state],
-                          page.trace_components() + [page.tabs], **view_kw)
+                          page.trace_components() + [page.tabs, self.compare_md, self.compare], **view_kw)
 
     def pick_shipped(self, name):
         if not name or name not in shipped_sets():
@@ -97,7 +102,8 @@ class WorkbenchTab:
             s = read_set(p, Limits.from_env().trace_bytes)
         except InputError as e:
             return {self.note: f"**Not opened:** {p.name}: {e}"}
-        return {self.set_state: s, self.note: self.set_words(s, p.name),
+        return {self.set_state: s, self.note: self.set_words(s, p.name), self.compare_md: "",
+                self.compare: gr.Plot(visible=False),
                 self.overall: gr.Dataframe(value=_frame(overall_rows(s)), visible=True),
                 self.table: gr.Dataframe(value=_frame(prompt_rows(s)), visible=True),
                 self.csv: csv_button(f"{p.name.split('.')[0]}-summary.csv", summary_csv(s)),
@@ -138,7 +144,17 @@ class WorkbenchTab:
                                     f"{s.path.name}, {method}, at step {entry.summary.worst_step}: "
                                     f"{entry.summary.longest_failed} failed steps in a row start there.")
         out[page.tabs] = gr.Tabs(selected="explorer")
+        out.update(self.compared(lanes, method, prompt))
         return out
+
+    def compared(self, lanes: dict, method: str, prompt: int) -> dict:
+        """The row's run beside the prompt's next method, aligned by output position; hidden with one method."""
+        others = [m for m in lanes if m != method]
+        if not others:
+            return {self.compare_md: "", self.compare: gr.Plot(visible=False)}
+        sbs = side_by_side(method, lanes[method], others[0], lanes[others[0]])
+        return {self.compare_md: f"**Prompt {prompt + 1}, side by side:** {sbs.words()}",
+                self.compare: gr.Plot(value=side_by_side_figure(sbs), visible=True)}
 
 
 def _frame(rows: list[dict]):

@@ -114,3 +114,27 @@ def outcome_figure(s: SetFile, theme: str = "light") -> go.Figure:
                     hovertemplate="%{y}<br>" + o + ": %{customdata} steps (%{x:.0f}%)<extra></extra>")
     fig.update_xaxes(title_text="share of forward steps (%)", range=[0, 100])
     return fig
+
+
+def side_by_side_figure(sbs, theme: str = "light") -> go.Figure:
+    """Two runs of one prompt aligned by output position: a bar per step, its width the tokens it
+    committed, its colour its retrieval outcome; a line where the runs part."""
+    layout = base_layout(theme, "Two runs by output position", height=300, barmode="overlay",
+                         margin=dict(l=80, r=30, t=60, b=60))
+    layout["legend"].update(orientation="h", x=0, xanchor="left", y=-0.3, yanchor="top")
+    fig = go.Figure(layout=layout)
+    shown: set[str] = set()
+    for name, spans in zip(sbs.names, sbs.spans):
+        for o in dict.fromkeys(s.outcome for s in spans):
+            mine = [s for s in spans if s.outcome == o]
+            label = OUTCOME_COLUMN.get(o, o + " %").removesuffix(" %")
+            fig.add_bar(y=[name] * len(mine), x=[s.length for s in mine], base=[s.start for s in mine],
+                        orientation="h", name=label, legendgroup=label, showlegend=label not in shown,
+                        marker=dict(color=PALETTE.get(o, "#8C8C8C"), line=dict(width=1, color="white")),
+                        customdata=[[s.step, s.length] for s in mine],
+                        hovertemplate="step %{customdata[0]}: %{customdata[1]} tokens from %{base}<extra>" + o + "</extra>")
+            shown.add(label)
+    if sbs.parts_at is not None:
+        fig.add_vline(x=sbs.parts_at, line_dash="dash", line_color="#555555")
+    fig.update_xaxes(title_text="output position (tokens)", range=[0, max(1, sbs.compared)])
+    return fig

@@ -83,6 +83,19 @@ def test_a_row_opens_its_run_in_the_explorer_at_its_worst_step(ui, set_path):
     assert view.trace.prompt_text == entry.prompt_text and view.step == entry.summary.worst_step
     assert out[ui.race.status_md].startswith("**Exploring** prompt 2 (summarization 241)")
     assert out[ui.explorer.step_label].startswith(f"### Step {entry.summary.worst_step} ")
+    assert out[wb.compare_md] == "" and not out[wb.compare].visible  # one method: nothing to set beside it
+
+
+def test_a_prompt_of_two_methods_shows_them_side_by_side(ui):
+    from ui.workbench import SETS_DIR
+
+    wb, s = ui.workbench, read_set(SETS_DIR / "coding-64.jsonl.gz")
+    e = next(e for e in s.entries if e.method == "pld")
+    row = [e.prompt + 1, str(e.question_id), e.category, "pld"]
+    out = wb.open_row(s, OUTCOMES, View(), gr.SelectData(wb.table, {"index": [1, 0], "value": 1, "row_value": row}))
+    words = out[wb.compare_md]
+    assert words.startswith(f"**Prompt {e.prompt + 1}, side by side:** The outputs agree for all 64 tokens"), words
+    assert "They part at output token" in words and out[wb.compare].visible
 
 
 @pytest.mark.parametrize("content, words", [

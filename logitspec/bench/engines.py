@@ -127,8 +127,10 @@ def summarise(results: list[dict]) -> list[dict]:
 
 def markdown(report: dict) -> str:
     lines = [f"# vLLM {report['vllm']}: no speculation, ngram, suffix and LogitSpec", "",
-             f"CPU: {report['cpu']} ({report['cores']} cores). Load average before/after: "
-             f"{report['load_before']} / {report['load_after']}. Model: {report['model_name']}, float32, "
+             f"CPU: {report['cpu']} ({report['cores']} cores). Load average before/after this invocation: "
+             f"{report['load_before']} / {report['load_after']}"
+             f"{' (some methods kept from an earlier invocation: --resume)' if report.get('resumed') else ''}. "
+             f"Model: {report['model_name']}, float32, "
              f"greedy, {report['max_new_tokens']} new tokens, K = {report['k']}, {report['questions']} Spec-Bench "
              "questions (one per category), `batch` requests at a time. One run.", "",
              "| method | batch | tok/s | mean accepted length (drafted steps) | tokens/step (all steps) "
@@ -137,8 +139,8 @@ def markdown(report: dict) -> str:
         lines.append(f"| {r['method']} | {r['batch']} | {r['tokens_per_second']} | {r['mean_accepted_length'] or '-'} "
                      f"| {r['tokens_per_step']} | {r['drafted_steps']} | {r['equal_to_no_spec']}/{r['outputs']} |")
     lines.append("\nEach method in its own process, one after the other; its start and the load average as it "
-                 "ended: " + "; ".join(f"{m['method']} {m.get('started', '?')}, load {m.get('load_after', '?')}"
-                                       for m in report["methods"]) + ".")
+                 "ended: " + "; ".join(f"{m['method']} {m['started']}, load {m['load_after']}" if m.get("started")
+                                       else f"{m['method']} not recorded" for m in report["methods"]) + ".")
     lines.append("`suffix` keeps a tree of its past responses: it decodes batch 4 and 8 after it answered the same "
                  "questions at batch 1 (and the warm-up's first question). `suffix-nocache` turns that tree off.")
     for r in report["rows"]:
@@ -180,11 +182,12 @@ def orchestrate(args: argparse.Namespace) -> int:
             from ..engines.export import export_model
 
             export_model(args.model)
-    load_before, results = os.getloadavg(), []
+    load_before, results, resumed = os.getloadavg(), [], []
     for method in args.methods.split(","):
         path = out / f"{method}.json"
         if args.resume and path.exists():
             results.append(json.loads(path.read_text()))
+            resumed.append(method)
             continue
         cmd = [sys.executable, "-m", "logitspec.bench.engines", "--one-method", method, "--json-out", str(path),
                "--model", args.model, "--questions", args.questions, "--limit-per-category",
@@ -199,7 +202,7 @@ def orchestrate(args: argparse.Namespace) -> int:
     report = {"vllm": vllm.__version__, "cpu": cpu_name(), "cores": os.cpu_count(),
               "load_before": [round(x, 2) for x in load_before], "load_after": [round(x, 2) for x in os.getloadavg()],
               "model_name": Path(args.model).name, "max_new_tokens": args.max_new_tokens, "k": args.k,
-              "questions": len(results[0]["question_ids"]), "rows": summarise(results),
+              "questions": len(results[0]["question_ids"]), "rows": summarise(results), "resumed": resumed,
               "methods": [{k: r.get(k) for k in ("method", "started", "startup_seconds", "load_after")}
                           for r in results]}
     (out / "report.json").write_text(json.dumps(report, indent=1))

@@ -34,6 +34,8 @@ html.present {{
 /* a sub- or superscript (x_{{i+1}}) keeps its place, not a smaller size */
 html.present sub, html.present sup {{ font-size: var(--present-px); }}
 html.present .js-plotly-plot tspan[style*="font-size:70%"] {{ font-size: 100% !important; }}  /* Plotly's <sub> */
+/* and so in the hidden svg where Plotly measures a text (a legend entry's width), or it clips what it drew */
+html.present #js-plotly-tester tspan[style*="font-size:70%"] {{ font-size: 100% !important; }}
 /* One column, as on a phone: the prompt and Run, then the results table and the race figure (so
    the live counters stay in view during a race and keep every column), then the rest. */
 html.present #race-row {{ flex-direction: column; flex-wrap: nowrap; }}

@@ -91,7 +91,7 @@ def _groups(trace: RunTrace, step: int, c: dict[str, str]) -> dict[str, Group]:
         g = groups.setdefault(key, g)
         g.x.append(cd.rank)
         g.y.append(cd.prob)
-        g.text.append(str(g.n) if g.n else "–")
+        g.text.append(str(g.n) if g.n else "")  # a hatched bar says "no match" itself
         g.hover.append(_hover(trace, s, cd, ctx, truth))
     return groups
 
@@ -104,7 +104,9 @@ def _bars(groups: dict[str, Group], c: dict[str, str]) -> list[go.Bar]:
         nomatch = g.n is None
         out.append(go.Bar(
             x=g.x, y=g.y, width=0.8, name=key, text=g.text, textposition="outside", cliponaxis=False,
-            textfont=dict(size=MIN_FONT, color=c["text"]), hovertext=g.hover,
+            # A label keeps its font size over a bar narrower than it (Plotly would shrink it to the bar);
+            # only the matched bars carry one.
+            constraintext="none", textfont=dict(size=MIN_FONT, color=c["text"]), hovertext=g.hover,
             hovertemplate="%{hovertext}<extra></extra>",
             marker=dict(color=g.color, line=dict(color=PALETTE["g2"] if not nomatch else c["muted"], width=1.5),
                         pattern=dict(shape="/" if nomatch else "", fgcolor=c["muted"], size=8)),
@@ -126,7 +128,7 @@ def _words(trace: RunTrace, step: int) -> tuple[str, str, str]:
     root_text = html.escape(ngram_text(trace, [s.root], ctx), quote=False)
     title = f"Step {step_position(trace, step)}: candidates for the token after x_{{i+1}} = {root_text}"
     truth, truth_rank = _truth_rank(trace, step)
-    sub = f"{len(s.candidates)} candidates from the same logits · bar label = n-gram length g2 matched (– none)"
+    sub = f"{len(s.candidates)} candidates from the same logits · bar label = n-gram length g2 matched (hatched: none)"
     if truth is None:
         sub += " · true x_{i+2} not known yet"
     else:
@@ -215,8 +217,6 @@ def _draw(trace: RunTrace, step: int, theme: str, mode: str, size: tuple[int, in
                          bargap=0.15, hovermode="closest")
     plot_w = frame(layout, mode, words[0], words[1], names, c, size, left=90, bottom=AXIS_PX)
     _axes(layout, trace, step, c, plot_w)
-    if mode == "app":  # a bar's n-gram label shows only where it fits above the bar
-        layout["uniformtext"] = dict(mode="hide", minsize=MIN_FONT)
     fig = go.Figure(data=bars, layout=layout)
     _marks(fig, trace, step, c, None if mode == "app" else words[2])
     _, truth_rank = _truth_rank(trace, step)

@@ -20,6 +20,7 @@ from logitspec.core.trace import RunTrace, StepRecord, TreeNode
 
 from .counts import RunCounts, plural, run_counts
 from .data import context_before, step_position, tok, true_next_next
+from .fit import wrap_html
 from .glossary import GLOSSARY, ON_SCREEN, term  # noqa: F401  the lesson's words, read from here too
 from .style import (
     FONT_FAMILY, MONO_CHAR_EM, MONO_FAMILY, PALETTE, marks_note, node_color_key, text_on, theme_colors, truncate,
@@ -35,6 +36,8 @@ BOX_CHARS = 7  # characters shown in a token box
 BOX_PAD_PX = 12  # a token box's room around its label
 CONTEXT_BOXES = 2  # tokens of the text so far shown before the step's own
 GUESS_BOXES = ROW_BOXES - CONTEXT_BOXES - 1  # guesses drawn in stage 2, after the next token
+# A bar's name and the axis title wrap to this width: on a phone both sit whole beside a plot wide enough for its bars.
+BAR_WRAP_PX = 170
 
 @dataclass
 class Stage:
@@ -268,11 +271,12 @@ def _layout(theme: str, **kw) -> dict:
 
 def bars_figure(names: list[str], values: list[int], colors: list[str], unit: str, theme: str) -> go.Figure:
     """Horizontal bars, each with its number at its end, the first on top."""
+    names = [wrap_html(n, BAR_WRAP_PX, TICK_PX)[0] for n in names]
     fig = go.Figure(go.Bar(y=names, x=values, orientation="h", marker=dict(color=colors),
                            text=[str(v) for v in values], textposition="outside", cliponaxis=False,
                            textfont=dict(size=TICK_PX + 4), hovertemplate="%{y}: %{x}<extra></extra>"))
     layout = _layout(theme)
-    layout["xaxis"]["title"]["text"] = unit
+    layout["xaxis"]["title"]["text"] = wrap_html(unit, BAR_WRAP_PX, TICK_PX)[0]
     layout["xaxis"].update(range=[0, max(values + [1]) * 1.15])
     layout["yaxis"].update(autorange="reversed")
     fig.update_layout(layout)

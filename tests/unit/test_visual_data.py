@@ -198,7 +198,7 @@ def test_candidates_figure_marks_g2_matches_and_the_true_next_next():
         y, text, group = by_rank[c.rank]
         assert y == pytest.approx(c.prob)
         n = g2[c.rank].matched_n
-        assert text == (str(n) if n else "–")
+        assert text == (str(n) if n else "")
         assert group == (f"g2 matched a {n}-gram" if n else "g2 found no match")
     truth = true_next_next(tr, step)
     star = trace_named(fig, "the true x<sub>i+2</sub>")

@@ -23,6 +23,9 @@ OUTCOME_ORDER = (G1_MATCHED, G2_RESCUED, BOTH_FAILED, PLD_MATCHED, PLD_FAILED)
 OUTCOME_COLUMN = {G1_MATCHED: "g1 matched %", G2_RESCUED: "g2 rescued %", BOTH_FAILED: "both failed %",
                   PLD_MATCHED: "lookup matched %", PLD_FAILED: "lookup failed %"}
 NGRAM_CHARS = 24  # a failed n-gram's text in a cell
+# At the foot of the figure, under the ticks: a phone's width fits no legend beside the title.
+BOTTOM_LEGEND = dict(orientation="h", x=0, xanchor="left", y=0, yanchor="bottom", yref="container")
+FIGURE_RUNS = 30  # runs the outcome figure draws at most: a bar each, readable on a phone
 
 
 def outcomes_of(entries: list[SetEntry]) -> list[str]:
@@ -98,30 +101,31 @@ def summary_csv(s: SetFile) -> str:
 
 
 def outcome_figure(s: SetFile, theme: str = "light") -> go.Figure:
-    """Each run's steps by retrieval outcome, as stacked shares; the run with most failures on top."""
-    entries = sorted(s.entries, key=lambda e: (e.summary.failed_share, e.prompt))
+    """Each run's steps by retrieval outcome, as stacked shares; the run with most failures on top
+    (of a large set, the FIGURE_RUNS runs that failed most: the table holds every run)."""
+    entries = sorted(s.entries, key=lambda e: (e.summary.failed_share, e.prompt))[-FIGURE_RUNS:]
     labels = [f"#{e.prompt + 1} {e.category} {e.question_id} · {e.method}" for e in entries]
     height = max(360, 200 + 26 * len(entries))
-    layout = base_layout(theme, "Steps by outcome", height=height, barmode="stack",
-                         margin=dict(l=80, r=30, t=60, b=60))
-    # Below the plot, in the outcomes' order: a phone's width fits no legend beside the title.
-    layout["legend"].update(orientation="h", x=0, xanchor="left", y=-0.18, yanchor="top", traceorder="normal")
+    title = "Steps by outcome, % of each run's passes" + (f" (the {FIGURE_RUNS} runs that failed most)"
+                                                          if len(s.entries) > FIGURE_RUNS else "")
+    layout = base_layout(theme, title, height=height + 60, barmode="stack", margin=dict(l=80, r=30, t=60, b=130))
+    layout["legend"].update(BOTTOM_LEGEND, traceorder="normal")
     fig = go.Figure(layout=layout)
     for o in outcomes_of(s.entries):
         shares = [100 * e.summary.share(o) for e in entries]
         counts = [e.summary.outcomes.get(o, 0) for e in entries]
         fig.add_bar(y=labels, x=shares, orientation="h", name=OUTCOME_COLUMN[o].removesuffix(" %"), marker_color=PALETTE[o], customdata=counts,
                     hovertemplate="%{y}<br>" + o + ": %{customdata} steps (%{x:.0f}%)<extra></extra>")
-    fig.update_xaxes(title_text="share of forward steps (%)", range=[0, 100])
+    fig.update_xaxes(range=[0, 100])
     return fig
 
 
 def side_by_side_figure(sbs, theme: str = "light") -> go.Figure:
     """Two runs of one prompt aligned by output position: a bar per step, its width the tokens it
     committed, its colour its retrieval outcome; a line where the runs part."""
-    layout = base_layout(theme, "Two runs by output position", height=300, barmode="overlay",
-                         margin=dict(l=80, r=30, t=60, b=60))
-    layout["legend"].update(orientation="h", x=0, xanchor="left", y=-0.3, yanchor="top")
+    layout = base_layout(theme, "Two runs, by output token", height=360, barmode="overlay",
+                         margin=dict(l=80, r=30, t=60, b=130))
+    layout["legend"].update(BOTTOM_LEGEND)
     fig = go.Figure(layout=layout)
     shown: set[str] = set()
     for name, spans in zip(sbs.names, sbs.spans):
@@ -136,5 +140,5 @@ def side_by_side_figure(sbs, theme: str = "light") -> go.Figure:
             shown.add(label)
     if sbs.parts_at is not None:
         fig.add_vline(x=sbs.parts_at, line_dash="dash", line_color="#555555")
-    fig.update_xaxes(title_text="output position (tokens)", range=[0, max(1, sbs.compared)])
+    fig.update_xaxes(range=[0, max(1, sbs.compared)])
     return fig

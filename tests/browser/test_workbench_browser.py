@@ -46,7 +46,14 @@ def test_an_uploaded_set_shows_its_table_and_a_row_opens_its_run(browser, app_ur
     page.locator(ROW).nth(index).locator("[role=gridcell]").nth(2).click()
     page.wait_for_function("() => (document.querySelector('#status')?.innerText || '').includes('Exploring prompt')",
                            timeout=60_000)
-    label = page.locator("#step-label").inner_text()
-    assert label.startswith(f"Step {target.summary.worst_step} "), label
+    # The label is redrawn with the step (a "processing" overlay may cover it a moment first).
+    page.wait_for_function("(n) => (document.querySelector('#step-label')?.innerText || '').includes('Step ' + n + ' (steps')",
+                           arg=target.summary.worst_step, timeout=30_000)
     assert page.get_by_role("tab", name="Step explorer").get_attribute("aria-selected") == "true"
+    page.get_by_role("tab", name="Workbench").click()  # the prompt's two methods, side by side
+    page.wait_for_function("() => (document.querySelector('#wb-compare-note')?.innerText || '').includes('side by side')",
+                           timeout=30_000)
+    assert "They part at output token" in page.locator("#wb-compare-note").inner_text()
+    page.wait_for_selector("#wb-compare .js-plotly-plot", state="attached", timeout=30_000)
+    shot(page, f"workbench-compare-{viewport['width']}", "#wb-compare-note", height=500)
     page.context.close()

@@ -86,8 +86,8 @@ MIN_PLOT_W = 840
 MIN_COLS = 8
 MIN_COLS_COMPACT = 6
 READ_CHARS = 5  # an app tree shows as many depth columns as hold this many characters, the rest by its slider
+SPLIT_CHARS = 16  # ... or a split character's whole ‹hex› label, up to this many characters
 APP_MARGIN = dict(l=10, r=10, t=66, b=10)  # the lane names widen l by themselves (automargin)
-READ_COL_PX = (READ_CHARS * LABEL_FONT * MONO_CHAR_EM + LABEL_PAD_PX) / BOX_W  # a column whose box holds READ_CHARS
 APP_LANES_PX = 720  # a compact tree's lanes share about a screen's height ...
 APP_MIN_LANE_PX = 11  # ... down to this pitch
 AXIS_TOP_PX = 62  # the depth axis's ticks and title, above the plot
@@ -819,13 +819,21 @@ def _draw(trace: RunTrace, step: int, theme: str, look: TreeLook) -> tuple[go.Fi
     return pretty(fig), lay
 
 
+def read_col_px(labels: list[str]) -> float:
+    """A column whose box holds READ_CHARS characters, or the longest label with a split character's
+    ‹hex› bytes whole (cut, "‹E9 8…" reads as no bytes at all)."""
+    chars = max([READ_CHARS] + [min(len(t), SPLIT_CHARS) for t in labels if "‹" in t])
+    return (chars * LABEL_FONT * MONO_CHAR_EM + LABEL_PAD_PX) / BOX_W
+
+
 def _label_fit(fig: go.Figure, lay: TreeLayout) -> dict:
     """What the browser needs to cut the labels to the width it finds, and to show a window of
     readable columns with a slider under it when all of them cannot be (ui/figures.js)."""
     index = next(i for i, t in enumerate(fig.data) if t.name == "token labels")
-    return {"labels": {"trace": index, "full": [v.full for v in lay.nodes], "box": BOX_W, "pad": LABEL_PAD_PX,
+    full = [v.full for v in lay.nodes]
+    return {"labels": {"trace": index, "full": full, "box": BOX_W, "pad": LABEL_PAD_PX,
                        "char_px": LABEL_FONT * MONO_CHAR_EM, "min_lane_px": LABEL_FONT / BOX_H},
-            "window": {"col_px": READ_COL_PX, "range": list(fig.layout.xaxis.range), "slider_px": SLIDER_PX}}
+            "window": {"col_px": read_col_px(full), "range": list(fig.layout.xaxis.range), "slider_px": SLIDER_PX}}
 
 
 def tree_figure(trace: RunTrace, step: int, theme: str = "light", width: int | None = None,

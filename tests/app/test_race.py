@@ -115,8 +115,8 @@ def _cut(trace: RunTrace, method: str, steps: int) -> RunTrace:
 
 
 def test_a_stopped_race_compares_equal_token_counts_and_claims_no_difference(summ):
-    # Same output, stopped at different points: vanilla after 5 steps, logitspec after 9.
-    van, ls = _cut(summ, "vanilla", 5), _cut(summ, "logitspec", 9)
+    # Same output, stopped at different points: vanilla after 12 steps, logitspec after 20.
+    van, ls = _cut(summ, "vanilla", 12), _cut(summ, "logitspec", 20)
     assert len(van.tokens) < len(ls.tokens)
     res = result_of({"vanilla": van, "logitspec": ls})
     assert res.complete is False
@@ -157,9 +157,9 @@ def test_finished_lanes_of_unequal_length_differ(summ):
 def test_the_stopped_verdict_says_so_and_claims_nothing_false(summ):
     from visual.verdict import verdict_text
 
-    res = result_of({"vanilla": _cut(summ, "vanilla", 5), "logitspec": _cut(summ, "logitspec", 9)})
+    res = result_of({"vanilla": _cut(summ, "vanilla", 12), "logitspec": _cut(summ, "logitspec", 20)})
     text = verdict_text(res, "stopped")
-    assert text.startswith(f"Stopped after {len(_cut(summ, 'logitspec', 9).tokens)} tokens")
+    assert text.startswith(f"Stopped after {len(_cut(summ, 'logitspec', 20).tokens)} tokens")
     assert f"first {res.compared_tokens} tokens" in text
     assert "DIFFERENT" not in text and "identical" in text
     done = result_of({"vanilla": _as(summ, "vanilla"), "logitspec": summ})

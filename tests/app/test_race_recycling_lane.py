@@ -91,11 +91,11 @@ def test_the_explorer_and_the_debugger_open_the_recycling_lane(tiny_lm, one_thre
     traces = _race(model_lanes(tiny_lm, PROMPT, ["vanilla", "logitspec", "recycling"], settings))
     view = View(traces=traces, lane="logitspec", source="a race")
     shown = ui.trace_outputs(view, OUTCOMES)[ui.explorer.lane_pick]
-    assert shown.choices == [(label(n), n) for n in traces] and shown.value == "logitspec" and shown.visible
+    assert shown.choices == [(label(n, t), n) for n, t in traces.items()] and shown.value == "logitspec" and shown.visible
     assert any(fn.fn == ui.pick_lane for fn in ui.demo.fns.values())  # the radio's event is wired
     out = ui.pick_lane("recycling", OUTCOMES, view)
     assert view.lane == "recycling" and view.trace is traces["recycling"] and out[ui.state] is view
-    assert label("recycling") in out[ui.explorer.step_label]
+    assert label("recycling", traces["recycling"]) in out[ui.explorer.step_label]
     assert "Token Recycling does no lookups" in out[ui.debugger.note]
     assert ">recycled</th>" in out[ui.debugger.table]
     drafted = next(i for i, s in enumerate(traces["recycling"].steps) if len(s.tree) > 1)
@@ -130,4 +130,4 @@ def test_a_lane_picked_mid_race_is_the_one_the_live_explorer_draws(tiny_lm, one_
     after = [(said, steps) for lane, said, steps in labels if lane == "recycling"]
     assert after, labels  # the explorer was redrawn after the switch
     for said, steps in after:  # it shows the picked lane's latest step, not LogitSpec's
-        assert label("recycling") in said and f"Step {steps - 1} " in said, (said, steps)
+        assert label("recycling", view.traces["recycling"]) in said and f"Step {steps - 1} " in said, (said, steps)

@@ -136,7 +136,7 @@ def generate(args: argparse.Namespace) -> int:
 
 
 def export_model(args: argparse.Namespace) -> int:
-    from .engines.export import export_model as export
+    from .export import export_model as export
 
     print(export(args.folder, args.model, args.dtype))
     return 0

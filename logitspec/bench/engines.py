@@ -179,7 +179,7 @@ def orchestrate(args: argparse.Namespace) -> int:
     if args.model is None:
         args.model = str(out / "model")
         if not (out / "model" / "config.json").exists():
-            from ..engines.export import export_model
+            from ..export import export_model
 
             export_model(args.model)
     load_before, results, resumed = os.getloadavg(), [], []

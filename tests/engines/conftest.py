@@ -16,7 +16,7 @@ CATEGORIES = ("summarization", "coding", "rag", "translation")  # 2 questions ea
 def model_dir() -> Path:
     """The bundled model as vLLM reads it, float32, exported once and kept under artifacts/."""
     if not (MODEL_DIR / "config.json").exists():
-        from logitspec.engines.export import export_model
+        from logitspec.export import export_model
 
         MODEL_DIR.parent.mkdir(parents=True, exist_ok=True)
         tmp = MODEL_DIR.with_name("model.partial")

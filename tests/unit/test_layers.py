@@ -17,6 +17,8 @@ MAY_IMPORT = {
     "logitspec.sizing": {"logitspec.core", "logitspec.runtime"},
     "logitspec.drafters": {"logitspec.sizing", "logitspec.core", "logitspec.runtime"},
     "logitspec.analysis": {"logitspec.core"},
+    # an engine's plug-in: the paper's steps from the core, run inside another's decoding loop
+    "logitspec.engines": {"logitspec.core"},
     "logitspec.bench": {"logitspec"},
     "logitspec": {"logitspec"},
     # the figures: the trace, the tree index, the settings' names and limits, and trace-only analysis

@@ -25,8 +25,10 @@ ROOT = Path(__file__).resolve().parents[2]
 # Process-wide by nature, each with its reason: a C++ extension loads into the process once
 # (the built kernels and why a build failed); ZeroGPU's GPU call runs in a forked process that
 # finds the app's loaded models only in a module (a model cannot be pickled across).
+# vLLM builds its proposers itself, deep in its engine: the registry is how the engine bench, in
+# the same process, reads their counts.
 PROCESS_WIDE = {("logitspec.runtime.fewrows", "_ops"), ("logitspec.runtime.fewrows", "_errors"),
-                ("serve.zerogpu", "_LOADED")}
+                ("serve.zerogpu", "_LOADED"), ("logitspec.engines.vllm_proposer", "PROPOSERS")}
 PROJECT = ("logitspec", "visual", "ui", "serve", "app")
 MUTATES = r"\b{name}(\[[^\]]*\]\s*=[^=]|\.(setdefault|update|pop|append|clear|add|extend|remove)\()"
 

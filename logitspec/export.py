@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..core.errors import ModelLoadError
+from .core.errors import ModelLoadError
 
 
 def export_model(dest: str | Path, name: str = "bundled", dtype: str = "float32") -> Path:
@@ -19,7 +19,7 @@ def export_model(dest: str | Path, name: str = "bundled", dtype: str = "float32"
         raise ModelLoadError(f"cannot export to {str(dest)!r}: it is a file, not a folder")
     if dest.is_dir() and any(dest.iterdir()):
         raise ModelLoadError(f"cannot export to {str(dest)!r}: the folder is not empty")
-    from ..models import load_model
+    from .models import load_model
 
     lm = load_model(name, "cpu", dtype)
     model = lm.model

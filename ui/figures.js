@@ -10,7 +10,6 @@
   // On a touch screen a drag that pans a plot would take every swipe over it, and a tall tree
   // could not be scrolled past: there a swipe scrolls the page (range sliders still move the view).
   const TOUCH = window.matchMedia("(pointer: coarse)").matches;
-  const PHONE = window.matchMedia("(max-width: 640px)");  // ui/page.py's phone layout
 
   const esc = (t) => t.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
   const cut = (t, n) => {
@@ -90,27 +89,13 @@
     return new Set(chosen);
   }
 
-  // A figure too narrow for `minPx` is drawn that wide in a box its reader scrolls sideways (a phone
-  // swipes it); wide enough again, it fills its container. True when it is drawn again.
-  function scrolled(gd, minPx) {
-    const box = gd.parentElement;
-    const want = box.clientWidth < minPx ? Math.ceil(minPx) : null;
-    box.classList.toggle("fig-scroll", want !== null);
-    if ((gd.layout.width || null) === want) return false;
-    window.Plotly.relayout(gd, {width: want});
-    return true;
-  }
-
-  // A tree too deep for readable labels at this width shows its first columns, a slider under it for the rest;
-  // on a phone, whose slider's miniature is a strip of unlabelled boxes, every column in a box swiped sideways.
+  // A tree too deep for readable labels at this width shows its first columns, a slider under it for the rest.
   // Once per figure: a live plot (ui/live_plot.js) draws each new figure, with a new layout, in the same plot.
   function windowed(gd, w) {
     if (gd._windowedLayout === gd.layout) return false;
     gd._windowedLayout = gd.layout;
-    const lay = gd._fullLayout, span = w.range[1] - w.range[0], col = w.col_px * scaleOf(gd);
-    const cols = Math.max(2, Math.floor(lay.xaxis._length / col));
-    if (cols >= span) return scrolled(gd, 0);
-    if (PHONE.matches) return scrolled(gd, lay.width - lay.xaxis._length + span * col);
+    const cols = Math.max(2, Math.floor(gd._fullLayout.xaxis._length / (w.col_px * scaleOf(gd))));
+    if (cols >= w.range[1] - w.range[0]) return false;
     // Drawn in large type: the height it goes back to without it keeps the slider's room too.
     const present = gd.layout.meta && gd.layout.meta.present;
     if (present) present.base.forEach((b) => { if (b[0] < 0 && b[1].join() === "height") b[2] += w.slider_px; });
@@ -120,22 +105,10 @@
     return true;
   }
 
-  // A legend in rows above the plot (the race's, one entry a lane) takes its height from the
-  // figure, not from the plot: the figure grows or shrinks until the plot is `plot_px` tall again.
-  function legendRoom(gd, spec) {
-    const lay = gd._fullLayout;
-    const missing = Math.round(spec.plot_px * scaleOf(gd) - lay.yaxis._length);
-    if (Math.abs(missing) <= 2) return false;
-    window.Plotly.relayout(gd, {height: lay.height + missing});
-    return true;
-  }
-
   function fit(gd) {
     const spec = gd.layout && gd.layout.meta && gd.layout.meta.fit;
     if (!spec || !gd._fullLayout || !gd._fullLayout.xaxis || !gd.offsetWidth) return;
     if (spec.window && windowed(gd, spec.window)) return;  // fit() runs again once it is drawn
-    if (spec.legend && legendRoom(gd, spec.legend)) return;  // the same
-    if (spec.min_px && scrolled(gd, spec.min_px * scaleOf(gd))) return;  // the same
     if (spec.labels) {
       const text = labelText(gd, spec.labels);
       if (!same(text, gd.data[spec.labels.trace].text)) window.Plotly.restyle(gd, {text: [text]}, [spec.labels.trace]);

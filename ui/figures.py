@@ -54,11 +54,6 @@ FIGURES_CSS = """
 .tree-node { font-family: 'DejaVu Sans Mono', monospace; font-size: .85rem; overflow-wrap: anywhere;
              border: 1px solid var(--border-color-primary); border-radius: 6px; padding: .4rem .6rem; }
 @media (max-width: 640px) { #tree-side { position: static; } }
-/* A figure wider than its container (ui/figures.js: a phone's whole tree, the lesson's row of tokens)
-   scrolls sideways in it; !important: Gradio's blocks set overflow: visible inline. */
-.fig-scroll { overflow-x: auto !important; overflow-y: hidden !important; }
-/* its mode bar at its left end, on screen before any swipe */
-.fig-scroll .modebar-container, .fig-scroll .modebar { left: 0 !important; right: auto !important; }
 """.replace("MODEBAR_PX", str(MODEBAR_PX))
 
 

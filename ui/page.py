@@ -38,52 +38,34 @@ CSS = """
 .counters th, .counters td { padding: 4px 8px; text-align: right; }
 .counters th:first-child, .counters td:first-child { text-align: left; }
 .counters td:first-child { white-space: nowrap; }  /* a lane's swatch and name on one line */
-.counters th { overflow-wrap: normal; word-break: normal; hyphens: none; }  /* a header wraps between words only */
-/* Four lanes or more (visual/verdict.py's "many"): a long name wraps between its words, so every
-   column, the speed-up last, stays whole beside it at 1440 px. */
-.counters.many td:first-child { white-space: normal; min-width: 7em; }
-.counters.many th, .counters.many td { padding: 4px 6px; }
 .verdict { font-size: 1.2rem; margin-top: .5rem; }
 /* A term the table defines in its hover, and the intro's terms defined in their sentence. */
 .counters abbr[title], .race-note [title] { text-decoration: underline dotted; cursor: help; }
 #intro dfn { font-style: normal; font-weight: 600; }
 #attribution { font-size: .85rem; opacity: .8; }
 .held-steps { display: none !important; }  /* the steps held for Previous/Next (ui/held.py) */
-/* Gradio's 32 px a side, 8 px at 640 px and narrower: a phone's table keeps its columns. Out of the
-   media query below, where Gradio scopes every rule to elements inside the page's .contain. */
-.main.app { padding-left: clamp(8px, calc((100vw - 640px) * 1000), 32px) !important;
-            padding-right: clamp(8px, calc((100vw - 640px) * 1000), 32px) !important; }
-/* The model's name ends before the dropdown's arrow, cut with "…", never under it. */
-#model input { padding-right: 28px; text-overflow: ellipsis; }
 @media (max-width: 640px) {
-  /* Every column kept: each lane's name on a line of its own across the table, its numbers in the
-     columns under it (a grid: six or, for a stopped race, seven columns of numbers). */
-  .counters { font-size: .85rem; display: grid; grid-template-columns: repeat(6, minmax(0, 1fr)); padding: 0; }
-  .counters:has(tr:first-child > th:nth-child(8)) { grid-template-columns: repeat(7, minmax(0, 1fr)); }
-  .counters tbody, .counters tr { display: contents; }
-  .counters th, .counters td, .counters.many th, .counters.many td { display: block; padding: 2px 3px; border: 1px solid var(--table-border-color, var(--border-color-primary)); margin: 0 -1px -1px 0; }
-  .counters th:first-child, .counters td:first-child { grid-column: 1 / -1; white-space: normal; min-width: 0; }
-  .counters th:first-child { display: none; }  /* "method": each name says itself */
-  .counters th { font-size: .78rem; }  /* "compute" in a sixth of a phone's width */
-  .verdict { font-size: 1rem; }
+  .gradio-container { padding-left: 6px !important; padding-right: 6px !important; }
+  .counters { font-size: .72rem; }
+  .counters th { overflow-wrap: normal; word-break: normal; hyphens: none; }  /* a header wraps between words only */
+  .counters th, .counters td { padding: 2px; }
+  /* The compute clock's seconds are in the race figure's legend: without them a phone's row holds the speed-up. */
+  .counters th:nth-child(6), .counters td:nth-child(6) { display: none; }
+  /* So are the passes, which tokens / pass stands for: the row holds each lane's label on one line. */
+  .counters th:nth-child(3), .counters td:nth-child(3) { display: none; }
+  /* Four lanes or more (visual/verdict.py's "many") do not fit one line each beside the numbers:
+     a long name wraps between its words, so the speed-up stays on the screen. */
+  .counters.many td:first-child { white-space: normal; min-width: 8em; }
   #counters .html-container { padding-left: 0 !important; padding-right: 0 !important; }
-  /* The first screen holds the prompt and Run, the race's table and verdict right under them, then
-     the race's figure, and the rest of both columns in their order (laid out as one column). */
+  /* The first screen holds the result: the race's table and verdict come first, then the prompt and
+     Run, the race's figure, and the rest of both columns in their order (laid out as one column). */
   #race-row { flex-direction: column; flex-wrap: nowrap; }
   #race-form, #race-views { display: contents; }
   #race-form > *, #race-views > * { order: 3; }
-  #race-form > :has(#prompt), #race-form > :has(#run) { order: 0; }
-  #counters { order: 1; }
+  #counters { order: 0; }
+  #race-form > :has(#prompt), #race-form > :has(#run) { order: 1; }
   #race-views > .fig-slot:has(#race-plot) { order: 2; }
-  #prompt textarea { max-height: 7.5em; }  /* a long prompt scrolls in its box, Run stays on the first screen */
-  #intro h1 { font-size: 1.5rem; margin-bottom: .25rem; }
-  #intro p { font-size: .9rem; line-height: 1.35; }
-  #status-bar { flex-direction: column; gap: .25rem; }  /* the statuses one under the other, each across the screen */
-  #status-bar > * { min-width: 0 !important; width: 100%; }
-  /* The explorer's Previous, Next and Play on one row under the step slider. */
-  .row:has(> #prev) { flex-wrap: wrap; }
-  .row:has(> #prev) > :has(#step-slider), .row:has(> #prev) > #step-slider { order: -1; flex: 1 1 100% !important; }
-  #prev, #next, #play { flex: 1 1 0 !important; min-width: 0 !important; }
+  #prompt textarea { max-height: 10.5em; }  /* a long prompt scrolls in its box, Run stays near */
 }
 """
 # A block of the text, clicked, opens its step below the race: the page goes there.

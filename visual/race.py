@@ -26,10 +26,6 @@ from .verdict import GPU_PASS, compared_rates, cut_short, per_pass
 
 PAGE_SIZE = (1240, 560)
 APP_HEIGHT = 460
-# The app's plot keeps this height however many lanes the legend above it lists: the page grows the
-# figure by the legend's height (ui/figures.js), so seven lanes' entries never take the plot's room.
-APP_PLOT_PX = 290
-LEGEND_MAX_PX = 4000  # no legend scrollbar: a scrolled legend hid REST's entry and cut others' lines
 END_LABELS_PX = 360  # a page's right margin, where each lane's end is labelled
 LABEL_LINE_PX = 20  # one line of an end label; labels are stacked at least their half-heights apart
 LABEL_PAD_PX = 10  # between stacked end labels
@@ -90,14 +86,14 @@ def points(trace: RunTrace, axis: Axis) -> tuple[list[float], list[int]]:
     return race_points(trace) if axis.key == "seconds" else pass_points(trace)
 
 
-def lane_note(name: str, trace: RunTrace, sep: str = "<br>") -> str:
-    """What a lane stands for, on a line under its label (the lane table's): the paper's tree's size
-    and Token Recycling's source; others need no note. `sep` breaks the note itself: short lines for
-    a page's end labels, which have a narrow margin; one line (" ") in the app's legend."""
+def lane_note(name: str, trace: RunTrace) -> str:
+    """What a lane stands for, under its label (the lane table's): the paper's tree's size and Token
+    Recycling's source; others need no note."""
+    # Short lines: a page's end labels have a narrow margin.
     if name == "logitspec-static":
-        return f"<br>{trace.settings.get('capacity', 64)} tokens:{sep}{GPU_PASS}"
+        return f"<br>{trace.settings.get('capacity', 64)} tokens:<br>{GPU_PASS}"
     if name == "recycling":
-        return f"<br>drafts: the successors{sep}past passes predicted"
+        return "<br>successors past passes<br>predicted"
     return ""
 
 
@@ -114,10 +110,9 @@ def _result(lanes: dict[str, RunTrace], stopped: bool) -> RaceResult | None:
     return result_of(lanes, van) if van is not None and over else None
 
 
-def _ends(lanes: dict[str, RunTrace], res: RaceResult | None, stopped: bool, axis: Axis,
-          note_sep: str = "<br>") -> list[LaneEnd]:
+def _ends(lanes: dict[str, RunTrace], res: RaceResult | None, stopped: bool, axis: Axis) -> list[LaneEnd]:
     """Each lane's end point and its label: tokens, seconds or passes, and its speed-up or
-    tokens per pass once known (lane_note's `note_sep`)."""
+    tokens per pass once known."""
     van = _vanilla(lanes)
     rates = per_pass(res) if res is not None and res.compared_tokens else {}
     # On a line of its own: after the figure, a phone's legend cut it ("over 19 token…"). Where the
@@ -134,7 +129,7 @@ def _ends(lanes: dict[str, RunTrace], res: RaceResult | None, stopped: bool, axi
         label = f"{html.escape(shown, quote=False)}{sep}{said}"
         if not is_finished(tr):
             label += " (stopped)" if stopped else " (running)"
-        label += lane_note(name, tr, note_sep)
+        label += lane_note(name, tr)
         if axis is SECONDS and res is not None and name != van and res.speedups.get(name):
             label += f"<br><b>{res.speedups[name]:.2f}× vanilla's speed</b>{scope}"
             if cut:
@@ -211,15 +206,13 @@ def _draw(lanes: dict[str, RunTrace], theme: str, stopped: bool, mode: str, size
           axis: Axis = SECONDS) -> go.Figure:
     c = theme_colors(theme)
     res = _result(lanes, stopped)
-    ends = _ends(lanes, res, stopped, axis, "<br>" if mode != "app" else " ")
+    ends = _ends(lanes, res, stopped, axis)
     words = _words(lanes, res, axis)
     layout = base_layout(theme, words[0], height=size[1], hovermode="closest")
     framed = mode != "app"  # a page or slide labels each lane's end in its right margin
     frame(layout, mode, *words, [] if framed else list(lanes), c, size)
     if framed:
         layout.update(margin=dict(layout["margin"], r=END_LABELS_PX), showlegend=False)
-    else:
-        layout["legend"].update(maxheight=LEGEND_MAX_PX)
     ymax = max((e.tokens for e in ends), default=1) or 1
     xmax = max((e.seconds for e in ends), default=1.0) or 1.0
     layout["xaxis"].update(title=dict(text=axis.x_title), range=[0, xmax * 1.04])
@@ -256,4 +249,4 @@ def _figure(lanes: dict[str, RunTrace], theme: str, width: int | None, stopped: 
         return _draw(lanes, theme, stopped, "page", (width or PAGE_SIZE[0], PAGE_SIZE[1]), axis)
     app = _draw(lanes, theme, stopped, "app", (PAGE_SIZE[0], APP_HEIGHT), axis)
     slide = _draw(lanes, theme, stopped, "slide", (SLIDE_W, SLIDE_H), axis)
-    return for_app(app, slide, *_words(lanes, _result(lanes, stopped), axis), fit={"legend": {"plot_px": APP_PLOT_PX}})
+    return for_app(app, slide, *_words(lanes, _result(lanes, stopped), axis))

@@ -60,7 +60,7 @@ def test_the_passes_view_shows_every_lane_in_counts(raced):
     assert "against forward passes" in caption and "not time" in caption, caption
     lines = raced.evaluate(LINES_JS)
     names = " ".join(line["name"] for line in lines)
-    assert "64 tokens: what a GPU verifies in one pass" in names, names  # one line in the app's legend
+    assert "64 tokens:<br>what a GPU verifies in one pass" in names, names
     assert len(lines) == 3 and all(line["y"] == RACE_TOKENS for line in lines), lines
     passes = {line["name"].split(":")[0]: line["x"] for line in lines}
     static, cost, van = (label(n) for n in ("logitspec-static", "logitspec", "vanilla"))

@@ -98,7 +98,7 @@ def test_the_app_figure_states_each_lanes_tokens_per_pass_as_the_counters_do(fou
         assert f"{label(name)}: {c.tokens_per_pass:.2f}" in cap["subtitle"]
         legend = _legend(fig, label(name) + ":")
         assert run_words(c) in legend and f"{c.tokens_per_pass:.2f} tokens per pass" in legend
-    assert "64 tokens: what a GPU verifies in one pass" in _legend(fig, label("logitspec-static") + ":")  # one line in the app
+    assert "64 tokens:<br>what a GPU verifies in one pass" in _legend(fig, label("logitspec-static") + ":")
     assert "not time" in cap["subtitle"]
 
 

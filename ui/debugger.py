@@ -89,7 +89,9 @@ class DebuggerTab:
 
     def wire(self, state: gr.State, **kw) -> None:
         # input, not change: a new trace sets the filter to its method's outcomes without a second draw.
-        self.outcome.input(self.filter, [state, self.outcome], [self.note, self.table, self.csv], **kw)
+        # Quick clicks on several boxes: the last one's state is drawn ("once" would drop it).
+        self.outcome.input(self.filter, [state, self.outcome], [self.note, self.table, self.csv],
+                           trigger_mode="always_last", **kw)
         self.run.click(self.rerun, [state, self.ngram, self.continuation, self.k],
                        [self.summary, self.caption, self.plot], **kw)
 

@@ -148,7 +148,7 @@ def verdict_text(res: RaceResult, stop_reason: str | None = None, lane: str = "l
              f"({rates[lane]:.1f} against {rates['vanilla']:.1f} tokens/s)")
     passes = per_pass_words(res, lane) + (" (each lane over its own run)" if cut else "")
     text = f"{head}{scope} {speed}; {passes}; {_sameness(res, lane, cut)}.".strip()
-    return " ".join(x for x in (text, measuring_words(res), shortfall(res, lane)) if x)
+    return " ".join(x for x in (text, shortfall(res, lane)) if x)
 
 
 def measuring_words(res: RaceResult) -> str:
@@ -229,6 +229,7 @@ def counters_html(traces: dict[str, RunTrace], running: bool, note: str = "",
     if res and not running and "logitspec" in traces:
         verdict = f"<p class='verdict'>{verdict_text(res, stop_reason)}</p>"
     state = "<p><i>racing…</i></p>" if running else ""
+    note = " ".join(x for x in (note, measuring_words(res) if res and not running else "") if x)
     extra = f"<p class='race-note'>{note}</p>" if note else ""
     many = " many" if len(traces) > 3 else ""  # a phone wraps long lane names then (ui/page.py)
     return (f"<div class='counters-wrap'><table class='counters{many}'>{head}{''.join(rows)}</table></div>"

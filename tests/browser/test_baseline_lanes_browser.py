@@ -22,7 +22,7 @@ from visual.style import PALETTE
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-RACE_TOKENS = 12  # a few passes of each lane: enough for Lookahead's window to warm up
+RACE_TOKENS = 16  # enough for Lookahead's window to warm up, and for a speed-up (MIN_COMPARED_TOKENS)
 BASELINES = {"lookahead": "Lookahead", "rest": "REST"}
 PLOTS = ("race-plot",)
 

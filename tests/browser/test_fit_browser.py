@@ -370,7 +370,7 @@ def test_a_phone_runs_a_short_race_and_reads_the_verdict(browser, app_url):
     phone = fresh_page(browser, app_url + BIG_TREE, PHONE)  # a page of its own: the race changes what it shows
     wait_for_plots(phone, STEP_PLOTS)
     tabs = phone.get_by_role("tab")
-    assert tabs.count() == 5 and all(tabs.nth(i).is_visible() for i in range(5)), "a tab is hidden behind a menu"
+    assert tabs.count() == 6 and all(tabs.nth(i).is_visible() for i in range(6)), "a tab is hidden behind a menu"
     phone.evaluate("window.scrollTo(0, 0)")
     phone.get_by_role("button", name="Code").first.click()  # a deep link's page starts with no prompt
     expect(phone.locator("#prompt textarea")).to_have_value(re.compile("Fibonacci"), timeout=10_000)

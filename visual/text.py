@@ -117,7 +117,7 @@ def measuring_note(seconds: float) -> str:
     if seconds <= 0:
         return ""
     return (f"; and {seconds:.2f} s measuring this machine's pass costs (one-off), "
-            "which the race's compute clock counts too")
+            "which the race's times count too")
 
 
 def step_summary_md(trace: RunTrace, step: int) -> str:

@@ -158,7 +158,7 @@ def measuring_words(res: RaceResult) -> str:
             if t.calibration_seconds > 0]
     if not said:
         return ""
-    return (f"The compute clock includes the one-off measuring of this machine's pass costs done during the race "
+    return (f"The times include the one-off measuring of this machine's pass costs done during the race "
             f"({'; '.join(said)}).")
 
 

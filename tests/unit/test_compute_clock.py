@@ -37,7 +37,7 @@ def test_the_speed_up_and_the_table_count_the_measuring(four):
 def test_the_verdict_and_the_step_name_the_measuring_and_its_seconds(four):
     t = four["logitspec"]
     note = counters_html(four, False).split("<p class='race-note'>")[1]  # under the verdict
-    assert "includes the one-off measuring" in note and f"{t.calibration_seconds:.2f} s" in note
+    assert "include the one-off measuring" in note and f"{t.calibration_seconds:.2f} s" in note
     assert "measuring" not in verdict_text(result_of(four))  # the verdict itself stays short for a phone
     i = next(i for i, s in enumerate(t.steps) if s.calibration_seconds > 0)
     summary = step_summary_md(t, i)

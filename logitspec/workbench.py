@@ -3,18 +3,62 @@
     python -m logitspec workbench --questions coding --methods logitspec,pld --max-new 128 -o set.jsonl
 
 --questions takes a Spec-Bench category of the shipped subset (data/spec_bench_subset.jsonl), `all`,
-or a JSONL file of questions (question_id, category, turns). Each run is written as it finishes
-(analysis/sets.py), so Ctrl-C keeps every finished run; the app's Workbench tab opens the file.
+or a JSONL file of questions (question_id, category, turns). --methods takes methods, each with
+settings of its own after a colon (`logitspec,logitspec:pool=longest` runs LogitSpec under both pools;
+every table names such a run by the setting that differs). A prompt's runs are written once all have
+finished (analysis/sets.py), so Ctrl-C keeps every finished prompt; the app's Workbench tab opens the
+file, and runs the same decoding (`decode_set`) itself.
 """
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .core.settings import METHODS, POOLS, DecodeSettings
 
+if TYPE_CHECKING:  # decoding imports torch; reading the run specs must not
+    from .analysis.failures import RunSummary
+    from .analysis.sets import SetWriter
+    from .models import LoadedModel
+
 SUBSET = Path(__file__).resolve().parents[1] / "data" / "spec_bench_subset.jsonl"
+# The settings a run of the set may change after its method's colon, by the short name a spec uses.
+RUN_SETTINGS = {"ngram": "ngram_sizes", "k": "k", "pool": "pool", "tree": "tree"}
+SPEC_HELP = "method[:setting=value...], e.g. logitspec,logitspec:pool=longest,pld (settings: ngram=1-3, k, pool, tree)"
+
+
+@dataclass(frozen=True)
+class SetRun:
+    """One way each prompt of a set is decoded: a method under its settings, named `label` in every table."""
+
+    label: str
+    method: str
+    settings: DecodeSettings
+
+
+@dataclass
+class SetProgress:
+    """Where a set's decoding is: prompt `prompt` (from 0) of `total`, under run `run`; once that
+    prompt's runs are all written, `written` holds their summaries by label."""
+
+    prompt: int
+    total: int
+    question: dict
+    prompt_text: str
+    run: str = ""
+    written: dict[str, RunSummary] = field(default_factory=dict)
+
+
+class SetStopped(Exception):
+    """The set's decoding was stopped; the `done` prompts before it are written whole."""
+
+    def __init__(self, done: int) -> None:
+        super().__init__(f"stopped after {done} prompts")
+        self.done = done
 
 
 def add_parser(sub) -> None:
@@ -26,7 +70,7 @@ def add_parser(sub) -> None:
     w.add_argument("--questions", default="all",
                    help="a Spec-Bench category of the shipped subset, 'all', or a questions file (.jsonl)")
     w.add_argument("--limit", type=int, help="at most this many questions per category")
-    w.add_argument("--methods", default="logitspec,pld", help=f"comma-separated, of: {', '.join(METHODS)}")
+    w.add_argument("--methods", default="logitspec,pld", help=f"comma-separated {SPEC_HELP}; methods: {', '.join(METHODS)}")
     w.add_argument("--max-new", type=int, default=d.max_new_tokens, help="new tokens per run")
     w.add_argument("--ngram", type=parse_ngrams, default=d.ngram_sizes, help="n-gram sizes, e.g. 1-3")
     w.add_argument("--k", type=int, default=d.k, help="next-next candidates (top-k)")
@@ -46,7 +90,7 @@ def pick_questions(spec: str, limit: int | None) -> list[dict]:
     try:
         if spec.endswith((".jsonl", ".json")) or path.is_file():
             return load_questions(path, None, limit)
-        cats = sorted({q["category"] for q in load_questions(SUBSET)})
+        cats = categories()
         if spec != "all" and spec not in cats:
             raise InputError(f"no questions file or category {spec!r}; categories: all, {', '.join(cats)}")
         return load_questions(SUBSET, None if spec == "all" else [spec], limit)
@@ -54,23 +98,114 @@ def pick_questions(spec: str, limit: int | None) -> list[dict]:
         raise InputError(str(e)) from None
 
 
-def method_settings(args: argparse.Namespace) -> dict[str, DecodeSettings]:
-    """Each method's checked settings (InputError for an unknown method or a refused value)."""
+def categories() -> list[str]:
+    """The Spec-Bench categories of the shipped subset."""
+    from .bench.questions import load_questions
+
+    return sorted({q["category"] for q in load_questions(SUBSET)})
+
+
+def _setting(spec: str, item: str) -> tuple[str, Any]:
+    """One `name=value` of a run spec as (DecodeSettings field, value); InputError naming the spec."""
+    from .core.limits import InputError
+
+    name, eq, value = item.partition("=")
+    name, value = name.strip(), value.strip()
+    if not eq or name not in RUN_SETTINGS or not value:
+        raise InputError(f"{spec!r}: settings after a method look like ngram=1-3, k=16, pool=longest or tree=static")
+    if name == "ngram":
+        lo, _, hi = value.partition("-")
+        if not (lo.isdigit() and (hi.isdigit() or not hi)):
+            raise InputError(f"{spec!r}: n-gram sizes look like ngram=1-3 or ngram=2")
+        return "ngram_sizes", tuple(range(int(lo), int(hi or lo) + 1))
+    if name == "k":
+        if not value.isdigit():
+            raise InputError(f"{spec!r}: k must be a whole number")
+        return "k", int(value)
+    return RUN_SETTINGS[name], value
+
+
+def set_runs(specs: str, values: dict[str, Any]) -> list[SetRun]:
+    """The runs comma-separated `specs` name, each method's settings `values` with its own after a
+    colon, checked (InputError in one line); a run given twice runs once. Labels: run_labels."""
     from .core.limits import InputError, checked_settings
 
-    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
-    unknown = [m for m in methods if m not in METHODS]
-    if not methods or unknown:
-        raise InputError(f"unknown method {unknown[0] if unknown else args.methods!r}; choose from {', '.join(METHODS)}")
-    values = dict(max_new_tokens=args.max_new, ngram_sizes=args.ngram, k=args.k, pool=args.pool, tree=args.tree)
-    return {m: checked_settings(values, m) for m in dict.fromkeys(methods)}
+    runs: list[tuple[str, DecodeSettings]] = []
+    for spec in (s.strip() for s in specs.split(",")):
+        if not spec:
+            continue
+        method, *items = (p.strip() for p in spec.split(":"))
+        if method not in METHODS:
+            raise InputError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
+        s = checked_settings({**values, **dict(_setting(spec, i) for i in items)}, method)
+        if (method, s) not in runs:
+            runs.append((method, s))
+    if not runs:
+        raise InputError(f"no method given; choose from {', '.join(METHODS)}")
+    return [SetRun(label, m, s) for label, (m, s) in zip(run_labels(runs), runs)]
+
+
+def _shown(name: str, value: Any) -> str:
+    if name == "ngram_sizes":
+        sizes = list(value)
+        return "ngram=" + (f"{sizes[0]}-{sizes[-1]}" if sizes == list(range(sizes[0], sizes[-1] + 1)) else
+                           "+".join(map(str, sizes)))
+    return f"{name}={value}"
+
+
+def run_labels(runs: list[tuple[str, DecodeSettings]]) -> list[str]:
+    """Each run's name: its method, and where a method runs more than once, the settings in which its
+    runs differ (`logitspec pool=longest`), read from the settings that ran."""
+    labels = []
+    for method, s in runs:
+        mine = [x.to_dict() for m, x in runs if m == method]
+        differ = [k for k in mine[0] if any(d[k] != mine[0][k] for d in mine)]
+        own = s.to_dict()
+        labels.append(" ".join([method, *(_shown(k, own[k]) for k in differ)]))
+    return labels
+
+
+def decode_set(lm: LoadedModel, questions: list[dict], prompts: list[str], runs: list[SetRun], writer: SetWriter,
+               should_stop: Callable[[], bool] | None = None,
+               stepper: Callable[[Iterator], Iterator] | None = None) -> Iterator[SetProgress]:
+    """Decode every prompt under every run, writing a prompt's runs once all have finished.
+
+    Yields a SetProgress as each run starts and once each prompt is written. `should_stop` is asked
+    before every step (SetStopped when it says yes: the prompt under way is dropped); `stepper`
+    takes a run's steps (the app's model thread), else they are taken here.
+    """
+    from .runner import Run
+
+    for i, (q, prompt) in enumerate(zip(questions, prompts)):
+        traces = {}
+        for r in runs:
+            yield SetProgress(i, len(questions), q, prompt, r.label)
+            run = Run(lm, prompt, r.method, r.settings)
+            for _ in (stepper or iter)(iter(run)):
+                if should_stop is not None and should_stop():
+                    raise SetStopped(i)
+            if should_stop is not None and should_stop():
+                raise SetStopped(i)
+            traces[r.label] = run.trace
+        written = {label: writer.add(i, q, t, label) for label, t in traces.items()}
+        yield SetProgress(i, len(questions), q, prompt, "", written)
+
+
+def set_header(lm: LoadedModel, questions: str, runs: list[SetRun]) -> dict:
+    """A set file's header: the model, the machine, where the prompts came from and each run's settings."""
+    from .bench.run import hardware
+
+    return {"model": lm.name, "dtype": lm.dtype, "machine": hardware(lm.device), "questions": questions,
+            "methods": [r.label for r in runs], "runs": {r.label: r.method for r in runs},
+            "settings": {r.label: r.settings.to_dict() for r in runs}}
 
 
 def run(args: argparse.Namespace) -> int:
-    """Decode every question with every method and write the set file run by run."""
+    """Decode every question with every run and write the set file prompt by prompt."""
     from .core.limits import InputError, check_prompt
 
-    settings = method_settings(args)
+    runs = set_runs(args.methods, dict(max_new_tokens=args.max_new, ngram_sizes=args.ngram, k=args.k,
+                                       pool=args.pool, tree=args.tree))
     questions = pick_questions(args.questions, args.limit)
     prompts = [check_prompt(q["turns"][0]) for q in questions]
     out = Path(args.out)
@@ -78,30 +213,23 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"cannot write the set file {out}: {'it is a folder' if out.is_dir() else 'no such folder'}")
     # torch and transformers load only once the input has passed its checks.
     from .analysis.sets import SetWriter
-    from .bench.run import hardware
     from .models import load_model
-    from .runner import Run
     from .runtime.threads import configure_threads
 
     configure_threads()
     lm = load_model(args.model, None, args.dtype)
-    header = {"model": lm.name, "dtype": lm.dtype, "machine": hardware(lm.device), "questions": args.questions,
-              "methods": list(settings), "settings": {m: s.to_dict() for m, s in settings.items()}}
     done = 0
-    with SetWriter(out, header) as w:
+    with SetWriter(out, set_header(lm, args.questions, runs)) as w:
         try:
-            for i, (q, prompt) in enumerate(zip(questions, prompts)):
-                for m, s in settings.items():
-                    r = Run(lm, prompt, m, s)
-                    for _ in r:
-                        pass
-                    summary = w.add(i, q, r.trace)
-                    print(f"[{i + 1}/{len(questions)}] {q.get('category', '')} {q.get('question_id', '')} {m}: "
+            for p in decode_set(lm, questions, prompts, runs, w):
+                q = p.question
+                for label, summary in p.written.items():
+                    print(f"[{p.prompt + 1}/{p.total}] {q.get('category', '')} {q.get('question_id', '')} {label}: "
                           f"{summary.tokens} tokens, {summary.tokens_per_pass:.2f} per pass, "
                           f"{summary.failed_share:.0%} of steps failed", file=sys.stderr, flush=True)
-                done = i + 1
+                done += bool(p.written)
         except KeyboardInterrupt:
             print(f"stopped: {done} of {len(questions)} prompts written whole to {out}", file=sys.stderr)
             return 130
-    print(f"wrote {out}: {len(questions)} prompts x {len(settings)} methods", file=sys.stderr)
+    print(f"wrote {out}: {len(questions)} prompts x {len(runs)} runs", file=sys.stderr)
     return 0

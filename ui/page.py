@@ -204,4 +204,4 @@ class Page:
         self.debugger.table.click(self.on_row, [self.state], explorer.outputs + [self.tabs], **VIEW_KW)
         self.debugger.wire(self.state, **VIEW_KW)
         self.files.wire(VIEW_KW)
-        self.workbench.wire(VIEW_KW)
+        self.workbench.wire(demo, VIEW_KW)

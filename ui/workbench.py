@@ -12,6 +12,7 @@ from pathlib import Path
 
 import gradio as gr
 
+from logitspec.analysis.lanes import label
 from logitspec.analysis.sets import SetFile, read_set
 from logitspec.core.limits import InputError, Limits
 from serve.model_cache import allowed_models, model_label
@@ -22,10 +23,12 @@ from visual.workbench import (outcome_figure, overall_rows, position_rows, promp
                               summary_csv)
 
 from .files import TRACES_DIR
+from .set_run import SetRunPanel
 
 SETS_DIR = TRACES_DIR / "sets"
-INTRO = ("Many prompts at once: where retrieval fails across a set, and on which steps. Pick a recorded set or "
-         "upload one made on any machine with\n\n"
+INTRO = ("Many prompts at once: where retrieval fails across a set, and on which steps. Run a set here (a "
+         "Spec-Bench category or your own questions, on the model above), pick a recorded set, or upload one made "
+         "on any machine with\n\n"
          "`python -m logitspec workbench --questions coding --methods logitspec,pld --max-new 128 -o set.jsonl.gz`\n\n"
          "(`--questions` takes a Spec-Bench category, `all`, or your own JSONL of questions). "
          "Sort a table by a column's header; select a run's row to open it in the step explorer and the "
@@ -60,6 +63,8 @@ class WorkbenchTab:
         self.set_state = gr.State(None)
         gr.Markdown(INTRO, elem_id="wb-intro")
         gr.Markdown(model_note(model_label(allowed_models()[0])), elem_id="wb-model")
+        self.runner = SetRunPanel(self, self.page.services)
+        self.runner.build()
         with gr.Row():
             self.shipped = gr.Dropdown(shipped_sets(), value=None, label="Recorded sets", elem_id="wb-shipped")
             self.upload = gr.File(label="Upload a set file (.jsonl or .jsonl.gz)", file_types=[".jsonl", ".gz"],
@@ -81,8 +86,9 @@ class WorkbenchTab:
         return [self.set_state, self.note, self.overall, self.table, self.csv, self.plot, self.positions,
                 self.compare_md, self.compare]
 
-    def wire(self, view_kw: dict) -> None:
+    def wire(self, demo, view_kw: dict) -> None:
         page = self.page
+        self.runner.wire(demo, page.race.model, view_kw)
         self.shipped.input(self.pick_shipped, [self.shipped], self.set_outputs, **view_kw)
         self.upload.upload(self.open_set, [self.upload], self.set_outputs, api_name="open_set", **view_kw)
         self.table.select(self.open_row, [self.set_state, page.debugger.outcome, page.state],
@@ -115,7 +121,7 @@ class WorkbenchTab:
         """One line: what the set holds and where it ran."""
         h = s.header
         cut = " The last run was cut off while written and is left out." if s.cut_short else ""
-        return (f"**{name}**: {s.prompts} prompts × {len(s.methods)} methods ({', '.join(s.methods)}), "
+        return (f"**{name}**: {_count(s.prompts, 'prompt')} × {_count(len(s.runs), 'run')} ({', '.join(s.runs)}), "
                 f"{h.get('model', 'model not named')}, {machine_words(str(h.get('machine', ''))) or 'machine not named'}."
                 f"{cut}")
 
@@ -125,7 +131,7 @@ class WorkbenchTab:
         if s is None or not row:
             return gr.skip()
         prompt, method = int(row[0]) - 1, str(row[3])
-        entry = next((e for e in s.entries if e.prompt == prompt and e.method == method), None)
+        entry = next((e for e in s.entries if e.prompt == prompt and e.label == method), None)
         if entry is None:
             return gr.skip()
         from .view import View
@@ -139,6 +145,8 @@ class WorkbenchTab:
         new = View.of_lanes(lanes, f"{s.path.name} #{prompt + 1}")
         new.lane = method
         out = page.trace_outputs(new, outcomes)
+        out[page.explorer.lane_pick] = gr.Radio(choices=[(run_words(n, t), n) for n, t in lanes.items()], value=method,
+                                                visible=len(lanes) > 1)
         out.update(page.explorer.step_outputs(new, entry.summary.worst_step))
         out[page.race.status_md] = (f"**Exploring** prompt {prompt + 1} ({entry.category} {entry.question_id}) of "
                                     f"{s.path.name}, {method}, at step {entry.summary.worst_step}: "
@@ -155,6 +163,16 @@ class WorkbenchTab:
         sbs = side_by_side(method, lanes[method], others[0], lanes[others[0]])
         return {self.compare_md: f"**Prompt {prompt + 1}, side by side:** {sbs.words()}",
                 self.compare: gr.Plot(value=side_by_side_figure(sbs), visible=True)}
+
+
+def run_words(name: str, trace) -> str:
+    """A set run's name in the explorer: its lane's label, and the setting that differs where it ran twice."""
+    rest = name[len(trace.method):] if name.startswith(trace.method + " ") else ""
+    return label(trace.method, trace) + rest
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def _frame(rows: list[dict]):

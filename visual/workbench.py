@@ -53,17 +53,17 @@ def prompt_rows(s: SetFile) -> list[dict[str, Any]]:
     outcomes, rows = outcomes_of(s.entries), []
     for e in s.entries:
         r = e.summary
-        rows.append({"prompt": e.prompt + 1, "id": str(e.question_id), "category": e.category, "method": e.method,
+        rows.append({"prompt": e.prompt + 1, "id": str(e.question_id), "category": e.category, "method": e.label,
                      **_counts(r, outcomes),
                      "opens at step": r.worst_step, "most failed n-grams": ngram_cell(r.top_ngrams(3))})
     return rows
 
 
 def overall_rows(s: SetFile) -> list[dict[str, Any]]:
-    """One row per method: every prompt's runs pooled."""
+    """One row per run (a method, or a method under one of its settings): every prompt's runs pooled."""
     outcomes, rows = outcomes_of(s.entries), []
-    for m in s.methods:
-        pooled = summarise_set([e.summary for e in s.entries if e.method == m])
+    for m in s.runs:
+        pooled = summarise_set([e.summary for e in s.entries if e.label == m])
         rows.append({"method": m, "prompts": pooled.runs, **_counts(pooled, outcomes),
                      "most failed n-grams": ngram_cell(pooled.failed_ngrams[:5])})
     return rows
@@ -72,8 +72,8 @@ def overall_rows(s: SetFile) -> list[dict[str, Any]]:
 def position_rows(s: SetFile) -> list[dict[str, Any]]:
     """Per method and bucket of output positions: the steps there and the share that failed."""
     rows = []
-    for m in s.methods:
-        pooled = summarise_set([e.summary for e in s.entries if e.method == m])
+    for m in s.runs:
+        pooled = summarise_set([e.summary for e in s.entries if e.label == m])
         for start, failed, steps in pooled.by_position:
             rows.append({"method": m, "output tokens": f"{start}–{start + 15}", "steps": steps, "failed": failed,
                          "failed %": round(100 * failed / steps, 1) if steps else 0.0})
@@ -104,7 +104,7 @@ def outcome_figure(s: SetFile, theme: str = "light") -> go.Figure:
     """Each run's steps by retrieval outcome, as stacked shares; the run with most failures on top
     (of a large set, the FIGURE_RUNS runs that failed most: the table holds every run)."""
     entries = sorted(s.entries, key=lambda e: (e.summary.failed_share, e.prompt))[-FIGURE_RUNS:]
-    labels = [f"#{e.prompt + 1} {e.category} {e.question_id} · {e.method}" for e in entries]
+    labels = [f"#{e.prompt + 1} {e.category} {e.question_id} · {e.label}" for e in entries]
     height = max(360, 200 + 26 * len(entries))
     title = "Steps by outcome, % of each run's passes" + (f" (the {FIGURE_RUNS} runs that failed most)"
                                                           if len(s.entries) > FIGURE_RUNS else "")

@@ -1,9 +1,12 @@
 """A set file ("logitspec-set/1"): many prompts, each decoded by one or more methods, in one file.
 
 JSON lines, written as the runs finish so a stopped run keeps every prompt it finished:
-    line 1   the header: format, model, machine, methods, each method's settings, where the prompts came from
-    then     per run (a prompt under a method) two lines: the run's record (prompt, method and its
-             failure summary, analysis/failures.py) and the run's trace (core/trace.py's JSON).
+    line 1   the header: format, model, machine, the runs' labels ("methods"), each one's settings,
+             where the prompts came from
+    then     per run (a prompt under a method) two lines: the run's record (prompt, method, label and
+             its failure summary, analysis/failures.py) and the run's trace (core/trace.py's JSON).
+A run's label is its method, or, where one method ran under two settings, the method and the setting
+that differs ("logitspec pool=longest"); a record without one (an older file) is named by its method.
 The reader parses the headers and records only and remembers where each trace lies, so a set of
 hundreds of runs opens at the cost of its summaries; a trace is parsed when it is opened.
 A file may be gzipped (.gz). No torch, no model.
@@ -38,6 +41,7 @@ class SetEntry:
     prompt_text: str
     method: str
     summary: RunSummary
+    label: str = ""  # the run's name in every table: its method, and the setting that differs where one ran twice
     offset: int = 0  # byte offset of the trace line in the (uncompressed) file
     length: int = 0
 
@@ -52,8 +56,9 @@ class SetFile:
     cut_short: bool = False  # the last run was cut off while written: it is left out
 
     @property
-    def methods(self) -> list[str]:
-        return list(dict.fromkeys(e.method for e in self.entries))
+    def runs(self) -> list[str]:
+        """The runs' labels, in the order written."""
+        return list(dict.fromkeys(e.label for e in self.entries))
 
     @property
     def prompts(self) -> int:
@@ -67,11 +72,11 @@ class SetFile:
         try:
             return trace_from_data(json.loads(raw), vocab_size)
         except (json.JSONDecodeError, UnicodeDecodeError):
-            raise TraceFileError(f"run {entry.prompt} ({entry.method}) of this set holds no readable trace") from None
+            raise TraceFileError(f"run {entry.prompt} ({entry.label}) of this set holds no readable trace") from None
 
     def lanes(self, prompt: int) -> dict[str, RunTrace]:
-        """Every method's trace of one prompt, by method."""
-        return {e.method: self.trace(e) for e in self.entries if e.prompt == prompt}
+        """Every run's trace of one prompt, by label."""
+        return {e.label: self.trace(e) for e in self.entries if e.prompt == prompt}
 
 
 class SetWriter:
@@ -88,13 +93,15 @@ class SetWriter:
         self._f.write(raw + b"\n")
         return len(raw)
 
-    def add(self, prompt: int, question: dict, trace: RunTrace) -> RunSummary:
-        """One finished run: its record (with the summary counted from its trace), then the trace."""
+    def add(self, prompt: int, question: dict, trace: RunTrace, label: str | None = None) -> RunSummary:
+        """One finished run: its record (with the summary counted from its trace), then the trace;
+        `label` names the run (its method when None)."""
         raw = json.dumps(trace.to_dict(), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         summary = summarise_run(trace)
         self._line({"prompt": prompt, "question_id": question.get("question_id"),
                     "category": question.get("category", ""), "prompt_text": trace.prompt_text,
-                    "method": trace.method, "summary": summary.to_dict(), "trace_bytes": len(raw)})
+                    "method": trace.method, "label": label or trace.method, "summary": summary.to_dict(),
+                    "trace_bytes": len(raw)})
         self._f.write(raw + b"\n")
         self._f.flush()
         self.runs += 1
@@ -188,4 +195,4 @@ def _record(raw: bytes, n: int) -> SetEntry | None:
     except TypeError:
         raise SetFileError(f"run {n} of this set file has a summary of the wrong shape") from None
     return SetEntry(int(d["prompt"]), d["question_id"], str(d["category"]), str(d["prompt_text"]), str(d["method"]),
-                    summary, length=int(d["trace_bytes"]))
+                    summary, str(d.get("label") or d["method"]), length=int(d["trace_bytes"]))

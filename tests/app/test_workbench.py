@@ -56,7 +56,7 @@ def _csv(button) -> list[dict]:
 def test_a_set_opens_as_tables_agreeing_with_its_traces(ui, set_path, traces):
     wb = ui.workbench
     out = wb.open_set(str(set_path))
-    assert out[wb.note].startswith("**three.jsonl**: 3 prompts × 1 methods (logitspec)")
+    assert out[wb.note].startswith("**three.jsonl**: 3 prompts × 1 run (logitspec)")
     table = out[wb.table].value
     assert list(table["headers"])[:4] == ["prompt", "id", "category", "method"]
     rows = _csv(out[wb.csv])

@@ -93,7 +93,7 @@ def test_set_file_round_trip(tmp_path, name):
     runs = [hand_trace(), trace([step(0, [4], False, False)])]
     write_set(tmp_path / name, runs)
     got = read_set(tmp_path / name)
-    assert got.header["machine"] == "test box" and got.prompts == 2 and got.methods == ["logitspec"]
+    assert got.header["machine"] == "test box" and got.prompts == 2 and got.runs == ["logitspec"]
     assert [e.question_id for e in got.entries] == [100, 101]
     assert got.entries[0].summary == summarise_run(runs[0])
     back = got.trace(got.entries[0])

@@ -36,7 +36,7 @@ def test_two_prompts_two_methods_make_one_set_file(bundled, tmp_path, capsys, mo
                      "--methods", "logitspec,pld", "--max-new", str(n), "-o", str(out))
     assert got.returncode == 0, got.stderr
     s = read_set(out)
-    assert s.prompts == 2 and s.methods == ["logitspec", "pld"] and not s.cut_short
+    assert s.prompts == 2 and s.runs == ["logitspec", "pld"] and not s.cut_short
     assert s.header["model"] == "SmolLM2-135M-Instruct" and s.header["settings"]["pld"]["max_new_tokens"] == n
     for e in s.entries:
         t = s.trace(e)

@@ -1,50 +1,80 @@
-"""The decoders, one per method: vanilla greedy, prompt lookup (PLD), LogitSpec, Token Recycling,
-the hybrid, Lookahead decoding, REST, RACER and SuffixDecoding.
+"""The decoders, one per method: vanilla greedy, LogitSpec and every drafter in logitspec/drafters/
+(prompt lookup, Token Recycling, the hybrid, Lookahead decoding, REST, RACER, SuffixDecoding...).
 
 Each is the core's decode loop (core/loop.py) with its drafter: they share the prefill, the
-verification and the acceptance, so they race on equal terms and stay lossless.
+verification and the acceptance, so they race on equal terms and stay lossless. A drafter is
+found by the `method` its class declares and built by its `build`: a new drafter module needs no
+line here (docs/how-it-works.md, "Adding a lane").
 """
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 
 from transformers import LogitsProcessor, PreTrainedModel
 
+from . import drafters
 from .core.drafter import Drafter, LogitSpecDrafter
 from .core.loop import decode_run
 from .core.settings import METHODS, DecodeSettings
 from .core.trace import StepRecord
-from .drafters.hybrid import HybridDrafter
-from .drafters.lookahead import LookaheadDrafter
-from .drafters.lookup import PromptLookupDrafter
-from .drafters.racer import RacerDrafter
-from .drafters.recycling import RecyclingDrafter
-from .drafters.rest import RestDrafter
-from .drafters.suffix import SuffixDrafter
 from .sizing.costtree import CostAwareDrafter, stats_for
 
+Builder = Callable[[DecodeSettings, "PreTrainedModel | None"], Drafter]
 
-def make_drafter(method: str, s: DecodeSettings, model: PreTrainedModel | None = None) -> Drafter:
+
+@dataclass(frozen=True)
+class Registry:
+    """Methods and how each builds its drafter from (settings, model), in the order given."""
+
+    builders: tuple[tuple[str, Builder], ...]
+
+    @property
+    def methods(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.builders)
+
+    def make(self, method: str, s: DecodeSettings, model: PreTrainedModel | None = None) -> Drafter:
+        build = dict(self.builders).get(method)
+        if build is None:
+            raise ValueError(f"unknown method {method!r}; choose one of {', '.join(self.methods)}")
+        return build(s, model)
+
+
+def declared_drafters(package=drafters) -> tuple[type[Drafter], ...]:
+    """The drafter classes of a package's modules that declare a `method` of their own, by module name."""
+    found = []
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        found += [c for c in vars(module).values() if isinstance(c, type) and issubclass(c, Drafter)
+                  and c.__module__ == module.__name__ and "method" in vars(c)]
+    return tuple(found)
+
+
+def _vanilla(s: DecodeSettings, model: PreTrainedModel | None = None) -> Drafter:
+    return Drafter()  # drafts nothing: the root alone
+
+
+def _logitspec(s: DecodeSettings, model: PreTrainedModel | None = None) -> Drafter:
+    return LogitSpecDrafter(s, model, cost_tree(s, model))
+
+
+def registry(classes: Sequence[type[Drafter]] = (), order: Sequence[str] = METHODS) -> Registry:
+    """The core's two methods and `classes` (each by its declared `method` and `build`), in `order`
+    (settings.METHODS: the CLI's and the checks' one list), a method it lacks after."""
+    builders = [("vanilla", _vanilla), ("logitspec", _logitspec)] + [(c.method, c.build) for c in classes]
+    rank = {name: i for i, name in enumerate(order)}
+    return Registry(tuple(sorted(builders, key=lambda b: rank.get(b[0], len(rank)))))
+
+
+REGISTRY = registry(declared_drafters())  # built once at import, never changed
+
+
+def make_drafter(method: str, s: DecodeSettings, model: PreTrainedModel | None = None,
+                 methods: Registry = REGISTRY) -> Drafter:
     """The drafter for a method name."""
-    if method == "vanilla":
-        return Drafter()
-    if method == "pld":
-        return PromptLookupDrafter(s)
-    if method == "logitspec":
-        return LogitSpecDrafter(s, model, cost_tree(s, model))
-    if method == "recycling":
-        return RecyclingDrafter(s, model)
-    if method == "logitspec+recycling":
-        return HybridDrafter(s, model)
-    if method == "lookahead":
-        return LookaheadDrafter(s)
-    if method == "rest":
-        return RestDrafter(s, model)
-    if method == "racer":
-        return RacerDrafter(s, model)
-    if method == "suffix":
-        return SuffixDrafter(s, model)
-    raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    return methods.make(method, s, model)
 
 
 def cost_tree(s: DecodeSettings, model: PreTrainedModel | None) -> CostAwareDrafter | None:

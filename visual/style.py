@@ -10,33 +10,16 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from logitspec.analysis.lanes import LANES, colour
+from logitspec.analysis.lanes import LANES, colour, node_sources
 
 # Okabe-Ito: black 000000, orange E69F00, sky blue 56B4E9, bluish green 009E73,
 # yellow F0E442, blue 0072B2, vermillion D55E00, reddish purple CC79A7.
 
 PALETTE: dict[str, str] = {
-    "root": "#CC79A7",  # x_{i+1}, the token every step commits first
-    "g1": "#E69F00",  # g1: plain lookup continuing x_{i+1}
-    "g2": "#0072B2",  # g2: a branch for one next-next candidate
-    "g2-top": "#0072B2",  # candidate rank 1-8
-    "g2-mid": "#56B4E9",  # candidate rank 9-32
-    "g2-tail": "#A8D5F2",  # candidate rank 33+
-    "pld": "#E69F00",  # prompt lookup's chain (the same kind of lookup as g1)
-    # Token Recycling's matrix (a successor an earlier pass predicted), node and lane alike: Paul
-    # Tol's purple, apart from Okabe-Ito's eight, which all mean something else here.
-    "recycled": "#AA4499",
-    # Lookahead decoding: its pool's N-grams in its lane's olive, its Jacobi window in a pale olive;
-    # REST's retrieved continuations in its lane's wine.
-    "pool": "#999933",
-    "window": "#DDDDAA",
-    "retrieved": "#882255",
-    # RACER's copied logits and automaton matches in its lane's teal, full and pale; SuffixDecoding's
-    # prompt tree and output tree in its lane's rose, full and pale.
-    "copied": "#44AA99",
-    "automaton": "#A2D5CC",
-    "prompt-tree": "#CC6677",
-    "output-tree": "#E8B3BB",
+    # Where each draft node came from, x_{i+1} first: the node sources of the lane table
+    # (logitspec/analysis/lanes.py), a method's own beside its lane's colour.
+    **{key: src.colour for key, src in node_sources().items()},
+    "g2": "#0072B2",  # g2: a branch for one next-next candidate (its rank's bucket colours the node)
     "bonus": "#F0E442",  # the model's own token after the accepted path
     "accepted": "#009E73",
     "rejected": "#D55E00",

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import plotly.graph_objects as go
 
+from logitspec.analysis.lanes import node_sources, sources_of
 from logitspec.core.trace import RunTrace, StepRecord, TreeNode
 
 from .data import (
@@ -93,38 +94,14 @@ APP_MIN_LANE_PX = 11  # ... down to this pitch
 AXIS_TOP_PX = 62  # the depth axis's ticks and title, above the plot
 SLIDE_LANE_NAMES_PX = 150
 
-ORIGIN_WORDS = {
-    "root": "root x_{i+1}: the previous pass's argmax, committed",
-    "g1": "g1 continuation (lookup after x_{i+1})",
-    "pld": "prompt lookup continuation",
-    "recycled": "recycled: a successor an earlier pass predicted after its parent's token (Token Recycling's matrix)",
-    "pool": "Lookahead's pool: an n-gram its Jacobi window made, starting with the root",
-    "window": "Lookahead's Jacobi window: computed in the same pass to grow the pool, never accepted",
-    "retrieved": "REST: a continuation retrieved from the datastore after the context's longest matching suffix",
-    "copied": "RACER's copied logits: a token among the top-k the model gave the last time it ran on its parent's token",
-    "automaton": "RACER's automaton match: a frequent continuation of a suffix of the text, the root included, in the context's n-grams",
-    "prompt-tree": "SuffixDecoding's prompt tree: what followed the matched suffix in this prompt and answer so far",
-    "output-tree": "SuffixDecoding's output tree: what followed the matched suffix in earlier outputs of this model",
-    "g2-top": "g2 branch, candidate rank 1-8",
-    "g2-mid": "g2 branch, candidate rank 9-32",
-    "g2-tail": "g2 branch, candidate rank 33+",
-}
+# Each node source's hover words and legend name, from the lane table (logitspec/analysis/lanes.py).
+ORIGIN_WORDS = {key: src.words for key, src in node_sources().items()}
 PRUNE_WORDS = {
     "rank": "rank rule: this candidate's branch keeps only a few tokens",
     "capacity": "capacity: the tree was already full",
     "cost": "cost: the modelled time outweighed the expected gain",
 }
-LEGEND_NAMES = {"root": "root x_{i+1}", "g1": "g1 continuation", "pld": "prompt lookup chain",
-                "recycled": "recycled: from the matrix", "pool": "Lookahead: pool n-gram",
-                "window": "Lookahead: Jacobi window", "retrieved": "REST: retrieved",
-                "copied": "RACER: copied logits", "automaton": "RACER: automaton match",
-                "prompt-tree": "Suffix: prompt tree", "output-tree": "Suffix: output tree",
-                "g2-top": "g2 branch, rank 1-8", "g2-mid": "g2 branch, rank 9-32", "g2-tail": "g2 branch, rank 33+"}
-# The node origins each method's trees hold, beside the root (LogitSpec's g1/g2 kinds: `_origins`).
-METHOD_ORIGINS: dict[str, tuple[str, ...]] = {
-    "vanilla": (), "pld": ("pld",), "recycling": ("recycled",), "lookahead": ("pool", "window"),
-    "rest": ("retrieved",), "racer": ("automaton", "copied"), "suffix": ("prompt-tree", "output-tree"),
-}
+LEGEND_NAMES = {key: src.legend for key, src in node_sources().items()}
 STATUS_WORDS = {
     "accepted": "accepted: on the path the model confirmed",
     "rejected": "verified, rejected: not on the path the model confirmed",
@@ -375,10 +352,7 @@ def select(trace: RunTrace, step: int, look: TreeLook) -> Selection:
 
 
 def _origins(trace: RunTrace) -> list[str]:
-    if trace.method in METHOD_ORIGINS:
-        return ["root", *METHOD_ORIGINS[trace.method]]
-    recycled = ["recycled"] if trace.method == "logitspec+recycling" else []
-    return ["root", "g1", "g2-top", "g2-mid", "g2-tail"] + recycled
+    return [src.key for src in sources_of(trace.method)]
 
 
 def legend_size(trace: RunTrace) -> int:

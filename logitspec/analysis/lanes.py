@@ -1,12 +1,63 @@
 """The lanes: every way of decoding the race, the bench, the figures and the scripts offer, in
-one table. A lane is a decoder and a tree; its label and colour are how every view shows it.
-Every reader looks the table up when it is called, so a lane added here is found everywhere."""
+one table. A lane is a decoder and a tree; its label and colour are how every view shows it, and
+its node sources (where its drafter's tree nodes come from) are how the draft tree names and
+colours them. Every reader looks the table up when it is called, so a lane added here is found
+everywhere: a new method is its drafter (logitspec/drafters/, found by its `method` name) plus
+one row here (docs/how-it-works.md, "Adding a lane")."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from ..core.settings import DecodeSettings
 from ..core.trace import RunTrace
+
+
+@dataclass(frozen=True)
+class NodeSource:
+    """Where a draft node came from (TreeNode.origin): the tree's hover words, legend name and colour."""
+
+    key: str  # the TreeNode.origin its drafter writes (LogitSpec's "g2": one key per rank bucket)
+    words: str
+    legend: str
+    colour: str
+
+
+ROOT = NodeSource("root", "root x_{i+1}: the previous pass's argmax, committed", "root x_{i+1}", "#CC79A7")
+# LogitSpec's: the g1 lookup in Okabe-Ito's orange, a g2 branch in blues that pale with its rank.
+LOGITSPEC_SOURCES = (
+    NodeSource("g1", "g1 continuation (lookup after x_{i+1})", "g1 continuation", "#E69F00"),
+    NodeSource("g2-top", "g2 branch, candidate rank 1-8", "g2 branch, rank 1-8", "#0072B2"),
+    NodeSource("g2-mid", "g2 branch, candidate rank 9-32", "g2 branch, rank 9-32", "#56B4E9"),
+    NodeSource("g2-tail", "g2 branch, candidate rank 33+", "g2 branch, rank 33+", "#A8D5F2"),
+)
+PLD_SOURCES = (NodeSource("pld", "prompt lookup continuation", "prompt lookup chain", "#E69F00"),)
+# Token Recycling's matrix, node and lane alike: Paul Tol's purple.
+RECYCLING_SOURCES = (NodeSource(
+    "recycled", "recycled: a successor an earlier pass predicted after its parent's token (Token Recycling's matrix)",
+    "recycled: from the matrix", "#AA4499"),)
+# Lookahead's pool in its lane's olive, its Jacobi window pale; REST's continuations in its lane's wine.
+LOOKAHEAD_SOURCES = (
+    NodeSource("pool", "Lookahead's pool: an n-gram its Jacobi window made, starting with the root",
+               "Lookahead: pool n-gram", "#999933"),
+    NodeSource("window", "Lookahead's Jacobi window: computed in the same pass to grow the pool, never accepted",
+               "Lookahead: Jacobi window", "#DDDDAA"),
+)
+REST_SOURCES = (NodeSource(
+    "retrieved", "REST: a continuation retrieved from the datastore after the context's longest matching suffix",
+    "REST: retrieved", "#882255"),)
+# RACER's in its lane's teal, SuffixDecoding's in its lane's rose, each full and pale.
+RACER_SOURCES = (
+    NodeSource("automaton", "RACER's automaton match: a frequent continuation of a suffix of the text, the root "
+               "included, in the context's n-grams", "RACER: automaton match", "#A2D5CC"),
+    NodeSource("copied", "RACER's copied logits: a token among the top-k the model gave the last time it ran on its "
+               "parent's token", "RACER: copied logits", "#44AA99"),
+)
+SUFFIX_SOURCES = (
+    NodeSource("prompt-tree", "SuffixDecoding's prompt tree: what followed the matched suffix in this prompt and "
+               "answer so far", "Suffix: prompt tree", "#CC6677"),
+    NodeSource("output-tree", "SuffixDecoding's output tree: what followed the matched suffix in earlier outputs of "
+               "this model", "Suffix: output tree", "#E8B3BB"),
+)
 
 
 @dataclass(frozen=True)
@@ -20,30 +71,49 @@ class LaneSpec:
     label: str  # as the bench's tables and the figures name it
     colour: str
     race: bool  # offered as a lane of the app's race
+    sources: tuple[NodeSource, ...] = ()  # where its tree's nodes come from, beside the root
 
 
 LANES: tuple[LaneSpec, ...] = (
     LaneSpec("vanilla", "vanilla", None, False, "vanilla", "#8C8C8C", True),
-    LaneSpec("pld", "pld", None, False, "prompt lookup", "#E69F00", True),
-    LaneSpec("logitspec", "logitspec", None, True, "LogitSpec (cost tree)", "#0072B2", True),
-    LaneSpec("logitspec-static", "logitspec", "static", True, "LogitSpec, the paper's static tree", "#56B4E9", True),
+    LaneSpec("pld", "pld", None, False, "prompt lookup", "#E69F00", True, PLD_SOURCES),
+    LaneSpec("logitspec", "logitspec", None, True, "LogitSpec (cost tree)", "#0072B2", True, LOGITSPEC_SOURCES),
+    LaneSpec("logitspec-static", "logitspec", "static", True, "LogitSpec, the paper's static tree", "#56B4E9", True,
+             LOGITSPEC_SOURCES),
     # Paul Tol's purple, apart from Okabe-Ito's eight, which all mean something else here.
-    LaneSpec("recycling", "recycling", None, True, "Token Recycling (cost tree)", "#AA4499", True),
+    LaneSpec("recycling", "recycling", None, True, "Token Recycling (cost tree)", "#AA4499", True, RECYCLING_SOURCES),
     # Its static 80-node template: a pale twin, as LogitSpec's static tree is.
-    LaneSpec("recycling-static", "recycling", "static", True, "Token Recycling, static 80-node tree", "#E2B6DA", False),
+    LaneSpec("recycling-static", "recycling", "static", True, "Token Recycling, static 80-node tree", "#E2B6DA", False,
+             RECYCLING_SOURCES),
     # The hybrid: Paul Tol's indigo, apart from both parents.
-    LaneSpec("logitspec+recycling", "logitspec+recycling", None, True, "LogitSpec + recycling", "#332288", False),
+    LaneSpec("logitspec+recycling", "logitspec+recycling", None, True, "LogitSpec + recycling", "#332288", False,
+             LOGITSPEC_SOURCES + RECYCLING_SOURCES),
     # The paper's other baselines, in Paul Tol's olive and wine: apart from every colour above.
-    LaneSpec("lookahead", "lookahead", None, False, "Lookahead decoding", "#999933", True),
-    LaneSpec("rest", "rest", None, False, "REST", "#882255", True),
+    LaneSpec("lookahead", "lookahead", None, False, "Lookahead decoding", "#999933", True, LOOKAHEAD_SOURCES),
+    LaneSpec("rest", "rest", None, False, "REST", "#882255", True, REST_SOURCES),
     # The rivals published since, in Paul Tol's teal and rose: apart from every colour above.
-    LaneSpec("racer", "racer", None, True, "RACER (cost tree)", "#44AA99", True),
-    LaneSpec("suffix", "suffix", None, False, "SuffixDecoding", "#CC6677", True),
+    LaneSpec("racer", "racer", None, True, "RACER (cost tree)", "#44AA99", True, RACER_SOURCES),
+    LaneSpec("suffix", "suffix", None, False, "SuffixDecoding", "#CC6677", True, SUFFIX_SOURCES),
 )
 
 
-def lane(name: str) -> LaneSpec | None:
-    return next((ln for ln in LANES if ln.name == name), None)
+def lane(name: str, table: tuple[LaneSpec, ...] | None = None) -> LaneSpec | None:
+    return next((ln for ln in (LANES if table is None else table) if ln.name == name), None)
+
+
+def sources_of(method: str, table: tuple[LaneSpec, ...] | None = None) -> tuple[NodeSource, ...]:
+    """The node sources of a method's trees, the root first: its own lane's row's; LogitSpec's for a
+    method the table lacks (a trace from a newer version)."""
+    ln = lane(method, table) or lane("logitspec", table)
+    return (ROOT, *(ln.sources if ln else ()))
+
+
+def node_sources(table: tuple[LaneSpec, ...] | None = None) -> dict[str, NodeSource]:
+    """Every node source of the table by its key, the root first."""
+    out = {ROOT.key: ROOT}
+    for ln in LANES if table is None else table:
+        out.update((src.key, src) for src in ln.sources)
+    return out
 
 
 def label(name: str, trace: RunTrace | None = None) -> str:

@@ -42,6 +42,11 @@ class Drafter:
     tree_room = 0  # the most verified nodes a tree may hold, past `capacity` (the cache reserves them)
     wants_logits = False  # whether `observe_logits` should hear the verified nodes' logits
 
+    @classmethod
+    def build(cls, s: DecodeSettings, model: PreTrainedModel | None = None) -> "Drafter":
+        """A drafter for one run's settings and model: how the decoders' registry makes a method's."""
+        return cls(s, model)
+
     def draft(self, root: int, logits: torch.Tensor, pool: NgramPool, context_len: int) -> Draft:
         """The tree under `root`, from logits: [V], the row whose argmax (or draw) it is.
         Vanilla greedy drafts nothing: the tree is the root alone."""

@@ -136,7 +136,7 @@ class LookaheadDrafter(Drafter):
 
     method = "lookahead"
 
-    def __init__(self, s: DecodeSettings) -> None:
+    def __init__(self, s: DecodeSettings, model=None) -> None:  # it reads no model
         self.s = s
         self.pool = GuessPool(s.lookahead_guesses)
         self.window: JacobiWindow | None = None

@@ -15,7 +15,7 @@ class PromptLookupDrafter(Drafter):
 
     method = "pld"
 
-    def __init__(self, s: DecodeSettings) -> None:
+    def __init__(self, s: DecodeSettings, model=None) -> None:  # it reads no model
         self.s = s
 
     def draft(self, root: int, logits: torch.Tensor, pool: NgramPool, context_len: int) -> Draft:

@@ -1,0 +1,101 @@
+"""One registry of methods: a drafter module declares its method (its class's `method` and `build`),
+the lane table gives it a row with its node sources, and the decoders, the checks, the tree's
+colours, hover words and legend all follow from those two; a new lane needs no other line."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from helpers.tiny_models import char_lm
+from logitspec.analysis.lanes import LANES, ROOT, LaneSpec, NodeSource, lane, node_sources, sources_of
+from logitspec.core.drafter import Draft, Drafter
+from logitspec.core.settings import METHODS, DecodeSettings
+from logitspec.core.tree import chain_tree
+from logitspec.drafters import rest
+from logitspec.decoders import REGISTRY, declared_drafters, make_drafter, registry
+from logitspec.runner import run_trace
+from serve.race import lane_run
+from visual.method_words import WORDS
+from visual.style import PALETTE, node_color_key
+from visual.tree import LEGEND_NAMES, ORIGIN_WORDS
+
+PROMPT = "the cat sat on the mat, the cat sat on the mat, the cat sat"
+
+
+def test_every_method_has_a_drafter_a_lane_words_and_node_sources():
+    assert REGISTRY.methods == METHODS  # the checks' and the CLI's list is the decoders' own
+    assert {c.method for c in declared_drafters()} == set(METHODS) - {"vanilla", "logitspec"}
+    for m in METHODS:
+        row = lane(m)
+        assert row is not None and row.method == m, m
+        assert m in WORDS, m
+        srcs = sources_of(m)
+        assert srcs[0] == ROOT and (m == "vanilla") == (len(srcs) == 1), m
+        for src in srcs:  # drawn from the row alone: its colour, hover words and legend name
+            assert PALETTE[src.key] == src.colour and ORIGIN_WORDS[src.key] == src.words, src
+            assert LEGEND_NAMES[src.key] == src.legend, src
+
+
+@pytest.fixture(scope="module")
+def raced(tiny_llama):
+    """Every lane of the table over one prompt; REST's datastore holds the prompt (the tiny model has none)."""
+    before = vars(tiny_llama).get(rest.ATTRIBUTE)
+    lm = char_lm(tiny_llama)
+    rest.attach(tiny_llama, store=rest.Datastore(lm.tokenizer.encode(PROMPT)))
+    s = DecodeSettings(max_new_tokens=24)
+    yield {ln.name: run_trace(lm, PROMPT, *lane_run(ln.name, s)) for ln in LANES}
+    vars(tiny_llama)[rest.ATTRIBUTE] = before
+
+
+def test_each_lane_draws_only_the_sources_its_row_names(raced):
+    assert set(raced) == {ln.name for ln in LANES}
+    for name, trace in raced.items():
+        declared = {src.key for src in sources_of(trace.method)}
+        drawn = {node_color_key(n.origin, n.rank) for s in trace.steps for n in s.tree}
+        assert drawn <= declared, (name, drawn - declared)
+        assert trace.tokens == raced["vanilla"].tokens, name
+
+
+class ToyDrafter(Drafter):
+    """A lane defined here alone: one chain of the root repeated."""
+
+    method = "toy"
+
+    def __init__(self, s: DecodeSettings, model=None) -> None:
+        self.n = s.pld_tokens
+
+    def draft(self, root, logits, pool, context_len) -> Draft:
+        return Draft(nodes=chain_tree(root, [root] * self.n, "toy-chain"))
+
+
+def test_a_new_lane_is_its_drafter_and_its_row(tmp_path, monkeypatch):
+    pkg = tmp_path / "toylanes"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "toy.py").write_text(textwrap.dedent("""
+        from logitspec.core.drafter import Drafter
+
+        class ToyDrafter(Drafter):
+            method = "toy"
+
+            def __init__(self, s, model=None):
+                self.s = s
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import toylanes
+
+    found = declared_drafters(toylanes)  # a module of its own is found by the method it declares
+    assert [c.method for c in found] == ["toy"]
+    methods = registry([*declared_drafters(), ToyDrafter])
+    assert methods.methods == (*METHODS, "toy")
+    made = make_drafter("toy", DecodeSettings(pld_tokens=3), None, methods)
+    assert isinstance(made, ToyDrafter) and made.n == 3
+    with pytest.raises(ValueError, match="toy"):
+        make_drafter("nope", DecodeSettings(), None, methods)
+    with pytest.raises(ValueError, match="unknown method 'toy'"):
+        make_drafter("toy", DecodeSettings())  # the product's registry holds no toy
+    chain = NodeSource("toy-chain", "the toy's chain: the root again", "toy chain", "#123456")
+    table = (*LANES, LaneSpec("toy", "toy", None, False, "a toy", "#654321", True, (chain,)))
+    assert sources_of("toy", table) == (ROOT, chain) and node_sources(table)["toy-chain"] is chain
+    assert sources_of("toy") == sources_of("logitspec")  # a method the table lacks: LogitSpec's words

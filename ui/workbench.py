@@ -30,7 +30,9 @@ INTRO = ("Many prompts at once: where retrieval fails across a set, and on which
          "Spec-Bench category or your own questions, on the model above), pick a recorded set, or upload one made "
          "on any machine with\n\n"
          "`python -m logitspec workbench --questions coding --methods logitspec,pld --max-new 128 -o set.jsonl.gz`\n\n"
-         "(`--questions` takes a Spec-Bench category, `all`, or your own JSONL of questions). "
+         "(`--questions` takes a Spec-Bench category, `all`, or your own JSONL of questions; "
+         "`--methods logitspec,logitspec:pool=longest` runs one method under two settings, named in the tables by "
+         "the setting that differs). "
          "Sort a table by a column's header; select a run's row to open it in the step explorer and the "
          "retrieval debugger at its worst step (the start of its longest run of failed steps).")
 
@@ -156,8 +158,9 @@ class WorkbenchTab:
         return out
 
     def compared(self, lanes: dict, method: str, prompt: int) -> dict:
-        """The row's run beside the prompt's next method, aligned by output position; hidden with one method."""
-        others = [m for m in lanes if m != method]
+        """The row's run beside the prompt's other run of its method (under another setting), else its next
+        method, aligned by output position; hidden with one run."""
+        others = sorted((m for m in lanes if m != method), key=lambda m: lanes[m].method != lanes[method].method)
         if not others:
             return {self.compare_md: "", self.compare: gr.Plot(visible=False)}
         sbs = side_by_side(method, lanes[method], others[0], lanes[others[0]])

@@ -116,3 +116,36 @@ def test_bad_choices_are_refused_in_one_line(refusing, form, words):
     replies = list(page.workbench.runner.run(*form, Request()))
     said = replies[-1][page.workbench.runner.progress]
     assert len(replies) == 1 and "<b>Not started:</b>" in said and words in said and "\n" not in said, said
+
+
+@pytest.mark.slow  # decodes on the bundled model
+def test_one_method_under_two_settings_is_compared_where_its_runs_part(ui, monkeypatch):
+    import re
+
+    import gradio as gr
+    from ui.debugger import OUTCOMES
+    from ui.view import View
+
+    monkeypatch.setenv("LOGITSPEC_THREADS", str(torch.get_num_threads()))
+    wb = ui.workbench
+    final = _run(ui, "coding", None, ["logitspec"], "pool=longest", 16, "bundled")[-1]
+    s = final[wb.set_state]
+    names = ["logitspec pool=recent", "logitspec pool=longest"]
+    assert s.runs == names and list(final[wb.overall].value["data"][i][0] for i in (0, 1)) == names
+    assert [s.trace(e).settings["pool"] for e in s.entries[:2]] == ["recent", "longest"]
+    for e in s.entries[1::2]:
+        row = [e.prompt + 1, str(e.question_id), e.category, e.label]
+        out = wb.open_row(s, OUTCOMES, View(), gr.SelectData(wb.table, {"index": [1, 0], "value": 1, "row_value": row}))
+        words = out[wb.compare_md]
+        assert words.startswith(f"**Prompt {e.prompt + 1}, side by side:** One method under two settings "
+                                "(pool longest against recent)."), words
+        assert [c[0] for c in out[ui.explorer.lane_pick].choices] == ["LogitSpec (cost tree) pool=recent",
+                                                                     "LogitSpec (cost tree) pool=longest"]
+        lanes = s.lanes(e.prompt)
+        roots = {n: {sum(len(st.tokens) for st in t.steps[:i]) for i in range(len(t.steps))} for n, t in lanes.items()}
+        shared = min(len(t.tokens) for t in lanes.values())
+        apart = [p for p in range(shared) if (p in roots[names[0]]) != (p in roots[names[1]])]
+        at = re.search(r"They part at output token (\d+): (logitspec pool=\w+) drafted it", words)
+        assert (int(at.group(1)) if at else None) == (apart[0] if apart else None), words
+        if at:  # the run that drafted it did not start a step there
+            assert apart[0] not in roots[at.group(2)]

@@ -14,6 +14,7 @@ from logitspec.analysis.sets import read_set
 from logitspec.cli import main
 from logitspec.core.settings import DecodeSettings
 from logitspec.runner import run_trace
+from logitspec.workbench import set_runs
 
 PROMPTS = ["List three colours of the rainbow.", "Repeat after me: one two three, one two three."]
 
@@ -50,6 +51,9 @@ def test_two_prompts_two_methods_make_one_set_file(bundled, tmp_path, capsys, mo
     (["--methods", "logitspec,warp"], "unknown method 'warp'"),
     (["--questions", "missing.jsonl"], "questions file not found"),
     (["--max-new", "0"], "max new tokens must be a whole number"),
+    (["--methods", "logitspec:pool=widest"], "pool must be one of recent, longest"),
+    (["--methods", "logitspec:depth=3"], "settings after a method look like"),
+    (["--methods", "logitspec:ngram=a-b"], "n-gram sizes look like ngram=1-3"),
 ])
 def test_bad_input_is_refused_in_one_line(tmp_path, capsys, argv, words):
     got = in_process(main, capsys, "workbench", *argv, "-o", str(tmp_path / "set.jsonl"))
@@ -60,3 +64,15 @@ def test_bad_input_is_refused_in_one_line(tmp_path, capsys, argv, words):
 def test_an_output_in_no_folder_is_refused(tmp_path, capsys):
     got = in_process(main, capsys, "workbench", "--questions", "coding", "-o", str(tmp_path / "no" / "set.jsonl"))
     assert_refused(got, "no such folder")
+
+
+def test_one_method_under_two_settings_is_named_by_the_setting_that_differs():
+    runs = set_runs("logitspec,logitspec:pool=longest,pld,logitspec:ngram=2-4", {"max_new_tokens": 32})
+    assert [r.label for r in runs] == ["logitspec ngram=1-3 pool=recent", "logitspec ngram=1-3 pool=longest",
+                                       "pld", "logitspec ngram=2-4 pool=recent"]
+    assert [(r.method, r.settings.pool, r.settings.ngram_sizes) for r in runs] == [
+        ("logitspec", "recent", (1, 2, 3)), ("logitspec", "longest", (1, 2, 3)), ("pld", "recent", (1, 2, 3)),
+        ("logitspec", "recent", (2, 3, 4))]
+    assert all(r.settings.max_new_tokens == 32 for r in runs)
+    once = set_runs("logitspec,logitspec:pool=recent,logitspec:k=16", {})  # the default pool given again: one run
+    assert [r.label for r in once] == ["logitspec k=64", "logitspec k=16"]

@@ -1,4 +1,4 @@
-"""Deep links: `?trace=NAME&step=N&tab=TAB` opens a recorded run at a step, on a tab (and
+"""Deep links: `?trace=NAME&step=N&tab=TAB` opens a recorded run at a step, on a tab (any of TABS; and
 `&present=1` in large type: ui/present.py, in the browser alone).
 
 A teacher can put such a link on a slide. The trace is looked up by name among the shipped
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-TABS = ("explorer", "debugger", "observations", "explain", "traces")
+TABS = ("explorer", "debugger", "observations", "explain", "traces", "workbench")
 ECHO_CHARS = 40  # how much of a bad value the message repeats
 
 

@@ -118,3 +118,13 @@ def test_the_debugger_table_downloads_as_csv_with_its_rows(ui, traces):
     assert [int(r["step"]) for r in rows] == [i for i, s in enumerate(t.steps) if s.forward and s.outcome == "both failed"]
     assert list(rows[0]) == list(want[0]) and all(r["outcome"] == "both failed" for r in rows)
     assert [int(r["drafts accepted"]) for r in rows] == [t.steps[int(r["step"])].drafts_accepted for r in rows]
+
+
+def test_a_link_opens_the_workbench_tab(ui):
+    from ui.debugger import OUTCOMES
+
+    class Request:
+        query_params = {"tab": "workbench"}
+
+    out = ui.files.initial_view(OUTCOMES, Request())
+    assert out[ui.tabs].selected == "workbench" and "This link" not in out.get(ui.race.status_md, "")

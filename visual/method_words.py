@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from logitspec.core.settings import DecodeSettings
 from logitspec.core.trace import (BOTH_FAILED, G1_MATCHED, G2_RESCUED, NO_RETRIEVAL, PLD_FAILED, PLD_MATCHED,
-                                  RunTrace, StepRecord)
+                                  RunTrace, SourceLookup, StepRecord)
 
 from .baselines import drafted_paths, window_levels
 from .counts import plural
@@ -107,6 +108,8 @@ WORDS: dict[str, MethodWords] = {
                "colours say which of the two drafted each node." + _ROW),
         filters=(("every pass (automaton and copied logits)", NO_RETRIEVAL),),
         outcomes={NO_RETRIEVAL: "RACER: a tree of automaton matches and copied logits, no query to miss"},
+        lookup=Column("automaton · copied", "the automaton's longest match ending in x_{i+1} (tokens) and whether an "
+                      "earlier pass left x_{i+1}'s logits to copy; ✓ the source offered nodes"),
     ),
     "suffix": MethodWords(
         name="SuffixDecoding",
@@ -116,6 +119,8 @@ WORDS: dict[str, MethodWords] = {
                "say which tree drafted." + _ROW),
         filters=(("every pass (suffix trees)", NO_RETRIEVAL),),
         outcomes={NO_RETRIEVAL: "SuffixDecoding: a draft from its prompt tree or its output tree, no query to miss"},
+        lookup=Column("prompt · output tree", "the longest suffix of the text, x_{i+1} last, each tree matched "
+                      "(tokens); ✓ the tree offered a draft"),
     ),
     "vanilla": MethodWords(
         name="vanilla",
@@ -180,7 +185,7 @@ def rest_words(trace: RunTrace, s: StepRecord, ctx: list[int]) -> str:
 def lookup_line(trace: RunTrace, s: StepRecord, ctx: list[int]) -> str:
     """The step's lookups in one line, in its method's words ("" for a step that made none)."""
     if not s.queries:
-        return ""
+        return f"{words_of(trace.method).name}: {source_words(trace, s)}" if s.lookups else ""
     first = s.queries[0]
     said = outcome_words(trace.method, s.outcome)
     if first.kind == "lookahead":
@@ -195,3 +200,63 @@ def lookup_line(trace: RunTrace, s: StepRecord, ctx: list[int]) -> str:
     if g2:
         detail.append(f"g2: {sum(q.matched for q in g2)} of {len(g2)} candidates matched")
     return f"{s.outcome} ({'; '.join(detail)})" if detail else said  # the filter's own words first
+
+
+# RACER's and SuffixDecoding's sources (StepRecord.lookups), as their papers name them.
+SOURCE_NAMES = {"automaton": "automaton", "copied": "copied logits", "prompt-tree": "prompt tree",
+                "output-tree": "output tree"}
+
+
+def _setting(trace: RunTrace, name: str):
+    return trace.settings.get(name, getattr(DecodeSettings(), name))
+
+
+def _last(n: int) -> str:
+    return "x_{i+1} alone" if n == 1 else f"the last {n} tokens (x_{{i+1}} last)"
+
+
+def source_found(trace: RunTrace, lk: SourceLookup) -> str:
+    """What one source found, in its method's words."""
+    nodes = plural(lk.offered, "node")
+    if lk.source == "automaton":
+        if not lk.matched:
+            return (f"automaton: no suffix of the text ending in x_{{i+1}}, {_setting(trace, 'racer_min_depth')} tokens "
+                    f"or more, among the context's {_setting(trace, 'racer_ngram')}-grams")
+        return f"automaton: {_last(lk.matched)} matched, {nodes} offered"
+    if lk.source == "copied":
+        if not lk.matched:
+            return "copied logits: no pass has run on x_{i+1} yet, so it has no logits to copy"
+        return f"copied logits: x_{{i+1}}'s top-{_setting(trace, 'racer_breadth')} from the last pass on it, {nodes} offered"
+    name = SOURCE_NAMES.get(lk.source, lk.source)
+    if not lk.matched:
+        return f"{name}: x_{{i+1}} does not occur in it"
+    if not lk.offered:
+        return (f"{name}: {_last(lk.matched)} matched, but no continuation had a probability of "
+                f"{_setting(trace, 'suffix_min_prob'):g} or more")
+    return f"{name}: {_last(lk.matched)} matched, {nodes} offered"
+
+
+def nothing_drafted(s: StepRecord) -> str:
+    """Why a step whose sources ran drafted no node ("" when it drafted one)."""
+    if any(not n.pruned for n in s.tree if n.depth > 0):
+        return ""
+    offered = sum(lk.offered for lk in s.lookups)
+    if offered:
+        return f"nothing drafted: the cost tree kept none of the {plural(offered, 'node')} offered, none paid for its time"
+    return "nothing drafted: no source offered a node"
+
+
+def source_words(trace: RunTrace, s: StepRecord) -> str:
+    """What each source of the step found, and why the step drafted nothing when it drafted nothing."""
+    said = "; ".join(source_found(trace, lk) for lk in s.lookups)
+    why = nothing_drafted(s)
+    return f"{said}; {why}" if why else said
+
+
+def source_cell(s: StepRecord) -> str:
+    """The debugger's cell: each source's match length (copied logits: held or not), ✓ when it offered nodes."""
+    cells = []
+    for lk in s.lookups:
+        got = ("held" if lk.matched else "none") if lk.source == "copied" else str(lk.matched)
+        cells.append(f"{SOURCE_NAMES.get(lk.source, lk.source)} {got} {'✓' if lk.offered else '✗'}")
+    return " · ".join(cells)

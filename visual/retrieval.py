@@ -27,7 +27,8 @@ from .data import (
     token_labels,
     token_pieces,
 )
-from .method_words import Column, outcome_words, pool_words, rest_words, ticked, words_of
+from .method_words import (SOURCE_NAMES, Column, nothing_drafted, outcome_words, pool_words, rest_words, source_cell,
+                           source_found, ticked, words_of)
 from .pieces import split_note
 from .style import PALETTE, sub_x
 
@@ -251,6 +252,18 @@ def _baseline_box(matched: bool, head: str, body: str, why: str) -> str:
             + "</div>")
 
 
+def _sources_block(trace: RunTrace, s: StepRecord, ctx: list[int]) -> str:
+    """What each of the step's sources found (its method's words), and why it drafted nothing or
+    which drafted branch the model took."""
+    chips = [_chip(SOURCE_NAMES.get(lk.source, lk.source) + (" ✓" if lk.offered else " ✗"), "hit" if lk.offered else "miss")
+             for lk in s.lookups]
+    said = "".join(f"<div>{chip} {sub_x(_e(source_found(trace, lk)))}</div>" for chip, lk in zip(chips, s.lookups))
+    paths = [p for lk in s.lookups for p in drafted_paths(s, lk.source)]
+    why = nothing_drafted(s) or _drafts_why(trace, s, paths, ctx, "branch")
+    return _baseline_box(any(lk.offered for lk in s.lookups), f"{_e(words_of(trace.method).name)} · what its sources "
+                         f"found for x<sub>i+1</sub> = {_e(ngram_text(trace, [s.root], ctx))}", said, why)
+
+
 def recycled_row(s: StepRecord) -> list[TreeNode]:
     """The root's successors the step drafted from Token Recycling's matrix, by their rank in its row."""
     return sorted((n for n in s.tree if n.origin == "recycled" and n.depth == 1), key=lambda n: n.rank or 0)
@@ -311,6 +324,8 @@ def retrieval_html(trace: RunTrace, step: int) -> str:
         f"{sub_x(_e(outcome_words('recycling' if recycled and not s.queries else trace.method, out)))}</div>"
         f'<div style="margin-bottom:6px">{_legend()}</div>'
     )
+    if s.lookups and s.forward:  # RACER's and SuffixDecoding's sources: what each found, or why nothing
+        return _noted(head + _sources_block(trace, s, ctx)) + "</div>"
     if not s.queries:
         why = ("no forward pass was needed: the root was the last token" if not s.forward
                else "" if recycled else "this decoder does no lookups")
@@ -361,7 +376,7 @@ def failure_rows(trace: RunTrace) -> list[dict[str, Any]]:
             "step": i,
             "outcome": outcome(s),
             "root": tok(trace, s.root, ctx),
-            "lookup": _lookup_cell(trace, s, first, ctx) if first else "",
+            "lookup": _lookup_cell(trace, s, first, ctx) if first else source_cell(s),
             "matched n": first.matched_n if first else None,
             "g2 matches": sum(q.matched for q in g2),
             "g2 queries": len(g2),

@@ -138,7 +138,7 @@ def step_summary_md(trace: RunTrace, step: int) -> str:
     else:
         lines.append(f"- **Draft tree:** {verified} verified in one forward pass, {pruned} pruned token"
                      f"{'s' if pruned != 1 else ''} kept for the picture")
-        looked = lookup_line(trace, s, ctx) if outcome(s) != NO_RETRIEVAL else ""
+        looked = lookup_line(trace, s, ctx) if outcome(s) != NO_RETRIEVAL or s.lookups else ""
         if looked:  # in the method's own words: g1 and g2, prompt lookup's query, REST's suffix, Lookahead's pool
             lines.append(f"- **Retrieval:** {sub_x(looked)}")
         held = drafts_held(trace, i)

@@ -18,7 +18,7 @@ from transformers import PreTrainedModel
 from .retrieval import NgramPool, retrieve
 from .settings import DecodeSettings
 from .speculation import speculate
-from .trace import Candidate, QueryRecord, TreeNode, TreeSizing
+from .trace import Candidate, QueryRecord, SourceLookup, TreeNode, TreeSizing
 from .tree import build_static_tree, chain_tree
 
 
@@ -33,6 +33,7 @@ class Draft:
     root_prob: float | None = None
     calibration_seconds: float = 0.0  # one-off measuring of c(n) that happened while drafting
     read_rows: list[int] = field(default_factory=list)  # nodes whose logits the drafter hears (observe_rows)
+    lookups: list[SourceLookup] = field(default_factory=list)  # what a drafter without queries found
 
 
 class Drafter:

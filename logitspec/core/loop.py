@@ -267,7 +267,7 @@ def record_step(run: Decoding, index: int, context_len: int, root: int, root_lea
         bookkeeping_seconds=clock.bookkeeping_seconds, sizing=draft.sizing,
         root_prob=draft.root_prob, calibration_seconds=draft.calibration_seconds + tuning,
         sampled=log.sampled[: len(tokens)], threads=run.tuner.now if run.model.device.type == "cpu" else None,
-        leads=[ld.ulps for ld in leads], runners_up=[ld.runner_up for ld in leads],
+        leads=[ld.ulps for ld in leads], runners_up=[ld.runner_up for ld in leads], lookups=draft.lookups,
     )
 
 

@@ -113,6 +113,16 @@ class TreeNode:
 
 
 @dataclass
+class SourceLookup:
+    """What a drafter that makes no query found in one of its sources at a step (RACER's automaton
+    and copied logits, SuffixDecoding's prompt and output trees): what it matched and offered."""
+
+    source: str  # the TreeNode.origin of the nodes it drafts
+    matched: int  # tokens ending the text, x_{i+1} last, the source matched (copied logits: 1 when it held x_{i+1}'s); 0: none
+    offered: int  # draft nodes it proposed, before the tree was sized or merged
+
+
+@dataclass
 class TreeSizing:
     """Why the tree has the size it has (cost-aware mode), for the app to explain."""
 
@@ -158,6 +168,8 @@ class StepRecord:
     # serve.race). Empty in older traces.
     leads: list[float | None] = field(default_factory=list)
     runners_up: list[int] = field(default_factory=list)
+    # What a drafter without queries found in each of its sources; empty for the others and older traces.
+    lookups: list[SourceLookup] = field(default_factory=list)
 
     @property
     def verified_nodes(self) -> list[TreeNode]:
@@ -348,6 +360,7 @@ def _step_from_dict(d: dict[str, Any]) -> StepRecord:
         for q in _rows(d.get("queries", []))
     ]
     d["tree"] = [TreeNode(**n) for n in _rows(d.get("tree", []))]
+    d["lookups"] = [SourceLookup(**x) for x in d.get("lookups", [])]
     if d.get("sizing") is not None:
         d["sizing"] = TreeSizing(**d["sizing"])
     return StepRecord(**d)

@@ -23,7 +23,7 @@ from ..core.drafter import Draft, Drafter, cost_capacity
 from ..core.retrieval import NgramPool
 from ..core.settings import DecodeSettings
 from ..sizing.costtree import evidence, rank_bucket
-from ..core.trace import QueryRecord
+from ..core.trace import QueryRecord, SourceLookup
 from .keyedtree import Branch, KeyedCostTree, static_branches
 from .recycling import SuccessorMatrix
 
@@ -208,6 +208,11 @@ def logits_branches(matrix: SuccessorMatrix, root: int, most: int, breadth: int)
     return branches
 
 
+def offered(branches: Sequence[Branch]) -> int:
+    """The distinct nodes the branches hold below the root (shared prefixes once)."""
+    return len({tuple(b.tokens[:j]) for b in branches for j in range(1, len(b.tokens) + 1)})
+
+
 class RacerDrafter(Drafter):
     """RACER: the Retrieval Tree from the context's automaton and the Logits Tree from copied logits, merged."""
 
@@ -240,12 +245,15 @@ class RacerDrafter(Drafter):
         for b in borders:
             self.ac.touch(b)
         retrieved, used = retrieval_branches(self.ac, borders, self.drafts)
-        branches = retrieved + logits_branches(self.matrix, int(root), self.drafts - used, s.racer_breadth)
+        copied = logits_branches(self.matrix, int(root), self.drafts - used, s.racer_breadth)
+        lookups = [SourceLookup(AUTOMATON, self.ac.depth[borders[0]] if borders else 0, offered(retrieved)),
+                   SourceLookup(COPIED, int(bool(self.matrix.successors(int(root)))), offered(copied))]
         if self.cost is None:
-            return Draft(nodes=static_branches(int(root), branches, self.drafts))
+            return Draft(nodes=static_branches(int(root), retrieved + copied, self.drafts), lookups=lookups)
         before = self.cost.calibration_seconds
-        nodes, sizing = self.cost.draft(int(root), branches, self.cost_capacity, context_len)
-        return Draft(nodes=nodes, sizing=sizing, calibration_seconds=self.cost.calibration_seconds - before)
+        nodes, sizing = self.cost.draft(int(root), retrieved + copied, self.cost_capacity, context_len)
+        return Draft(nodes=nodes, sizing=sizing, calibration_seconds=self.cost.calibration_seconds - before,
+                     lookups=lookups)
 
     def observe(self, truth, verified=None, seconds=None, threads=None) -> None:
         if self.cost is not None:

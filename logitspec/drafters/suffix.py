@@ -31,6 +31,7 @@ from ..core.drafter import Draft, Drafter
 from ..core.profile import profile_of
 from ..core.retrieval import NgramPool
 from ..core.settings import DecodeSettings
+from ..core.trace import SourceLookup
 from ..core.tree import DraftTree
 
 PROMPT_TREE, OUTPUT_TREE = "prompt-tree", "output-tree"  # TreeNode.origin of a draft from each tree
@@ -140,22 +141,42 @@ def speculate_tree(trie: SuffixTrie, start: int, most: int, min_prob: float) -> 
     return out
 
 
+def tree_speculation(origin: str, trie: SuffixTrie, tail: Sequence[int], s: DecodeSettings,
+                     most: int) -> tuple[Speculation | None, int]:
+    """One tree's highest-scoring draft over every match length (the longer of equals), and the
+    longest suffix of `tail` it holds (0: not even its last token)."""
+    best: Speculation | None = None
+    longest = 0
+    for m in range(1, len(tail) + 1):
+        node = trie.walk(tail[-m:])
+        if node is None:
+            break  # a longer suffix holds this one: it is missing too
+        longest = m
+        room = min(most, int(m * s.suffix_spec_factor + 1e-6))
+        if room <= 0:
+            continue
+        spec = Speculation(origin, m, speculate_tree(trie, node, room, s.suffix_min_prob))
+        if spec.nodes and (best is None or spec.score >= best.score):
+            best = spec
+    return best, longest
+
+
+def _tail(text: Sequence[int], s: DecodeSettings) -> list[int]:
+    return list(text[-(s.suffix_depth - 1):]) if s.suffix_depth > 1 else []
+
+
 def best_speculation(trees: Sequence[tuple[str, SuffixTrie]], text: Sequence[int], s: DecodeSettings,
                      most: int) -> Speculation | None:
     """The highest-scoring draft over both trees and every match length (arctic-inference's rule)."""
+    return best_of([tree_speculation(origin, trie, _tail(text, s), s, most)[0] for origin, trie in trees])
+
+
+def best_of(specs: Sequence[Speculation | None]) -> Speculation | None:
+    """The highest score, the later tree's of equals (as one pass over both trees keeps)."""
     best: Speculation | None = None
-    tail = list(text[-(s.suffix_depth - 1):]) if s.suffix_depth > 1 else []
-    for origin, trie in trees:
-        for m in range(1, len(tail) + 1):
-            node = trie.walk(tail[-m:])
-            if node is None:
-                break  # a longer suffix holds this one: it is missing too
-            room = min(most, int(m * s.suffix_spec_factor + 1e-6))
-            if room <= 0:
-                continue
-            spec = Speculation(origin, m, speculate_tree(trie, node, room, s.suffix_min_prob))
-            if spec.nodes and (best is None or spec.score >= best.score):
-                best = spec
+    for spec in specs:
+        if spec is not None and (best is None or spec.score >= best.score):
+            best = spec
     return best
 
 
@@ -240,10 +261,12 @@ class SuffixDrafter(Drafter):
 
     def draft(self, root: int, logits: torch.Tensor, pool: NgramPool, context_len: int) -> Draft:
         self.absorb(pool.tokens)
-        tail = [*pool.tokens[-(self.s.suffix_depth - 1):], int(root)]
-        spec = best_speculation([(PROMPT_TREE, self.prompt_tree), (OUTPUT_TREE, self.outputs.trie)],
-                                tail, self.s, self.most)
-        return Draft(nodes=speculation_tree(int(root), spec))
+        tail = _tail([*pool.tokens[-(self.s.suffix_depth - 1):], int(root)], self.s)
+        found = [tree_speculation(origin, trie, tail, self.s, self.most)
+                 for origin, trie in ((PROMPT_TREE, self.prompt_tree), (OUTPUT_TREE, self.outputs.trie))]
+        lookups = [SourceLookup(origin, longest, len(spec.nodes) if spec else 0)
+                   for (spec, longest), origin in zip(found, (PROMPT_TREE, OUTPUT_TREE))]
+        return Draft(nodes=speculation_tree(int(root), best_of([spec for spec, _ in found])), lookups=lookups)
 
 
 def speculation_tree(root: int, spec: Speculation | None) -> list:

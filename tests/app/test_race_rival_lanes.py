@@ -80,4 +80,37 @@ def test_the_debugger_speaks_of_the_rivals_in_their_words(raced):
         assert words_of(lane).name == name and name in words_of(lane).intro
         rows = debugger_rows(raced[lane], None)
         assert len(rows) == sum(s.forward for s in raced[lane].steps), lane  # every pass listed
-        assert all(lookup_line(raced[lane], s, []) == "" for s in raced[lane].steps)
+        assert all(lookup_line(raced[lane], s, []).startswith(f"{name}: ") for s in raced[lane].steps if s.forward)
+        assert all(r["lookup"] for r in rows), lane  # each row says what its sources found
+
+
+def test_a_rival_step_says_what_its_sources_found_and_why_it_drafted_nothing(raced):
+    from logitspec.core.trace import RunTrace
+    from visual.data import context_before
+    from visual.method_words import lookup_line
+    from visual.retrieval import retrieval_html
+    from visual.text import step_summary_md
+
+    for lane in RIVALS:
+        trace = raced[lane]
+        assert RunTrace.from_json(trace.to_json()).steps == trace.steps  # the sources' findings round-trip
+        found = [s for s in trace.steps if s.forward]
+        assert all([lk.source for lk in s.lookups] == list(ORIGINS[lane])
+                   for s in found), lane
+        # Each step that drafted nodes of a source saw that source offer them; one that drafted none says why.
+        for s in found:
+            drawn = {n.origin for n in s.tree if n.depth and not n.pruned}
+            assert drawn <= {lk.source for lk in s.lookups if lk.offered}, (lane, s.index)
+        empty = next(i for i, s in enumerate(trace.steps) if s.forward and len(s.tree) == 1)
+        said = lookup_line(trace, trace.steps[empty], context_before(trace, empty))
+        assert "nothing drafted: no source offered a node" in said, said
+        assert "no query to miss" not in said and "g1" not in said  # its own words, not LogitSpec's
+        shown = retrieval_html(trace, empty)
+        assert "nothing drafted" in shown and "this decoder does no lookups" not in shown
+        assert "nothing drafted" in step_summary_md(trace, empty)
+    first = raced["racer"].steps[0]
+    assert [lk.matched for lk in first.lookups] == [0, 0]  # no n-gram of x_{i+1} yet, no pass on it yet
+    assert "no pass has run on x_{i+1} yet" in lookup_line(raced["racer"], first, [])
+    tried = next(s for s in raced["suffix"].steps if len(s.tree) > 1)
+    origin = tried.tree[1].origin  # the better tree's draft is verified whole
+    assert len(tried.tree) - 1 == next(lk.offered for lk in tried.lookups if lk.source == origin)

@@ -71,11 +71,13 @@ def main(argv: list[str] | None = None) -> None:
 
     threading.Thread(target=report, daemon=True).start()
     demo = build_app(services)
-    # max_file_size: the browser refuses a larger trace before sending it, and the server stops reading it.
+    # max_file_size: the browser refuses a larger file before sending it, and the server stops reading it;
+    # a set file may be larger than a trace, whose own box refuses one over its limit.
+    lim = Limits.from_env()
     demo.queue(default_concurrency_limit=1, max_size=64)
     quiet_queue(demo)
-    demo.launch(
-        show_error=True, theme=gr.themes.Soft(), css=CSS + FIGURES_CSS + PRESENT_CSS, max_file_size=Limits.from_env().trace_bytes)
+    demo.launch(show_error=True, theme=gr.themes.Soft(), css=CSS + FIGURES_CSS + PRESENT_CSS,
+                max_file_size=max(lim.trace_bytes, lim.set_bytes))
 
 
 if __name__ == "__main__":

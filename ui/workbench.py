@@ -107,7 +107,7 @@ class WorkbenchTab:
             return gr.skip()
         p = Path(path if isinstance(path, str) else path.name)
         try:
-            s = read_set(p, Limits.from_env().trace_bytes)
+            s = read_set(p, Limits.from_env().set_bytes)
         except InputError as e:
             return {self.note: f"**Not opened:** {p.name}: {e}"}
         return {self.set_state: s, self.note: self.set_words(s, p.name), self.compare_md: "",

@@ -131,7 +131,8 @@ def read_set(path: str | Path, max_bytes: int | None = None) -> SetFile:
     if not p.is_file():
         raise SetFileError("no such file")
     if max_bytes is not None and p.stat().st_size > max_bytes:
-        raise SetFileError(f"the set file is {p.stat().st_size / 2**20:.1f} MB; the limit is {max_bytes / 2**20:.1f} MB")
+        raise SetFileError(f"the set file is {p.stat().st_size / 2**20:.1f} MB, over this app's {max_bytes / 2**20:.0f} MB; "
+                           f"open it in the app on your own machine: LOGITSPEC_SET_BYTES={p.stat().st_size + 1} python app.py")
     try:
         with _open(p) as f:
             return _read_lines(p, f)

@@ -30,6 +30,9 @@ class Limits:
     context_cap: int = 4096  # prompt tokens + max new tokens
     prompt_chars: int = 100_000
     trace_bytes: int = 20 * 2**20  # 20 MiB, as upload boxes count
+    # A set file (analysis/sets.py), gzipped or not: it opens at the cost of its summaries, so it may be
+    # far larger than a trace; Spec-Bench's 480 questions under two methods at 128 tokens are ~150 MiB gzipped.
+    set_bytes: int = 512 * 2**20
     run_seconds: float = 300.0
     one_shape_rows: int = 0  # half precision's one row count on the CPU; 0: timed among runtime.oneshape's candidates
 

@@ -128,3 +128,15 @@ def test_a_link_opens_the_workbench_tab(ui):
 
     out = ui.files.initial_view(OUTCOMES, Request())
     assert out[ui.tabs].selected == "workbench" and "This link" not in out.get(ui.race.status_md, "")
+
+
+def test_a_set_over_the_apps_limit_is_refused_saying_how_to_open_it_locally(ui, set_path, monkeypatch):
+    from logitspec.core.limits import Limits
+
+    assert Limits().set_bytes > 25 * 2**20 > Limits().trace_bytes  # a 25 MB set uploads where a trace would not
+    monkeypatch.setenv("LOGITSPEC_SET_BYTES", str(set_path.stat().st_size - 1))
+    note = ui.workbench.open_set(str(set_path))[ui.workbench.note]
+    assert f"open it in the app on your own machine: LOGITSPEC_SET_BYTES={set_path.stat().st_size + 1} python app.py" \
+        in note and "\n" not in note
+    monkeypatch.setenv("LOGITSPEC_SET_BYTES", str(set_path.stat().st_size))
+    assert ui.workbench.open_set(str(set_path))[ui.workbench.note].startswith("**three.jsonl**")

@@ -1,0 +1,82 @@
+"""RACER and SuffixDecoding in a real browser: a short race of the Code example with both ticked,
+greedy and then sampled with a seed, ends with the verdict finding every lane's output identical
+to vanilla's; "Method explored" opens each rival's steps, whose tree names where its nodes came
+from (automaton match and copied logits, prompt tree and output tree) and whose retrieval view
+says what each source found. Screenshot: artifacts/browser/rivals-<lane>-desktop.png.
+"""
+from __future__ import annotations
+
+import pytest
+
+from helpers.browser import DESKTOP, fresh_page, next_step, set_max_new, settle, shot, text_of
+from test_fit_browser import wait_for_plots
+from test_race_passes_browser import race_code_example
+from test_sampled_race_browser import SEED, TEMPERATURE, check_sampled_status, run_race, set_sampling
+from logitspec.analysis.lanes import label, sources_of
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+RACE_TOKENS = 24  # few tokens: the machine is slow, and past the speed-up's threshold
+RIVALS = {"racer": "automaton", "suffix": "prompt tree"}  # a lane, and a source its retrieval view names
+BOXES = tuple(f"with-{lane}" for lane in RIVALS)
+PLOTS = ("race-plot",)
+TREE_NAMES_JS = """() => { const gd = document.querySelector('#tree-plot .js-plotly-plot');
+  return gd && gd.data ? gd.data.map((d) => d.name || '') : []; }"""
+
+
+def _identical(page) -> None:
+    verdict = text_of(page, "#counters .verdict")
+    assert "identical to vanilla" in verdict and "DIFFERENT" not in verdict, verdict
+    counters = text_of(page, "#counters")
+    assert all(label(lane) in counters for lane in RIVALS), counters
+
+
+def _explore(page, lane: str) -> tuple[list[str], str]:
+    """Open `lane`'s steps; step on until its tree holds a drafted node. The tree's trace names and
+    the retrieval view's text."""
+    from playwright.sync_api import expect
+
+    page.get_by_role("tab", name="Step explorer").click()
+    page.locator("#explore-lane").get_by_label(label(lane), exact=True).check()
+    expect(page.locator("#step-label")).to_contain_text(label(lane), timeout=60_000)
+    settle(page)
+    drafted = {src.legend for src in sources_of(lane)[1:]}
+    for _ in range(RACE_TOKENS):
+        names = page.evaluate(TREE_NAMES_JS)
+        if drafted & set(names):
+            break
+        next_step(page)
+    return names, text_of(page, "#retrieval")
+
+
+def test_the_rivals_race_greedy_identical_to_vanilla_and_their_steps_are_drawn(browser, app_url):
+    page = race_code_example(browser, app_url, *BOXES, tokens=RACE_TOKENS, plots=PLOTS)
+    try:
+        _identical(page)
+        for lane, source in RIVALS.items():
+            names, retrieval = _explore(page, lane)
+            assert {src.legend for src in sources_of(lane)[1:]} & set(names), (lane, names)
+            assert "what its sources found" in retrieval and f"{source}:" in retrieval, retrieval
+            shot(page, f"rivals-{lane}-desktop", "#tree-row", 1500)
+    finally:
+        page.context.close()
+
+
+def test_the_rivals_race_sampled_identical_to_vanilla(browser, app_url):
+    from playwright.sync_api import expect
+
+    page = fresh_page(browser, app_url, DESKTOP)
+    try:
+        wait_for_plots(page, PLOTS)
+        page.get_by_role("button", name="Code").first.click()
+        expect(page.locator("#prompt textarea")).not_to_have_value("", timeout=10_000)
+        for box in BOXES:
+            page.locator(f"#{box} input[type=checkbox]").check()
+        set_max_new(page, RACE_TOKENS)
+        set_sampling(page, TEMPERATURE, SEED)
+        check_sampled_status(run_race(page, "rivals-sampled"), SEED)
+        _identical(page)
+    finally:
+        page.context.close()
+
+

@@ -10,6 +10,7 @@
   // On a touch screen a drag that pans a plot would take every swipe over it, and a tall tree
   // could not be scrolled past: there a swipe scrolls the page (range sliders still move the view).
   const TOUCH = window.matchMedia("(pointer: coarse)").matches;
+  const PHONE = window.matchMedia("(max-width: 640px)");  // ui/page.py's phone layout
 
   const esc = (t) => t.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
   const cut = (t, n) => {
@@ -89,13 +90,29 @@
     return new Set(chosen);
   }
 
-  // A tree too deep for readable labels at this width shows its first columns, a slider under it for the rest.
-  // Once per figure: a live plot (ui/live_plot.js) draws each new figure, with a new layout, in the same plot.
+  // A figure too narrow for `minPx` is drawn that wide in a box its reader scrolls sideways (a phone
+  // swipes it); wide enough again, it fills its container. True when it is drawn again.
+  function scrolled(gd, minPx) {
+    const box = gd.parentElement;
+    const want = minPx && box.clientWidth < minPx ? Math.ceil(minPx) : null;
+    box.classList.toggle("fig-scroll", want !== null);
+    gd.style.width = want === null ? "" : want + "px";  // the plot's own box as wide as what it draws
+    if ((gd.layout.width || null) === want) return false;
+    window.Plotly.relayout(gd, {width: want});
+    return true;
+  }
+
+  // A tree too deep for readable labels at this width shows its first columns, a slider under it for
+  // the rest; on a phone, where the slider's miniature is a strip of unlabelled boxes, every column
+  // in a box swiped sideways. Once per figure: a live plot (ui/live_plot.js) draws each new figure,
+  // with a new layout, in the same plot.
   function windowed(gd, w) {
     if (gd._windowedLayout === gd.layout) return false;
     gd._windowedLayout = gd.layout;
-    const cols = Math.max(2, Math.floor(gd._fullLayout.xaxis._length / (w.col_px * scaleOf(gd))));
-    if (cols >= w.range[1] - w.range[0]) return false;
+    const lay = gd._fullLayout, span = w.range[1] - w.range[0], col = w.col_px * scaleOf(gd);
+    const cols = Math.max(2, Math.floor(lay.xaxis._length / col));
+    if (cols >= span) return scrolled(gd, 0);
+    if (PHONE.matches) return scrolled(gd, lay.width - lay.xaxis._length + span * col);
     // Drawn in large type: the height it goes back to without it keeps the slider's room too.
     const present = gd.layout.meta && gd.layout.meta.present;
     if (present) present.base.forEach((b) => { if (b[0] < 0 && b[1].join() === "height") b[2] += w.slider_px; });
@@ -105,10 +122,30 @@
     return true;
   }
 
+  // A legend in rows above the plot (the race's: an entry a lane) lays its entries in as many columns
+  // of the widest entry's width as the figure holds, and takes its height from the figure, not the
+  // plot: the figure grows or shrinks until its plot is `plot_px` tall again.
+  function legendRoom(gd, spec) {
+    const lay = gd._fullLayout;
+    const texts = [...gd.querySelectorAll(".legend .legendtext")];
+    const widest = Math.ceil(Math.max(0, ...texts.map((t) => t.getBBox().width + (parseFloat(t.getAttribute("x")) || 0)))) + 12;
+    if (texts.length && Math.abs((lay.legend.entrywidth || 0) - widest) > 2) {
+      window.Plotly.relayout(gd, {"legend.entrywidth": widest, "legend.entrywidthmode": "pixels"});
+      return true;
+    }
+    const missing = Math.round(spec.plot_px * scaleOf(gd) - lay.yaxis._length);
+    if (Math.abs(missing) <= 2) return false;
+    gd._fitWidth = true;  // Plotly fixes the width it has now along with the height: a new window width resizes it
+    window.Plotly.relayout(gd, {height: lay.height + missing});
+    return true;
+  }
+
   function fit(gd) {
     const spec = gd.layout && gd.layout.meta && gd.layout.meta.fit;
     if (!spec || !gd._fullLayout || !gd._fullLayout.xaxis || !gd.offsetWidth) return;
     if (spec.window && windowed(gd, spec.window)) return;  // fit() runs again once it is drawn
+    if (spec.legend && legendRoom(gd, spec.legend)) return;  // the same
+    if (spec.min_px && scrolled(gd, spec.min_px * scaleOf(gd))) return;  // the same
     if (spec.labels) {
       const text = labelText(gd, spec.labels);
       if (!same(text, gd.data[spec.labels.trace].text)) window.Plotly.restyle(gd, {text: [text]}, [spec.labels.trace]);
@@ -138,9 +175,9 @@
     gd.on("plotly_click", (ev) => showNode(gd, ev));
     // A plot drawn in a hidden tab, or in a container that changed width, is laid out again.
     new ResizeObserver(() => {
-      if (gd._fullLayout && gd.offsetWidth && Math.abs(gd._fullLayout.width - gd.offsetWidth) > 1 && !gd.layout.width) {
-        window.Plotly.Plots.resize(gd);
-      }
+      if (!gd._fullLayout || !gd.offsetWidth || Math.abs(gd._fullLayout.width - gd.offsetWidth) <= 1) return;
+      if (gd._fitWidth) window.Plotly.relayout(gd, {width: gd.offsetWidth});  // Plotly's resize leaves a fixed size be
+      else if (!gd.layout.width) window.Plotly.Plots.resize(gd);
     }).observe(gd);
     setTimeout(() => settle(gd), 0);
   }

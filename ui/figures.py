@@ -54,6 +54,10 @@ FIGURES_CSS = """
 .tree-node { font-family: 'DejaVu Sans Mono', monospace; font-size: .85rem; overflow-wrap: anywhere;
              border: 1px solid var(--border-color-primary); border-radius: 6px; padding: .4rem .6rem; }
 @media (max-width: 640px) { #tree-side { position: static; } }
+/* A figure wider than its container (ui/figures.js: a phone's whole tree) scrolls sideways in it;
+   !important: Gradio's blocks set overflow: visible inline. */
+.fig-scroll { overflow-x: auto !important; overflow-y: hidden !important; }
+.fig-scroll .modebar { left: 2px; right: auto !important; }  /* on the first screenful, not past the swipe */
 """.replace("MODEBAR_PX", str(MODEBAR_PX))
 
 

@@ -12,6 +12,7 @@ import gradio as gr
 from logitspec.core.trace import RunTrace
 from visual.lesson import STAGES, TEXT_PX, g2_step, glossary_html, glossary_words, lesson, lesson_intro, lesson_step
 
+PHONE_TEXT_PX = 17  # the lesson's words on a phone
 # Large words and a visible mark on every defined term; a stage is at most one screen tall.
 LESSON_CSS = f"""
 .lesson-words p, .lesson-words dt, .lesson-words dd {{ font-size: {TEXT_PX}px; line-height: 1.35; margin: .3rem 0; }}
@@ -19,6 +20,11 @@ LESSON_CSS = f"""
 .lesson-words abbr.lesson-term {{ text-decoration: underline dotted; cursor: help; }}
 .lesson-words dt {{ font-weight: 600; }}
 .lesson-words dd {{ margin-left: 1.5rem; }}
+/* A phone reads at arm's length: a room's type there gave three to five words a line. */
+@media (max-width: 640px) {{
+  .lesson-words p, .lesson-words dt, .lesson-words dd {{ font-size: {PHONE_TEXT_PX}px; }}
+  .lesson-words h3 {{ font-size: {PHONE_TEXT_PX + 4}px; }}
+}}
 """
 
 NO_G2 = ("{run} never needed a guess for the token after next (g2): every guess the model kept was copied "

@@ -37,25 +37,40 @@ CSS = """
 #status-bar p { margin: 0; }
 .counters th, .counters td { padding: 4px 8px; text-align: right; }
 .counters th:first-child, .counters td:first-child { text-align: left; }
-.counters td:first-child { white-space: nowrap; }  /* a lane's swatch and name on one line */
+.counters td { white-space: nowrap; }  /* a lane's swatch and name on one line, a number and its unit */
+.counters th { overflow-wrap: normal; word-break: normal; hyphens: none; }  /* a header wraps between words only */
+/* Four lanes or more (visual/verdict.py's "many"): a long name wraps between its words, so every
+   column, the speed-up last, stays whole beside it at 1440 px. */
+.counters.many td:first-child { white-space: normal; min-width: 7em; }
+.counters.many th, .counters.many td { padding: 4px 6px; }
 .verdict { font-size: 1.2rem; margin-top: .5rem; }
 /* A term the table defines in its hover, and the intro's terms defined in their sentence. */
 .counters abbr[title], .race-note [title] { text-decoration: underline dotted; cursor: help; }
 #intro dfn { font-style: normal; font-weight: 600; }
 #attribution { font-size: .85rem; opacity: .8; }
 .held-steps { display: none !important; }  /* the steps held for Previous/Next (ui/held.py) */
+/* The model's name ends before the dropdown's arrow, cut with "…", never under it. */
+#model input { padding-right: 28px; text-overflow: ellipsis; }
+/* Gradio's 32 px a side, 8 px at 640 px and narrower: a phone's table keeps its columns. Out of the
+   media query below, where Gradio scopes every rule to elements inside the page's .contain. */
+.main.app { padding-left: clamp(8px, calc((100vw - 640px) * 1000), 32px) !important;
+            padding-right: clamp(8px, calc((100vw - 640px) * 1000), 32px) !important; }
+/* Clipped, not hidden: a hidden overflow makes the container a scroller, where a sticky Run sticks to nothing. */
+.gradio-container { overflow: clip !important; }
 @media (max-width: 640px) {
-  .gradio-container { padding-left: 6px !important; padding-right: 6px !important; }
-  .counters { font-size: .72rem; }
-  .counters th { overflow-wrap: normal; word-break: normal; hyphens: none; }  /* a header wraps between words only */
-  .counters th, .counters td { padding: 2px; }
-  /* The compute clock's seconds are in the race figure's legend: without them a phone's row holds the speed-up. */
-  .counters th:nth-child(6), .counters td:nth-child(6) { display: none; }
-  /* So are the passes, which tokens / pass stands for: the row holds each lane's label on one line. */
-  .counters th:nth-child(3), .counters td:nth-child(3) { display: none; }
-  /* Four lanes or more (visual/verdict.py's "many") do not fit one line each beside the numbers:
-     a long name wraps between its words, so the speed-up stays on the screen. */
-  .counters.many td:first-child { white-space: normal; min-width: 8em; }
+  /* Every column kept: each lane's name on a line of its own across the table, its numbers in the
+     columns under it (a grid: six or, for a stopped race, seven columns of numbers). */
+  .counters { font-size: .85rem; display: grid; grid-template-columns: repeat(6, minmax(0, 1fr));
+              padding: 0 !important; border: none !important; }
+  .counters:has(tr:first-child > th:nth-child(8)) { grid-template-columns: repeat(7, minmax(0, 1fr)); }
+  .counters tbody, .counters tr { display: contents; }
+  .counters th, .counters td, .counters.many th, .counters.many td {
+    display: block; padding: 2px 3px; border: 1px solid var(--border-color-primary); margin: 0 -1px -1px 0; }
+  .counters th:first-child, .counters td:first-child { grid-column: 1 / -1; white-space: normal; min-width: 0; }
+  .counters th:first-child { display: none; }  /* "method": each name says itself */
+  /* "compute" in a sixth of a phone's width; in large type, that type (ui/present.py's floor) */
+  .counters th { font-size: max(.78rem, var(--present-px, 0px)); }
+  .verdict { font-size: 1rem; }  /* the table's size, not twice it */
   #counters .html-container { padding-left: 0 !important; padding-right: 0 !important; }
   /* The first screen holds the result: the race's table and verdict come first, then the prompt and
      Run, the race's figure, and the rest of both columns in their order (laid out as one column). */
@@ -66,6 +81,15 @@ CSS = """
   #race-form > :has(#prompt), #race-form > :has(#run) { order: 1; }
   #race-views > .fig-slot:has(#race-plot) { order: 2; }
   #prompt textarea { max-height: 10.5em; }  /* a long prompt scrolls in its box, Run stays near */
+  /* Run and Stop stay at the foot of the screen until the page reaches them: Run on the first screen
+     (it races the prompt on show), Stop in reach while the counters run above. */
+  #race-form > :has(#run) { position: sticky; bottom: 0; z-index: 5; flex-wrap: nowrap;
+                            background: var(--background-fill-primary); padding: 6px 0; }
+  #run, #stop { min-width: 0 !important; }
+  /* The explorer's Previous, Next and Play on one row under the step slider. */
+  .row:has(> #prev) { flex-wrap: wrap; }
+  .row:has(> #prev) > :has(#step-slider), .row:has(> #prev) > #step-slider { order: -1; flex: 1 1 100% !important; }
+  #prev, #next, #play { flex: 1 1 0 !important; min-width: 0 !important; }
 }
 """
 # A block of the text, clicked, opens its step below the race: the page goes there.

@@ -23,7 +23,8 @@ from .data import context_before, step_position, tok, true_next_next
 from .fit import wrap_html
 from .glossary import GLOSSARY, ON_SCREEN, term  # noqa: F401  the lesson's words, read from here too
 from .style import (
-    FONT_FAMILY, MONO_FAMILY, PALETTE, marks_note, node_color_key, text_on, theme_colors, truncate, visible,
+    FONT_FAMILY, MONO_CHAR_EM, MONO_FAMILY, PALETTE, marks_note, node_color_key, text_on, theme_colors, truncate,
+    visible,
 )
 from .trie import edge_trace, fold_leaves, fold_mark, node_traces, step_graph, tidy_positions
 
@@ -32,6 +33,7 @@ TICK_PX = 20  # every tick label and note on a lesson figure (the brief's floor 
 FIG_H = 340  # a lesson figure's height: words (their terms defined in the sentence) + figure fit one 1280x720 screen
 ROW_BOXES = 9  # token boxes in a row figure: each holds a readable token at TICK_PX
 BOX_CHARS = 7  # characters shown in a token box
+BOX_PAD_PX = 12  # a token box's room around its label
 CONTEXT_BOXES = 2  # tokens of the text so far shown before the step's own
 GUESS_BOXES = ROW_BOXES - CONTEXT_BOXES - 1  # guesses drawn in stage 2, after the next token
 # A bar's name and the axis title wrap to this width: on a phone both sit whole beside a plot wide enough for its bars.
@@ -297,6 +299,12 @@ def row_figure(labels: list[str], roles: list[str], colors: list[str], theme: st
     layout["xaxis"].update(tickvals=list(range(len(roles))), ticktext=roles, range=[-0.6, cols - 0.4],
                            showgrid=False)
     layout["yaxis"].update(visible=False, range=[-0.9, 0.9])
+    # A box (0.9 of its column) holds its longest label: a narrower screen (a phone) scrolls the row
+    # sideways at this width (ui/figures.js) rather than print labels over one another.
+    chars = max((len(truncate(t, BOX_CHARS)) for t in labels), default=1)
+    col_px = (chars * (TICK_PX + 2) * MONO_CHAR_EM + BOX_PAD_PX) / 0.9
+    sides = layout["margin"]["l"] + layout["margin"]["r"] + 2 * TICK_PX  # and the end roles' overhang
+    layout["meta"] = {"fit": {"min_px": round(cols * col_px + sides)}}
     fig.update_layout(layout)
     return fig
 

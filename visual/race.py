@@ -26,6 +26,10 @@ from .verdict import GPU_PASS, compared_rates, cut_short, per_pass
 
 PAGE_SIZE = (1240, 560)
 APP_HEIGHT = 460
+# The app's plot keeps this height however many lanes its legend lists: the page grows the figure by
+# the legend's height (ui/figures.js), so nine lanes' entries never take the plot's room nor scroll.
+APP_PLOT_PX = 300
+LEGEND_MAX_PX = 4000  # past Plotly's default (half the figure), which scrolled the legend and hid entries
 END_LABELS_PX = 360  # a page's right margin, where each lane's end is labelled
 LABEL_LINE_PX = 20  # one line of an end label; labels are stacked at least their half-heights apart
 LABEL_PAD_PX = 10  # between stacked end labels
@@ -89,11 +93,11 @@ def points(trace: RunTrace, axis: Axis) -> tuple[list[float], list[int]]:
 def lane_note(name: str, trace: RunTrace) -> str:
     """What a lane stands for, under its label (the lane table's): the paper's tree's size and Token
     Recycling's source; others need no note."""
-    # Short lines: a page's end labels have a narrow margin.
+    # Short lines: a page's end labels have a narrow margin, and so has a phone's legend.
     if name == "logitspec-static":
         return f"<br>{trace.settings.get('capacity', 64)} tokens:<br>{GPU_PASS}"
     if name == "recycling":
-        return "<br>successors past passes<br>predicted"
+        return "<br>drafts the successors<br>past passes predicted"
     return ""
 
 
@@ -213,6 +217,8 @@ def _draw(lanes: dict[str, RunTrace], theme: str, stopped: bool, mode: str, size
     frame(layout, mode, *words, [] if framed else list(lanes), c, size)
     if framed:
         layout.update(margin=dict(layout["margin"], r=END_LABELS_PX), showlegend=False)
+    else:
+        layout["legend"].update(maxheight=LEGEND_MAX_PX)
     ymax = max((e.tokens for e in ends), default=1) or 1
     xmax = max((e.seconds for e in ends), default=1.0) or 1.0
     layout["xaxis"].update(title=dict(text=axis.x_title), range=[0, xmax * 1.04])
@@ -249,4 +255,4 @@ def _figure(lanes: dict[str, RunTrace], theme: str, width: int | None, stopped: 
         return _draw(lanes, theme, stopped, "page", (width or PAGE_SIZE[0], PAGE_SIZE[1]), axis)
     app = _draw(lanes, theme, stopped, "app", (PAGE_SIZE[0], APP_HEIGHT), axis)
     slide = _draw(lanes, theme, stopped, "slide", (SLIDE_W, SLIDE_H), axis)
-    return for_app(app, slide, *_words(lanes, _result(lanes, stopped), axis))
+    return for_app(app, slide, *_words(lanes, _result(lanes, stopped), axis), {"legend": {"plot_px": APP_PLOT_PX}})

@@ -10,7 +10,9 @@ import re
 import gradio as gr
 
 from logitspec.core.trace import RunTrace
-from visual.lesson import STAGES, TEXT_PX, g2_step, glossary_html, glossary_words, lesson, lesson_intro, lesson_step
+from visual.lesson import (
+    STAGES, TEXT_PX, g2_step, glossary_html, glossary_words, lesson, lesson_intro, lesson_step, methods_html,
+)
 
 PHONE_TEXT_PX = 17  # the lesson's words on a phone
 # Large words and a visible mark on every defined term; a stage is at most one screen tall.
@@ -61,6 +63,7 @@ class LessonView:
                 self.texts[key] = gr.HTML(elem_id=f"lesson-{key}-text", css_template=LESSON_CSS)
                 self.plots[key] = gr.Plot(show_label=False, label=title, elem_id=f"lesson-{key}-plot")
         self.glossary = gr.HTML(elem_id="lesson-glossary", css_template=LESSON_CSS)
+        gr.HTML(methods_html(), elem_id="lesson-methods", css_template=LESSON_CSS)  # the same for every run
 
     @property
     def outputs(self) -> list:

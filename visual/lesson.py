@@ -16,12 +16,14 @@ from dataclasses import dataclass
 
 import plotly.graph_objects as go
 
+from logitspec.analysis.lanes import lane, race_order
 from logitspec.core.trace import RunTrace, StepRecord, TreeNode
 
 from .counts import RunCounts, plural, run_counts
 from .data import context_before, step_position, tok, true_next_next
 from .fit import wrap_html
 from .glossary import GLOSSARY, ON_SCREEN, term  # noqa: F401  the lesson's words, read from here too
+from .method_words import LOGITSPEC, words_of
 from .style import (
     FONT_FAMILY, MONO_CHAR_EM, MONO_FAMILY, PALETTE, marks_note, node_color_key, text_on, theme_colors, truncate,
     visible,
@@ -62,6 +64,22 @@ def glossary_words(text: str) -> list[str]:
     plain = html.unescape(re.sub(r"<[^>]+>", " ", text)).lower()
     found = {w: m.start() for w in GLOSSARY if (m := re.search(rf"\b{re.escape(w)}(e?s)?\b", plain))}
     return sorted(found, key=found.get)
+
+
+COMPARED = "Where each method gets its guesses"
+
+
+def methods_html() -> str:
+    """The lesson's comparison: where each race lane's method gets its guesses, in its own words
+    (visual/method_words.py), LogitSpec first; a method the race offers twice is said once."""
+    said = []
+    for name in race_order():
+        w = words_of(lane(name).method)
+        if w.guesses and w not in said:
+            said.append(w)
+    said.sort(key=lambda w: w is not LOGITSPEC)
+    items = "".join(f"<p><b>{html.escape(w.name)}</b> {html.escape(w.guesses)}</p>" for w in said)
+    return f'<div class="lesson-words"><h3>{COMPARED}</h3>{items}</div>'
 
 
 def glossary_html(words: list[str]) -> str:

@@ -38,6 +38,7 @@ class MethodWords:
     lookup: Column | None = None  # what the step's first lookup tried
     matched: Column | None = None  # the length it matched
     second: Column | None = None  # LogitSpec's g2 lookups
+    guesses: str = ""  # where its guesses come from, in the lesson's plain words (its comparison of methods)
 
 
 _ROW = " Select a row to open the step."
@@ -55,10 +56,13 @@ LOGITSPEC = MethodWords(
     lookup=Column("g1 n-grams tried", "the n-grams g1 looked up, longest first"),
     matched=Column("g1 n", "the n-gram length that matched"),
     second=Column("g2 hits", "candidates whose g2 lookup matched / candidates looked up"),
+    guesses=("copies what followed the last few words earlier in the text, and asks the same scores that chose "
+             "the next token for the token after it, copying on after each of those guesses too."),
 )
 WORDS: dict[str, MethodWords] = {
     "logitspec": LOGITSPEC,
-    "logitspec+recycling": MethodWords(**{**LOGITSPEC.__dict__, "name": "LogitSpec + recycling"}),
+    "logitspec+recycling": MethodWords(**{**LOGITSPEC.__dict__, "name": "LogitSpec + recycling", "guesses": (
+        "grows LogitSpec's guesses and Token Recycling's remembered followers into one tree.")}),
     "pld": MethodWords(
         name="prompt lookup",
         intro=("Steps by prompt lookup's one query: the longest n-gram ending the text (x<sub>i+1</sub> last, "
@@ -69,6 +73,7 @@ WORDS: dict[str, MethodWords] = {
                   PLD_FAILED: "prompt lookup failed: no n-gram ending the text occurred earlier in the context"},
         lookup=Column("n-grams tried", "the n-grams ending the text that prompt lookup looked up, longest first"),
         matched=Column("n", "the n-gram length that matched"),
+        guesses="copies what followed the last few words earlier in the text: one guess, no second chance.",
     ),
     "rest": MethodWords(
         name="REST",
@@ -80,6 +85,8 @@ WORDS: dict[str, MethodWords] = {
         lookup=Column("suffix searched", "the longest suffix of the text found in REST's datastore, or the "
                       "suffix lengths searched for when none was"),
         matched=Column("suffix length", "tokens in the suffix found"),
+        guesses=("looks the end of the text up in a datastore of other texts built beforehand and copies what "
+                 "most often followed it there."),
     ),
     "lookahead": MethodWords(
         name="Lookahead decoding",
@@ -91,6 +98,8 @@ WORDS: dict[str, MethodWords] = {
                   PLD_FAILED: "Lookahead's pool held no n-gram starting with x_{i+1}"},
         lookup=Column("pool n-grams", "the n-grams starting with x_{i+1} that Lookahead's pool held and "
                       "drafted, or why it held none"),
+        guesses=("guesses several positions ahead at once in a side window of each pass, keeps the runs of words "
+                 "those guesses made, and offers the ones that start with the next token."),
     ),
     "recycling": MethodWords(
         name="Token Recycling",
@@ -99,6 +108,8 @@ WORDS: dict[str, MethodWords] = {
         filters=(("every pass (no lookups)", NO_RETRIEVAL),),
         outcomes={NO_RETRIEVAL: "no lookup: Token Recycling drafts from its matrix of the successors past "
                                 "passes predicted"},
+        guesses=("remembers, for every token, the likeliest tokens the model gave after it in earlier passes, and "
+                 "grows a tree of those remembered followers."),
     ),
     "racer": MethodWords(
         name="RACER",
@@ -110,6 +121,8 @@ WORDS: dict[str, MethodWords] = {
         outcomes={NO_RETRIEVAL: "RACER: a tree of automaton matches and copied logits, no query to miss"},
         lookup=Column("automaton · copied", "the automaton's longest match ending in x_{i+1} (tokens) and whether an "
                       "earlier pass left x_{i+1}'s logits to copy; ✓ the source offered nodes"),
+        guesses=("joins what most often followed the end of the text earlier in it with the scores the model gave "
+                 "the last time it read the same token: old scores reused, where LogitSpec uses this pass's own."),
     ),
     "suffix": MethodWords(
         name="SuffixDecoding",
@@ -121,6 +134,8 @@ WORDS: dict[str, MethodWords] = {
         outcomes={NO_RETRIEVAL: "SuffixDecoding: a draft from its prompt tree or its output tree, no query to miss"},
         lookup=Column("prompt · output tree", "the longest suffix of the text, x_{i+1} last, each tree matched "
                       "(tokens); ✓ the tree offered a draft"),
+        guesses=("copies what followed the end of the text in this prompt and in this model's earlier answers, "
+                 "kept across requests, as many words as those counts make likely."),
     ),
     "vanilla": MethodWords(
         name="vanilla",

@@ -178,3 +178,18 @@ def test_the_lesson_reads_from_the_back_of_the_room(run):
 
 def test_five_stages_in_the_order_of_the_story(run):
     assert [st.key for st in lesson(run)] == list(STAGES) == ["slow", "guess", "sources", "check", "keep"]
+
+
+def test_the_comparison_says_where_every_race_lanes_method_guesses():
+    """The lesson's comparison names each method the race offers (vanilla guesses nothing), once,
+    LogitSpec first, with its own words from visual/method_words.py."""
+    from logitspec.analysis.lanes import lane, race_order
+    from visual.lesson import methods_html
+    from visual.method_words import words_of
+
+    said = _plain(methods_html())
+    methods = {lane(n).method for n in race_order()} - {"vanilla"}
+    for m in methods:
+        w = words_of(m)
+        assert w.guesses and said.count(f"{w.name} {w.guesses}") == 1, (m, said)
+    assert said.index("LogitSpec copies") < min(said.index(words_of(m).name + " ") for m in methods - {"logitspec"})

@@ -14,7 +14,7 @@ from logitspec.analysis.whatif import RetrievalSetting, own_setting, recorded_k,
 from visual.data import OUTCOMES_LOGITSPEC
 from visual.fit import caption_html
 from visual.method_words import LOGITSPEC, ticked, words_of
-from visual.retrieval import DEBUG_TABLE_CSS, debugger_html, debugger_note, debugger_rows
+from visual.debug_table import DEBUG_TABLE_CSS, debugger_html, debugger_note, debugger_rows
 from visual.whatif import whatif_figure, whatif_html
 from visual.workbench import rows_csv
 

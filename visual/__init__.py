@@ -15,7 +15,8 @@ from .observations import (
     topk_hit_figure,
 )
 from .race import passes_figure, race_figure
-from .retrieval import debugger_rows, failure_rows, retrieval_html
+from .debug_table import debugger_rows, failure_rows
+from .retrieval import retrieval_html
 from .style import ACCEPT_COLORS, PALETTE, PLOT_CONFIG
 from .text import answer_text, span_steps, step_summary_md, text_spans
 from .tree import tree_figure

@@ -88,7 +88,7 @@ def test_the_explorer_draws_the_baselines_steps(raced):
 
 
 def test_the_debugger_lists_the_baselines_lookups_hits_and_misses(raced):
-    from visual.retrieval import debugger_rows
+    from visual.debug_table import debugger_rows
 
     for lane in BASELINES:
         rows = debugger_rows(raced[lane], None)

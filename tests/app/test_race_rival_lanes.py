@@ -74,7 +74,7 @@ def test_the_explorer_draws_where_each_rival_node_came_from(raced):
 
 def test_the_debugger_speaks_of_the_rivals_in_their_words(raced):
     from visual.method_words import lookup_line, words_of
-    from visual.retrieval import debugger_rows
+    from visual.debug_table import debugger_rows
 
     for lane, name in (("racer", "RACER"), ("suffix", "SuffixDecoding")):
         assert words_of(lane).name == name and name in words_of(lane).intro

@@ -18,7 +18,7 @@ from ui.debugger import OUTCOMES
 from ui.page import Page
 from ui.services import Services
 from ui.view import View
-from visual.retrieval import failure_rows
+from visual.debug_table import failure_rows
 
 NAMES = ("coding-121", "summarization-241", "writing-81")
 

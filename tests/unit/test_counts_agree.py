@@ -24,7 +24,7 @@ from logitspec.analysis.whatif import RetrievalSetting, own_setting, recorded_k,
 from visual import accepted_hist_figure, retrieval_success_figure, step_summary_md
 from visual.explain import choose_step, sentences
 from visual.fit import caption_html
-from visual.retrieval import debugger_note, failure_rows
+from visual.debug_table import debugger_note, failure_rows
 from visual.verdict import counters_html, verdict_text
 from visual.whatif import whatif_html
 from logitspec.analysis.lanes import label

@@ -9,7 +9,8 @@ from test_recycled_tree_figure import TEXTS, recycling_trace
 from logitspec.drafters.recycling import ORIGIN
 from logitspec.core.settings import DecodeSettings
 from logitspec.core.trace import Candidate, QueryRecord, RunTrace, StepRecord, TreeNode
-from visual.retrieval import debugger_html, debugger_note, debugger_rows, failure_rows, retrieval_html
+from visual.debug_table import debugger_html, debugger_note, debugger_rows, failure_rows
+from visual.retrieval import retrieval_html
 
 
 def _text(html: str) -> str:

@@ -192,7 +192,7 @@ def test_candidates_are_joined_after_the_root():
 
 def test_wherever_hex_shows_its_meaning_is_said_beside_it():
     from visual import failure_rows, step_summary_md
-    from visual.retrieval import debugger_html
+    from visual.debug_table import debugger_html
     from visual.tree import tree_key_html
 
     split, plain = make_trace(STEPS), load(FIXTURE_NAMES[0])

@@ -172,21 +172,31 @@ def decode_set(lm: LoadedModel, questions: list[dict], prompts: list[str], runs:
 
     Yields a SetProgress as each run starts and once each prompt is written. `should_stop` is asked
     before every step (SetStopped when it says yes: the prompt under way is dropped); `stepper`
-    takes a run's steps (the app's model thread), else they are taken here.
+    takes a run's steps (the app's model thread), else they are taken here. A prompt's runs share
+    its prefill (runtime/prefills.py), which is forgotten once they end: a set's memory stays that
+    of one prompt, however many it holds.
     """
+    from .core.profile import profile_of
     from .runner import Run
 
     for i, (q, prompt) in enumerate(zip(questions, prompts)):
-        traces = {}
-        for r in runs:
-            yield SetProgress(i, len(questions), q, prompt, r.label)
-            run = Run(lm, prompt, r.method, r.settings)
-            for _ in (stepper or iter)(iter(run)):
+        ids, traces = lm.encode_chat(prompt), {}
+        store = profile_of(lm.model).prefills  # made by the model's first run that shares a prefill
+        kept_before = store is not None and store.holds(lm.model, ids)  # a race's, say: it stays
+        try:
+            for r in runs:
+                yield SetProgress(i, len(questions), q, prompt, r.label)
+                run = Run(lm, prompt, r.method, r.settings, prompt_ids=ids)
+                for _ in (stepper or iter)(iter(run)):
+                    if should_stop is not None and should_stop():
+                        raise SetStopped(i)
                 if should_stop is not None and should_stop():
                     raise SetStopped(i)
-            if should_stop is not None and should_stop():
-                raise SetStopped(i)
-            traces[r.label] = run.trace
+                traces[r.label] = run.trace
+        finally:
+            store = profile_of(lm.model).prefills
+            if store is not None and not kept_before:
+                store.forget(lm.model, ids)
         written = {label: writer.add(i, q, t, label) for label, t in traces.items()}
         yield SetProgress(i, len(questions), q, prompt, "", written)
 

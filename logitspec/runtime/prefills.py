@@ -8,7 +8,8 @@ computed. Each run still gets its own cache (nothing is shared after the copy), 
 keeps the measured seconds of the pass that ran, so the race charges every lane that one
 prefill's real time. Only caches whose every layer is one of ours (kvcache.BufferedLayer,
 WindowedLayer) are kept: other layers (linear attention, chunked) hold state this copy does
-not know.
+not know. A set of prompts (workbench.decode_set) forgets each prompt's prefill once its runs are
+done, so a long set holds one prompt's, not the budget's.
 """
 from __future__ import annotations
 
@@ -82,6 +83,21 @@ class PrefillStore:
             self.entries[self.key(model, prompt)] = got
             while sum(e.nbytes for e in self.entries.values()) > self.budget:
                 self.entries.popitem(last=False)
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes the kept prefills hold."""
+        with self.lock:
+            return sum(e.nbytes for e in self.entries.values())
+
+    def holds(self, model, prompt) -> bool:
+        with self.lock:
+            return self.key(model, prompt) in self.entries
+
+    def forget(self, model, prompt) -> bool:
+        """Drop `prompt`'s prefill (a set run's finished prompt is not run again); whether one was kept."""
+        with self.lock:
+            return self.entries.pop(self.key(model, prompt), None) is not None
 
     def clear(self) -> None:
         with self.lock:

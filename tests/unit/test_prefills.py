@@ -1,6 +1,6 @@
 """A prompt's prefill, kept on the model and copied by the next run of the same prompt
 (logitspec/runtime/prefills.py): the copy is the computed pass bit for bit, each run keeps its own
-cache, and a timed run (the bench) pays its own prefill."""
+cache, a timed run (the bench) pays its own prefill, and a set run forgets a finished prompt's."""
 from __future__ import annotations
 
 import pytest
@@ -141,3 +141,23 @@ def test_where_the_time_went_says_when_the_prefill_was_a_shared_pass():
     for trace, said in ((own, False), (dataclasses.replace(own, prefill_reused=True), True)):
         words = time_breakdown_figure(trace, fit=True).layout.meta["caption"]["subtitle"]
         assert ("one pass shared with an earlier run" in words) == said, words
+
+
+def test_a_set_shares_a_prompts_prefill_between_its_runs_and_forgets_it_after(tiny_llama, counted, one_thread, tmp_path):
+    from helpers.tiny_models import char_lm
+    from logitspec.analysis.sets import SetWriter
+    from logitspec.runner import run_trace
+    from logitspec.workbench import decode_set, set_runs
+
+    lm = char_lm(tiny_llama)
+    fresh_profile(tiny_llama)
+    raced, other = "the raced prompt, kept", "a prompt of the set alone"
+    run_trace(lm, raced, "vanilla", DecodeSettings(max_new_tokens=4))  # a race's lane keeps its prefill
+    store = profile_of(tiny_llama).prefills
+    questions = [{"question_id": i, "turns": [p]} for i, p in enumerate([other, raced])]
+    with SetWriter(tmp_path / "set.jsonl", {}) as w:
+        list(decode_set(lm, questions, [other, raced], set_runs("vanilla,pld", {"max_new_tokens": 4}), w))
+    # One prefill computed for the set's other prompt (its two runs share it); the raced one was copied.
+    assert counted == [len(lm.encode_chat(p)) for p in (raced, other)]
+    assert store.holds(tiny_llama, lm.encode_chat(raced)) and not store.holds(tiny_llama, lm.encode_chat(other))
+    assert len(store.entries) == 1

@@ -86,6 +86,9 @@ CSS = """
   #race-form > :has(#run) { position: sticky; bottom: 0; z-index: 5; flex-wrap: nowrap;
                             background: var(--background-fill-primary); padding: 6px 0; }
   #run, #stop { min-width: 0 !important; }
+  /* The workbench's set form in one column: its boxes side by side cut the questions' names. */
+  #wb-run-form .row:not(:has(#wb-run)) { flex-direction: column; }
+  #wb-run-form .row:not(:has(#wb-run)) > * { width: 100%; }
   /* The explorer's Previous, Next and Play on one row under the step slider. */
   .row:has(> #prev) { flex-wrap: wrap; }
   .row:has(> #prev) > :has(#step-slider), .row:has(> #prev) > #step-slider { order: -1; flex: 1 1 100% !important; }

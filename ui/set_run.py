@@ -14,6 +14,7 @@ from pathlib import Path
 
 import gradio as gr
 
+from logitspec.analysis.lanes import label as lane_label
 from logitspec.core.errors import DecodeError, ModelLoadError
 from logitspec.core.limits import InputError, Limits, check_prompt
 from logitspec.core.settings import METHODS, DecodeSettings
@@ -56,8 +57,8 @@ class SetRunPanel:
                 self.jsonl = gr.File(label="Your questions: JSONL, one {question_id, category, turns} a line",
                                      file_types=[".jsonl"], type="filepath", elem_id="wb-jsonl")
             with gr.Row():
-                self.methods = gr.CheckboxGroup(list(METHODS), value=["logitspec", "pld"], label="Methods",
-                                                elem_id="wb-methods")
+                self.methods = gr.CheckboxGroup([(lane_label(m), m) for m in METHODS], value=["logitspec", "pld"],
+                                                label="Methods", elem_id="wb-methods")
                 self.again = gr.Textbox(label="…and the first method again with (optional)", placeholder=AGAIN_HINT,
                                         elem_id="wb-again")
                 self.max_new = gr.Number(DEFAULT_MAX_NEW, label="Max new tokens", precision=0, minimum=1,

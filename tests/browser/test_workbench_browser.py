@@ -11,6 +11,7 @@ import pytest
 
 from helpers.browser import DESKTOP, fresh_page, shot
 from helpers.paths import ROOT
+from logitspec.analysis.lanes import label
 from logitspec.analysis.sets import read_set
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -77,7 +78,7 @@ def _form(page, max_new: int, methods: list[str], again: str = "") -> None:
     expect(box).to_have_value(str(max_new))
     group = page.locator("#wb-methods")
     for m in ["logitspec", "pld", "vanilla"]:  # the defaults (logitspec, pld) and the chosen ones
-        group.get_by_label(m, exact=True).set_checked(m in methods)
+        group.get_by_label(label(m), exact=True).set_checked(m in methods)
     if again:
         page.locator("#wb-again textarea, #wb-again input").first.fill(again)
 

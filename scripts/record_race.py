@@ -1,6 +1,6 @@
 """Record a race on the bundled model, as the app runs one, for the app's first screen.
 
-    python scripts/record_race.py OUT.json [--question-id 242] [--max-new-tokens 128] [--pld] [--static] [--recycling]
+    python scripts/record_race.py OUT.json [--question-id 242] [--max-new-tokens 128] [--k 64] [--pld] [--static] [--recycling]
 
 The lanes are decoded exactly as the app's race decodes them (serve.race.model_lanes,
 one step of each lane in turn, each on its own measured clock) and saved in one file with
@@ -35,6 +35,7 @@ def main() -> int:
     ap.add_argument("out", type=Path)
     ap.add_argument("--question-id", type=int, default=242)
     ap.add_argument("--max-new-tokens", type=int, default=DecodeSettings().max_new_tokens)
+    ap.add_argument("--k", type=int, default=DecodeSettings().k, help="next-next candidates a step keeps")
     for name in optional_lanes():  # --pld, --static, --recycling, ...: each race lane of logitspec/analysis/lanes.py
         ap.add_argument(f"--{name.removeprefix('logitspec-')}", action="append_const", const=name, dest="lanes",
                         default=[], help=f"race {lane(name).label} too")
@@ -51,7 +52,7 @@ def main() -> int:
     lm = thread.call(load_model)
     thread.call(warm_cost_curves, lm)  # as the app does before its first race
     methods = list(RACED_ALWAYS) + [n for n in optional_lanes() if n in a.lanes]
-    lanes = model_lanes(lm, prompt, methods, DecodeSettings(max_new_tokens=a.max_new_tokens), thread)
+    lanes = model_lanes(lm, prompt, methods, DecodeSettings(max_new_tokens=a.max_new_tokens, k=a.k), thread)
     for _ in interleave(lanes):
         pass
     traces = {ln.name: ln.trace for ln in lanes}

@@ -5,9 +5,10 @@ the table's every column, the whole draft tree in a box it swipes sideways, the 
 Next and Play on one row, the model's name clear of the dropdown's arrow, and the lesson in words
 sized for a phone with its token row unprinted-over.
 
-The race file was recorded on the bundled model on a busy 2-core machine:
+The race file was recorded on the bundled model on a 2-core machine (20 tokens, 4 next-next candidates
+a step: past the speed-up's 16 tokens, and small enough for the GPU kit's calls to carry the tree):
     python scripts/record_race.py tests/fixtures/races/coding-122-every-lane.json --question-id 122 \
-        --max-new-tokens 32 --pld --static --recycling --lookahead --rest --racer --suffix
+        --max-new-tokens 20 --k 4 --pld --static --recycling --lookahead --rest --racer --suffix
 Screenshots go to artifacts/browser/ (every-lane-*.png).
 """
 from __future__ import annotations

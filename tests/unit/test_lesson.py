@@ -23,7 +23,7 @@ JARGON = ("x_{i+1}", "x_{i+2}", "argmax", "trie", "position id", "gumbel", "per 
 
 
 NO_LOGITSPEC = {"code-zh-baselines.json"}  # a race of the baselines alone: no LogitSpec run to teach
-NO_G2 = {"coding-122-every-lane.json"}  # a layout fixture of 32 tokens, whose LogitSpec lane kept no g2 guess
+NO_G2 = {"coding-122-every-lane.json"}  # a layout fixture of 20 tokens, whose LogitSpec lane kept no g2 guess
 
 
 def _shipped() -> list[Path]:

@@ -14,11 +14,14 @@ from .files import RACE_FILE_PREFIX
 
 # A file chosen in the upload box hides the last refusal at once, before any reply (a file of the
 # wrong type never reaches the server, so no reply would clear it); the note shows again as soon
-# as a reply writes into it. Only a class changes: the note's own nodes stay Gradio's.
-UPLOAD_NOTE_JS = """
+# as a reply writes into it. Only a class changes: the note's own nodes stay Gradio's. A trace or
+# race file over its limit is refused here, before it is sent: the page's own limit is the larger
+# one a set file may have (app.py), so the browser alone would send it.
+_UPLOAD_NOTE_JS = """
 () => {
   if (window.__logitspecUploadNote) return;
   window.__logitspecUploadNote = true;
+  const LIMIT = __TRACE_BYTES__;
   const style = document.createElement('style');
   style.textContent = '#upload-note.stale { display: none; }';
   document.head.appendChild(style);
@@ -31,14 +34,29 @@ UPLOAD_NOTE_JS = """
     new MutationObserver(() => el.classList.remove('stale'))
       .observe(el, {childList: true, subtree: true, characterData: true});
   };
+  const mb = (n) => (n / 2 ** 20).toFixed(1) + ' MB';  // as logitspec.core.trace says it
   document.addEventListener('change', (e) => {
     const input = e.target;
     if (!input || input.type !== 'file' || !input.closest || !input.closest('#upload')) return;
     watch();
     note()?.classList.add('stale');
+    document.querySelectorAll('.upload-refused').forEach((p) => p.remove());
+    const file = input.files && input.files[0];
+    if (!file || file.size <= LIMIT) return;
+    e.stopImmediatePropagation();  // before Gradio's own listener: nothing is sent
+    input.value = '';
+    const said = document.createElement('p');
+    said.className = 'upload-refused';
+    said.textContent = `Not opened: ${file.name}: the trace file is ${mb(file.size)}; the limit is ${mb(LIMIT)}`;
+    note()?.after(said);
   }, true);
 }
 """
+
+
+def upload_note_js() -> str:
+    """The upload box's page script, with the trace limit the server runs with."""
+    return _UPLOAD_NOTE_JS.replace("__TRACE_BYTES__", str(Limits.from_env().trace_bytes))
 
 
 def served_copy(path: str | Path) -> str:

@@ -17,7 +17,7 @@ from .figures import FIGURES_JS
 from .files import recorded_logitspec
 from .keys import KEYS_JS, MOVES_JS
 from .debugger import WHATIF_CLAMP_JS
-from .downloads import UPLOAD_NOTE_JS
+from .downloads import upload_note_js
 from .drawings import trace_key
 from .links import SCROLL_JS
 from .observations import ObservationsTab
@@ -222,7 +222,7 @@ class Page:
             self.explain.on_link, [self.state, self.explain.picked], self.explain.outputs, **VIEW_KW).then(
             None, None, None, js=SCROLL_JS)
         # keys, counted presses; a stale upload note, the what-if bound; fitting and exporting the figures; present
-        for js in (KEYS_JS, MOVES_JS, UPLOAD_NOTE_JS, WHATIF_CLAMP_JS, FIGURES_JS, PRESENT_LOAD_JS):
+        for js in (KEYS_JS, MOVES_JS, upload_note_js(), WHATIF_CLAMP_JS, FIGURES_JS, PRESENT_LOAD_JS):
             demo.load(None, None, None, js=js)
         self.explain.wire(self.explain_tab, self.state, VIEW_KW, STEP_KW)
         explorer.wire(VIEW_KW, STEP_KW)

@@ -29,7 +29,9 @@ COUNTERS = ("vllm:spec_decode_num_drafts", "vllm:spec_decode_num_draft_tokens",
 
 
 def spec_config(method: str, k: int) -> dict | None:
-    """vLLM's speculative_config for a method, each drafter with its own defaults and K."""
+    """vLLM's speculative_config for a method, each drafter with its own defaults and K
+    ("logitspec@3": LogitSpec's proposer backed by 3-token agreements or longer, run_method)."""
+    method = method.split("@")[0]
     if method == "none":
         return None
     if method == "logitspec":
@@ -79,6 +81,10 @@ def diff_counts(before: dict | None, after: dict | None) -> dict | None:
 def run_method(args: argparse.Namespace) -> None:
     """The child process: one engine, a warm-up, then each batch size in turn."""
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # the proposer's counts in-process
+    if "@" in args.one_method:
+        from ..engines.vllm_proposer import MIN_MATCH_ENV
+
+        os.environ[MIN_MATCH_ENV] = args.one_method.split("@")[1]
     from vllm import LLM
 
     qs = load_questions(Path(args.questions), limit=args.limit_per_category)

@@ -13,6 +13,7 @@ tree are logitspec.core's. vLLM verifies every draft, so greedy output is vLLM's
 """
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -33,6 +34,18 @@ def require_vllm() -> None:
         import vllm  # noqa: F401
     except ImportError:
         raise RuntimeError(NO_VLLM) from None
+
+
+MIN_MATCH_ENV = "LOGITSPEC_VLLM_MIN_MATCH"
+
+
+def min_match_of(value: str | None, default: int) -> int:
+    """The proposer's shortest backing agreement from MIN_MATCH_ENV's text, else `default`."""
+    if value is None or not value.strip():
+        return default
+    if not value.strip().isdigit() or int(value) < 1:
+        raise ValueError(f"{MIN_MATCH_ENV}={value!r}: give a whole number of tokens, 1 or more")
+    return int(value)
 
 
 def last_rows(num_drafts: Sequence[int], num_sampled: Sequence[int]) -> list[int | None]:
@@ -117,13 +130,15 @@ class LogitSpecProposer:
     the target model, `propose(...)` once per step with one draft list per request."""
 
     # The shortest agreement with the text that backs a proposal: a 1-gram match (the token
-    # seen once before) proposes mostly wrong tokens, each a row every pass verifies.
+    # seen once before) proposes mostly wrong tokens, each a row every pass verifies. vLLM hands a
+    # custom proposer its VllmConfig alone, so another is chosen by MIN_MATCH_ENV (docs/engines.md).
     min_match = 2
 
     def __init__(self, vllm_config, settings: DecodeSettings | None = None) -> None:
         require_vllm()
         self.s = settings or DecodeSettings(tree="static")
         self.k_draft = int(vllm_config.speculative_config.num_speculative_tokens)
+        self.min_match = min_match_of(os.environ.get(MIN_MATCH_ENV), self.min_match)
         self.max_model_len = int(vllm_config.model_config.max_model_len)
         self.states: dict[str, RequestState] = {}
         self.counts = Counts()

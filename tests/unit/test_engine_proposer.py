@@ -80,3 +80,19 @@ def test_a_candidate_whose_match_reaches_further_back_beats_g1():
     assert path(context, 4, [Candidate(1, 5, 0.0, 0.3)]) == ([5, 6, 7, 8], "g2")
     # the same candidate with only g1's reach: the tree's order keeps g1 first
     assert path([9] + context[1:], 4, [Candidate(1, 5, 0.0, 0.3)]) == ([10, 11, 12, 1, 2], "g1")
+
+
+def test_the_shortest_backing_agreement_is_read_from_its_variable():
+    from logitspec.engines.vllm_proposer import MIN_MATCH_ENV, min_match_of
+
+    assert min_match_of(None, 2) == 2 and min_match_of(" ", 2) == 2 and min_match_of("4", 2) == 4
+    for bad in ("0", "-1", "two", "2.5"):
+        with pytest.raises(ValueError, match=MIN_MATCH_ENV):
+            min_match_of(bad, 2)
+
+
+def test_a_bench_method_names_the_proposers_backing_agreement():
+    from logitspec.bench.engines import PROPOSER, spec_config
+
+    assert spec_config("logitspec@4", 5) == spec_config("logitspec", 5) == {
+        "method": "custom_class", "model": PROPOSER, "num_speculative_tokens": 5}

@@ -13,6 +13,8 @@ Screenshots go to artifacts/browser/ (every-lane-*.png).
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import pytest
 
 from helpers.browser import DESKTOP, counter_rows, fresh_page, settle, shot
@@ -92,17 +94,21 @@ def test_every_lane_keeps_each_column_and_legend_entry_whole(browser, app_url, v
         page.context.close()
 
 
-def _phone(browser, app_url, query: str = ""):
+@contextmanager
+def _phone(browser, app_url, query: str, drawn: str):
+    """A touch phone's page of the app at `query`, once `drawn` is on it and its figures settled; closed after."""
     page = browser.new_context(viewport=PHONE, has_touch=True, is_mobile=True).new_page()
-    page.goto(app_url + query, wait_until="domcontentloaded")
-    return page
+    try:
+        page.goto(app_url + query, wait_until="domcontentloaded")
+        page.wait_for_selector(drawn, timeout=120_000)
+        settle(page, 800)
+        yield page
+    finally:
+        page.context.close()
 
 
 def test_a_phones_first_screen_has_run_and_the_verdict(browser, app_url):
-    page = _phone(browser, app_url)
-    try:
-        page.wait_for_selector("#counters .verdict", timeout=60_000)
-        page.wait_for_timeout(500)
+    with _phone(browser, app_url, "", "#counters .verdict") as page:
         run = page.locator("#run").bounding_box()
         assert run["y"] >= 0 and run["y"] + run["height"] <= PHONE["height"], f"Run is off the first screen: {run}"
         centre = [run["x"] + run["width"] / 2, run["y"] + run["height"] / 2]
@@ -115,15 +121,10 @@ def test_a_phones_first_screen_has_run_and_the_verdict(browser, app_url):
                               " getComputedStyle(document.querySelector('#counters .verdict')).fontSize].map(parseFloat)")
         assert sizes[0] >= 13 and sizes[1] <= 1.3 * sizes[0], f"table and verdict type (px): {sizes}"
         shot(page, "every-lane-phone-first-screen")
-    finally:
-        page.context.close()
 
 
 def test_a_phone_swipes_the_whole_tree_and_has_its_controls_on_one_row(browser, app_url):
-    page = _phone(browser, app_url, DEEP_STEP)
-    try:
-        page.wait_for_selector("#tree-plot .js-plotly-plot", timeout=120_000)
-        settle(page, 800)
+    with _phone(browser, app_url, DEEP_STEP, "#tree-plot .js-plotly-plot") as page:
         got = page.evaluate("""() => { const gd = document.querySelector('#tree-plot .js-plotly-plot'), box = gd.parentElement;
           const xa = gd._fullLayout.xaxis;
           return {slider: !!(xa.rangeslider && xa.rangeslider.visible), range: xa.range, scroll: box.scrollWidth, client: box.clientWidth,
@@ -142,15 +143,10 @@ def test_a_phone_swipes_the_whole_tree_and_has_its_controls_on_one_row(browser, 
         assert arrow["text_right"] <= arrow["arrow_left"] + 1, f"the model's name runs under the dropdown's arrow: {arrow}"
         page.locator("#tree-plot").scroll_into_view_if_needed()
         shot(page, "every-lane-phone-tree", "#tree-plot")
-    finally:
-        page.context.close()
 
 
 def test_a_phones_lesson_reads_in_phone_type_with_its_token_row_whole(browser, app_url):
-    page = _phone(browser, app_url, LESSON)
-    try:
-        page.wait_for_selector("#lesson-guess-plot .js-plotly-plot", timeout=120_000)
-        settle(page, 800)
+    with _phone(browser, app_url, LESSON, "#lesson-guess-plot .js-plotly-plot") as page:
         size = page.evaluate("() => parseFloat(getComputedStyle(document.querySelector('#lesson-guess .lesson-words p')).fontSize)")
         assert 15 <= size <= 18, f"the lesson's words are {size} px on a phone"
         row = page.evaluate("""() => { const gd = document.querySelector('#lesson-guess-plot .js-plotly-plot');
@@ -163,6 +159,4 @@ def test_a_phones_lesson_reads_in_phone_type_with_its_token_row_whole(browser, a
             home = [b for b in row["boxes"] if b[0] - 0.5 <= lab["x0"] and lab["x1"] <= b[1] + 0.5]
             assert home, f"the lesson's token {lab['text']!r} runs out of its box: {lab}, boxes {row['boxes']}"
         shot(page, "every-lane-phone-lesson", "#lesson-guess")
-    finally:
-        page.context.close()
 

@@ -35,6 +35,14 @@ def _label(page) -> str:
     return text_of(page, "#step-label")
 
 
+def _landed(page, step: int) -> None:
+    """The tree and the step's label both show `step`: a move the server draws paints the tree a
+    frame before Gradio takes its progress text off the label."""
+    page.wait_for_function(AT_JS, arg=[TREE, step], timeout=30_000)
+    page.wait_for_function("(n) => (document.querySelector('#step-label')?.innerText || '').trim()"
+                           ".startsWith(`Step ${n} (`)", arg=step, timeout=30_000)
+
+
 def _ready(page, group: str, plots: str, step: int) -> None:
     """Wait for `step` drawn and the next one held, count the hidden buttons' presses, and take the
     focus off any box (the keys are the page's then)."""
@@ -75,11 +83,13 @@ def test_quick_presses_past_the_steps_held_land_on_the_right_step(browser, app_u
         page.keyboard.press("ArrowRight")
     page.wait_for_function(AT_JS, arg=[TREE, 8], timeout=60_000)
     page.wait_for_timeout(1500)  # no late reply moves it on
-    assert page.evaluate(AT_JS, [TREE, 8]) and _label(page).startswith("Step 8 (")
+    _landed(page, 8)
+    assert page.evaluate(AT_JS, [TREE, 8])
     assert page.evaluate("window.__pressed.fetch") >= 1
-    page.keyboard.press("ArrowLeft")  # from the steps held around step 8, sent after the server's move
-    page.wait_for_function(AT_JS, arg=[TREE, 7], timeout=30_000)
-    assert _label(page).startswith("Step 7 (")
+    page.keyboard.press("ArrowLeft")  # held around step 8 once the server's move has sent them
+    _landed(page, 7)
+    page.wait_for_timeout(1000)  # and no late reply moves it on
+    assert page.evaluate(AT_JS, [TREE, 7]) and _label(page).startswith("Step 7 (")
     page.context.close()
 
 

@@ -1,12 +1,13 @@
 """A whole race goes out and comes back through the page, at 1440 px and at 390 px (a phone): a
-short race of three lanes, its download from the Traces tab, a fresh page, and the file uploaded
-through the upload box show the same table rows and the same verdict, an explorer that offers
-every lane, and the debugger's table. Screenshots: artifacts/browser/race-file-<width>.png."""
+short race of three lanes (raced once, its page then read at each width), its download from the
+Traces tab, a fresh page, and the file uploaded through the upload box show the same table rows
+and the same verdict, an explorer that offers every lane, and the debugger's table.
+Screenshots: artifacts/browser/race-file-<width>.png."""
 from __future__ import annotations
 
 import pytest
 
-from helpers.browser import DESKTOP, MODEL_WAIT_MS, counter_rows, fresh_page, set_max_new, shot, text_of
+from helpers.browser import DESKTOP, MODEL_WAIT_MS, counter_rows, fresh_page, resize, set_max_new, shot, text_of
 from logitspec.analysis.race import read_race
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -38,10 +39,20 @@ def _shown(page) -> dict:
             "lanes": page.evaluate(LANE_PICK_JS)}
 
 
-@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1440", "390"])
-def test_a_downloaded_race_uploads_back_to_the_same_results(browser, app_url, viewport, tmp_path):
-    page = fresh_page(browser, app_url, viewport)
+@pytest.fixture(scope="module")
+def raced(browser, app_url):
+    """The race's page, raced once for both widths: a width changes what the page shows, not what ran."""
+    page = fresh_page(browser, app_url, DESKTOP)
     _race(page)
+    yield page
+    page.context.close()
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1440", "390"])
+def test_a_downloaded_race_uploads_back_to_the_same_results(raced, browser, app_url, viewport, tmp_path):
+    page = raced
+    if page.viewport_size != viewport:
+        resize(page, viewport)
     ran = _shown(page)
     assert set(ran["rows"]) == {"vanilla", "logitspec", "logitspec-static"} and ran["verdict"], ran
     assert len(ran["lanes"]) == 3, ran
@@ -55,8 +66,8 @@ def test_a_downloaded_race_uploads_back_to_the_same_results(browser, app_url, vi
     info.value.save_as(path)
     assert set(read_race(path).lanes) == set(ran["rows"])  # every lane's trace in the one file
 
-    # A new visitor's page (it opens on the recorded race), then the file through the upload box.
-    page.reload(wait_until="domcontentloaded")
+    # A new visitor's page at this width (it opens on the recorded race), then the file through the upload box.
+    page = fresh_page(browser, app_url, viewport)
     page.wait_for_selector("#tree-plot .js-plotly-plot", state="attached", timeout=240_000)
     page.get_by_role("tab", name="Traces").click()
     page.locator("#upload input[type=file]").set_input_files(str(path))

@@ -6,10 +6,11 @@ says what each source found. Screenshot: artifacts/browser/rivals-<lane>-desktop
 """
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from helpers.browser import DESKTOP, fresh_page, next_step, set_max_new, settle, shot, text_of
-from test_fit_browser import wait_for_plots
+from helpers.browser import next_step, set_max_new, settle, shot, text_of
 from test_race_passes_browser import race_code_example
 from test_sampled_race_browser import SEED, TEMPERATURE, check_sampled_status, run_race, set_sampling
 from logitspec.analysis.lanes import label, sources_of
@@ -49,34 +50,35 @@ def _explore(page, lane: str) -> tuple[list[str], str]:
     return names, text_of(page, "#retrieval")
 
 
-def test_the_rivals_race_greedy_identical_to_vanilla_and_their_steps_are_drawn(browser, app_url):
+@pytest.fixture(scope="module")
+def raced(browser, app_url):
+    """A desktop page after the greedy race of the Code example with both rivals ticked: the
+    sampled race below runs on it again (one page load less)."""
     page = race_code_example(browser, app_url, *BOXES, tokens=RACE_TOKENS, plots=PLOTS)
-    try:
-        _identical(page)
-        for lane, source in RIVALS.items():
-            names, retrieval = _explore(page, lane)
-            assert {src.legend for src in sources_of(lane)[1:]} & set(names), (lane, names)
-            assert "what its sources found" in retrieval and f"{source}:" in retrieval, retrieval
-            shot(page, f"rivals-{lane}-desktop", "#tree-row", 1500)
-    finally:
-        page.context.close()
+    yield page
+    page.context.close()
 
 
-def test_the_rivals_race_sampled_identical_to_vanilla(browser, app_url):
+def test_the_rivals_race_greedy_identical_to_vanilla_and_their_steps_are_drawn(raced):
+    page = raced
+    _identical(page)
+    for lane, source in RIVALS.items():
+        names, retrieval = _explore(page, lane)
+        assert {src.legend for src in sources_of(lane)[1:]} & set(names), (lane, names)
+        assert "what its sources found" in retrieval and f"{source}:" in retrieval, retrieval
+        shot(page, f"rivals-{lane}-desktop", "#tree-row", 1500)
+
+
+def test_the_rivals_race_sampled_identical_to_vanilla(raced):
     from playwright.sync_api import expect
 
-    page = fresh_page(browser, app_url, DESKTOP)
-    try:
-        wait_for_plots(page, PLOTS)
-        page.get_by_role("button", name="Code").first.click()
-        expect(page.locator("#prompt textarea")).not_to_have_value("", timeout=10_000)
-        for box in BOXES:
-            page.locator(f"#{box} input[type=checkbox]").check()
-        set_max_new(page, RACE_TOKENS)
-        set_sampling(page, TEMPERATURE, SEED)
-        check_sampled_status(run_race(page, "rivals-sampled"), SEED)
-        _identical(page)
-    finally:
-        page.context.close()
+    page = raced
+    expect(page.locator("#prompt textarea")).to_have_value(re.compile("Fibonacci"), timeout=10_000)
+    for box in BOXES:  # the greedy race's lanes and length, still set
+        expect(page.locator(f"#{box} input[type=checkbox]")).to_be_checked()
+    set_max_new(page, RACE_TOKENS)
+    set_sampling(page, TEMPERATURE, SEED)
+    check_sampled_status(run_race(page, "rivals-sampled"), SEED)
+    _identical(page)
 
 

@@ -30,7 +30,9 @@ from logitspec.runtime import attention, fewrows, linear
 pytestmark = pytest.mark.lossless
 
 HALF = ["bfloat16", "float16"]
-MAX_NEW = 64  # long enough that the stock kernels part from vanilla on these prompts
+# Long enough that the stock kernels part from vanilla in bfloat16 (on math-111 the paper's tree
+# parts at token 22, the cost tree and prompt lookup at token 5), several tree steps past it.
+MAX_NEW = 32
 # Prompts on which the stock kernels' tree passes parted from vanilla in bfloat16.
 PROMPT_IDS = ("math-111", "code-121", "reasoning-101")
 VARIANTS = [("pld", "static"), ("logitspec", "static"), ("logitspec", "cost")]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from logitspec.core.limits import Limits
+from logitspec.core.limits import Limits, size_words
 
 from .files import RACE_FILE_PREFIX
 
@@ -34,7 +34,8 @@ _UPLOAD_NOTE_JS = """
     new MutationObserver(() => el.classList.remove('stale'))
       .observe(el, {childList: true, subtree: true, characterData: true});
   };
-  const mb = (n) => (n / 2 ** 20).toFixed(1) + ' MB';  // as logitspec.core.trace says it
+  const mb = (n) => n < 1000 * 2 ** 10 ? Math.max(1, Math.round(n / 2 ** 10)) + ' kB'
+    : (n / 2 ** 20).toFixed(1) + ' MB';  // as logitspec.core.limits.size_words says it
   document.addEventListener('change', (e) => {
     const input = e.target;
     if (!input || input.type !== 'file' || !input.closest || !input.closest('#upload')) return;
@@ -73,8 +74,8 @@ def download_label(path: str | Path) -> str:
     back (a race of many long lanes may be larger than Limits.trace_bytes)."""
     size, limit = Path(path).stat().st_size, Limits.from_env().trace_bytes
     what = "this race" if Path(path).name.startswith(RACE_FILE_PREFIX) else "the file on screen"
-    over = f": over the {limit / 2**20:.1f} MB an upload takes" if size > limit else ""
-    return f"Download {what} (JSON, {size / 2**20:.1f} MB{over})"
+    over = f": over the {size_words(limit)} an upload takes" if size > limit else ""
+    return f"Download {what} (JSON, {size_words(size)}{over})"
 
 
 def download_button(path: str | Path) -> gr.DownloadButton:

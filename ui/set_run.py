@@ -16,7 +16,7 @@ import gradio as gr
 
 from logitspec.analysis.lanes import label as lane_label
 from logitspec.core.errors import DecodeError, ModelLoadError
-from logitspec.core.limits import InputError, Limits, check_prompt
+from logitspec.core.limits import InputError, Limits, check_prompt, size_words
 from logitspec.core.settings import METHODS, DecodeSettings
 from logitspec.workbench import SetStopped, categories, decode_set, pick_questions, set_header, set_runs
 from serve.model_cache import check_model_choice
@@ -199,9 +199,9 @@ class SetRunPanel:
                      "file hold those.")
         else:
             words = f"<b>{html.escape(reason.capitalize())}</b> after {done} of {total} prompts; the tables and the file hold those."
-        size = path.stat().st_size / 2**20
         out[self.progress] = progress_html(done, total, words)
-        out[self.download] = gr.DownloadButton(f"Download the set file ({size:.1f} MB; it opens back here)",
+        out[self.download] = gr.DownloadButton(f"Download the set file ({size_words(path.stat().st_size)}; it opens "
+                                               "back here)",
                                                value=str(path), visible=True)
         if reason is not None:
             out[self.tab.note] = out[self.tab.note] + f" Stopped after {done} of {total} prompts."

@@ -16,6 +16,12 @@ from ..runtime import MAX_TREE_ROWS
 from .settings import METHODS, POOLS, PROCESSOR_OPTIONS, DecodeSettings
 
 
+def size_words(n: int) -> str:
+    """A file's size as people read it: kB under a megabyte (a small file is never "0.0 MB"),
+    else MB (MiB, as browsers' upload boxes count them)."""
+    return f"{max(1, round(n / 2**10))} kB" if n < 1000 * 2**10 else f"{n / 2**20:.1f} MB"
+
+
 class InputError(ValueError):
     """Input that the tool refuses; the message says what is wrong and what is allowed."""
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .limits import InputError
+from .limits import InputError, size_words
 
 # Format 2 writes each step's candidates, queries (and their attempts) and tree as columns,
 # one list per field, instead of one object per entry: a LogitSpec step drafts ~64 guesses
@@ -395,7 +395,7 @@ def read_json_file(path: str | Path, max_bytes: int | None = None) -> object:
             raise TraceFileError("this is a folder, not a trace file")
         size = p.stat().st_size
         if max_bytes is not None and size > max_bytes:
-            raise TraceFileError(f"the trace file is {_mb(size)}; the limit is {_mb(max_bytes)}")
+            raise TraceFileError(f"the trace file is {size_words(size)}; the limit is {size_words(max_bytes)}")
         raw = p.read_bytes()
     except FileNotFoundError:
         raise TraceFileError("no such file") from None
@@ -422,11 +422,6 @@ def _cut_short(text: str, e: json.JSONDecodeError) -> bool:
         return True
     rest = text[e.pos:].rstrip()
     return e.pos > 0 and e.msg != "Extra data" and (len(rest) <= 1 or rest.isalnum())
-
-
-def _mb(n: int) -> str:
-    # MiB, as browsers' upload boxes count them.
-    return f"{n / 2**20:.1f} MB"
 
 
 def trace_from_data(data: object, vocab_size: int | None = None) -> RunTrace:

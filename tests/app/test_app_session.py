@@ -193,7 +193,7 @@ def test_wrong_shape_inside_steps(tmp_path):
 
 
 def test_over_the_size_limit(tmp_path):
-    with pytest.raises(InputError, match=r"the limit is 0\.1 MB"):
+    with pytest.raises(InputError, match=r"the limit is 98 kB"):  # 100,000 bytes
         read_trace_file(FIXTURES / "coding-121.json", 100_000)
 
 

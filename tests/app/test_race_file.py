@@ -155,9 +155,11 @@ def test_a_broken_race_file_is_refused_in_one_line_and_the_view_stays(ui, tmp_pa
 def test_the_download_says_it_is_the_race_its_size_and_when_no_upload_takes_it_back(ui, monkeypatch):
     view = _race(STOP_AFTER)
     out, path = _downloaded(ui, view)
-    mb = f"{path.stat().st_size / 2**20:.1f} MB"
-    assert out[ui.files.download].label == f"Download this race (JSON, {mb})", out[ui.files.download].label
-    limit = path.stat().st_size // 2
+    size = path.stat().st_size
+    assert size < 1000 * 2**10  # a short race: its size in kB, never "0.0 MB"
+    kb = f"{round(size / 1024)} kB"
+    assert out[ui.files.download].label == f"Download this race (JSON, {kb})", out[ui.files.download].label
+    limit = size // 2
     monkeypatch.setenv("LOGITSPEC_TRACE_BYTES", str(limit))  # Limits.trace_bytes under the file's size
     over = ui.race._final_outputs(view, OUTCOMES, LM)[ui.files.download].label
-    assert over == f"Download this race (JSON, {mb}: over the {limit / 2**20:.1f} MB an upload takes)", over
+    assert over == f"Download this race (JSON, {kb}: over the {round(limit / 1024)} kB an upload takes)", over

@@ -131,3 +131,10 @@ def test_sampling_settings_at_the_edges_pass():
     for s in (DecodeSettings(temperature=0, top_p=1.0, top_k=0, seed=0),
               DecodeSettings(temperature=2, top_p=1e-6, top_k=10**6, seed=2**63 - 1)):
         assert check_settings(s, "logitspec", Limits()) is s
+
+
+def test_a_size_reads_in_kb_under_a_megabyte_and_in_mb_over():
+    from logitspec.core.limits import size_words
+
+    assert size_words(300) == "1 kB" and size_words(48_000) == "47 kB" and size_words(999 * 2**10) == "999 kB"
+    assert size_words(1000 * 2**10) == "1.0 MB" and size_words(2**20) == "1.0 MB" and size_words(20 * 2**20) == "20.0 MB"

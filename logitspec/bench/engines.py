@@ -23,14 +23,35 @@ from .questions import load_questions
 PROPOSER = "logitspec.engines.vllm_proposer.LogitSpecProposer"
 # suffix-nocache: SuffixDecoding without its tree of past responses. The bench decodes the same
 # questions at each batch size, and `suffix` drafts the later ones from its earlier answers.
-METHODS = ("none", "ngram", "suffix", "suffix-nocache", "logitspec")
+METHODS = ("none", "ngram", "suffix", "suffix-nocache", "logitspec", "logitspec@precise")
 COUNTERS = ("vllm:spec_decode_num_drafts", "vllm:spec_decode_num_draft_tokens",
             "vllm:spec_decode_num_accepted_tokens")
 
 
+def rule_text(method: str) -> str:
+    """The proposer's rule a method names after "@" ("logitspec@precise", "logitspec@g1=8/g2=4":
+    "/" for the rule's commas, which part --methods)."""
+    return method.partition("@")[2].replace("/", ",")
+
+
+def check_methods(methods: list[str]) -> None:
+    """Refuse an unknown method or proposer rule in one line, before any engine starts."""
+    from ..engines.vllm_proposer import rule_of
+
+    for m in methods:
+        if m.split("@")[0] not in METHODS or ("@" in m and not m.startswith("logitspec@")):
+            raise SystemExit(f"error: unknown method {m!r}: choose from {', '.join(METHODS)} "
+                             "(logitspec@RULE for another proposer rule)")
+        if "@" in m:
+            try:
+                rule_of(rule_text(m))
+            except ValueError as e:
+                raise SystemExit(f"error: {m}: {e}") from None
+
+
 def spec_config(method: str, k: int) -> dict | None:
     """vLLM's speculative_config for a method, each drafter with its own defaults and K
-    ("logitspec@3": LogitSpec's proposer backed by 3-token agreements or longer, run_method)."""
+    ("logitspec@precise": LogitSpec's proposer under another ChainRule, set by run_method)."""
     method = method.split("@")[0]
     if method == "none":
         return None
@@ -51,6 +72,12 @@ def proposer_counts() -> dict | None:
     from ..engines.vllm_proposer import PROPOSERS
 
     return asdict(PROPOSERS[-1].counts) if PROPOSERS else None
+
+
+def proposer_rule() -> str | None:
+    from ..engines.vllm_proposer import PROPOSERS
+
+    return PROPOSERS[-1].rule.text() if PROPOSERS else None
 
 
 def phase(llm, messages: list, batch: int, max_tokens: int) -> dict:
@@ -82,9 +109,9 @@ def run_method(args: argparse.Namespace) -> None:
     """The child process: one engine, a warm-up, then each batch size in turn."""
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # the proposer's counts in-process
     if "@" in args.one_method:
-        from ..engines.vllm_proposer import MIN_MATCH_ENV
+        from ..engines.vllm_proposer import RULE_ENV
 
-        os.environ[MIN_MATCH_ENV] = args.one_method.split("@")[1]
+        os.environ[RULE_ENV] = rule_text(args.one_method)
     from vllm import LLM
 
     qs = load_questions(Path(args.questions), limit=args.limit_per_category)
@@ -98,7 +125,7 @@ def run_method(args: argparse.Namespace) -> None:
     phases = [phase(llm, messages, b, args.max_new_tokens) for b in args.batches]
     out = {"method": args.one_method, "started": started, "startup_seconds": startup,
            "question_ids": [q["question_id"] for q in qs], "categories": [q["category"] for q in qs],
-           "load_after": [round(x, 2) for x in os.getloadavg()], "phases": phases}
+           "load_after": [round(x, 2) for x in os.getloadavg()], "phases": phases, "rule": proposer_rule()}
     Path(args.json_out).write_text(json.dumps(out))
 
 
@@ -126,7 +153,7 @@ def summarise(results: list[dict]) -> list[dict]:
                    "equal_to_no_spec": sum(a == b for a, b in zip(p["tokens"], base.get(p["batch"], []))),
                    "outputs": len(p["tokens"])}
             if p["logitspec"]:
-                row["logitspec"] = p["logitspec"]
+                row["logitspec"], row["rule"] = p["logitspec"], r.get("rule")
             rows.append(row)
     return rows
 
@@ -152,7 +179,7 @@ def markdown(report: dict) -> str:
     for r in report["rows"]:
         if "logitspec" in r:
             c = r["logitspec"]
-            lines.append(f"\nLogitSpec at batch {r['batch']}: proposals g1 {c['proposals']['g1']}, g2 "
+            lines.append(f"\n{r['method']} ({r.get('rule') or 'rule not recorded'}) at batch {r['batch']}: proposals g1 {c['proposals']['g1']}, g2 "
                          f"{c['proposals']['g2']}, none {c['proposals']['none']}; accepted tokens g1 "
                          f"{c['accepted']['g1']} of {c['drafted']['g1']}, g2 {c['accepted']['g2']} of "
                          f"{c['drafted']['g2']}; rows read {c['rows_read']}, mismatched {c['row_mismatch']}.")
@@ -180,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def orchestrate(args: argparse.Namespace) -> int:
+    check_methods(args.methods.split(","))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if args.model is None:

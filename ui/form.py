@@ -100,14 +100,14 @@ class LaneBox:
     lane: str
     name: str  # the API's argument
     label: str
-    elem_id: str | None = None
+    elem_id: str
 
 
-def _box_words(lane: str, s: DecodeSettings) -> tuple[str, str, str | None]:
+def _box_words(lane: str, s: DecodeSettings) -> tuple[str, str, str]:
     """(API name, label, element id) of a lane's checkbox: the app's own words for the lanes it
     has always offered, else the lane table's label."""
     words = {
-        "pld": ("with_pld", f"Also race {lanes.label(lane)} (guesses copied from earlier in the text)", None),
+        "pld": ("with_pld", f"Also race {lanes.label(lane)} (guesses copied from earlier in the text)", "with-pld"),
         "logitspec-static": ("with_static", f"Also race the paper's tree ({s.capacity} tokens, what a GPU "
                                             "verifies in one pass)", "with-static"),
         "recycling": ("with_recycling", "Also race Token Recycling (drafts from the successors past passes "

@@ -70,6 +70,8 @@ def test_the_race_api_keeps_its_order_and_the_lanes_come_from_the_table():
     assert race_inputs()[:15] == ["prompt", "model", "with_pld", "k", "capacity", "ngram", "continuation", "max_new",
                                   "tree", "temperature", "top_p", "seed", "outcomes", "with_static", "with_recycling"]
     assert [b.lane for b in lane_boxes()] == [n for n in lanes.race_order() if n not in ("vanilla", "logitspec")]
+    ids = [b.elem_id for b in lane_boxes()]  # each box findable on the page, prompt lookup's too
+    assert all(ids) and len(set(ids)) == len(ids) and ids[0] == "with-pld"
     assert list(default_values(prompt="hi")) == race_inputs()
     ticked = default_values(with_static=True, with_recycling=True)
     assert race_lanes_of(ticked) == ["vanilla", "logitspec", "logitspec-static", "recycling"]

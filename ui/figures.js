@@ -1,7 +1,7 @@
 () => {
   // Figures drawn for the app (visual/fit.py) fill their container's width; here their token
   // labels and tick labels are cut to the width the browser gives them (the rules of
-  // visual.tree.label_chars and visual.fit.thin_ticks), a click on a tree box shows its whole
+  // visual.tree_layout.label_chars and visual.fit.thin_ticks), a click on a tree box shows its whole
   // token beside the tree, and the download buttons export each figure's 16:9 slide with the
   // Plotly.js Gradio loaded (window.Plotly). No network is needed.
   const SLIDE = __SLIDE__;

@@ -17,7 +17,7 @@ import gradio as gr
 
 from logitspec.core.trace import RunTrace
 from visual.fit import SLIDE_H, SLIDE_SCALE, SLIDE_W, caption_html
-from visual.tree import tree_key_html
+from visual.tree_key import tree_key_html
 
 from .live_plot import LivePlot
 from .present import PHONE_PX, PRESENT_VW

@@ -9,7 +9,7 @@ import gradio as gr
 import visual
 from logitspec.core.trace import RunTrace
 from logitspec.runtime.files import written_whole
-from visual.tree import tree_key_html
+from visual.tree_key import tree_key_html
 from visual.trie import node_link_json, trie_figure, trie_key_html
 
 VIEWS = ("lanes", "trie")

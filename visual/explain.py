@@ -29,7 +29,7 @@ from .style import (
     MIN_FONT, MONO_CHAR_EM, MONO_FAMILY, PALETTE, base_layout, node_color_key, pretty, style_axes, sub_x, text_on,
     theme_colors, truncate,
 )
-from .tree import LABEL_PAD_PX
+from .tree_layout import LABEL_PAD_PX
 from .trie import (BONUS, ELBOW, drafted_graph, edge_trace, fold_leaves, fold_mark, node_traces, positions_with_bonus,
                    step_graph, tidy_positions)
 

@@ -25,7 +25,8 @@ from .style import (
     MIN_FONT, MONO_CHAR_EM, MONO_FAMILY, PALETTE, base_layout, blend, node_color_key, pretty, sub_x, theme_colors,
     top_legend, truncate, visible,
 )
-from .tree import ORIGIN_WORDS, key_items, path_pieces
+from .tree_key import key_items
+from .tree_layout import ORIGIN_WORDS, path_pieces
 
 FATES = ("accepted", "rejected", "pruned")
 SLOT_PX = 34  # vertical pitch of the leaves in the explorer's drawing (a label above each marker)

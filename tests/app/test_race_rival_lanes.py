@@ -55,7 +55,9 @@ def test_the_rival_lanes_have_their_own_colours_and_labels(raced):
 
 
 def test_the_explorer_draws_where_each_rival_node_came_from(raced):
-    from visual.tree import LEGEND_NAMES, ORIGIN_WORDS, tree_figure
+    from visual.tree import tree_figure
+    from visual.tree_key import LEGEND_NAMES
+    from visual.tree_layout import ORIGIN_WORDS
 
     for lane in RIVALS:
         trace, drawn = raced[lane], 0

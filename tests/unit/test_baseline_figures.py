@@ -17,7 +17,8 @@ from visual.baselines import drafted_paths, lookahead_grid, rest_grid, window_le
 from visual.data import match_text, query_name
 from visual.fit import caption_html, slide_figure
 from visual.style import blend, theme_colors
-from visual.tree import lane_names, tree_layout
+from visual.tree_lanes import lane_names
+from visual.tree_layout import tree_layout
 
 TEXTS = {str(i): f"t{i}" for i in range(300)}
 PROMPT = list(range(100, 120))

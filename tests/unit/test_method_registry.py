@@ -18,7 +18,8 @@ from logitspec.runner import run_trace
 from serve.race import lane_run
 from visual.method_words import WORDS
 from visual.style import PALETTE, node_color_key
-from visual.tree import LEGEND_NAMES, ORIGIN_WORDS
+from visual.tree_key import LEGEND_NAMES
+from visual.tree_layout import ORIGIN_WORDS
 
 PROMPT = "the cat sat on the mat, the cat sat on the mat, the cat sat"
 

@@ -10,7 +10,9 @@ from logitspec.core.settings import DecodeSettings
 from logitspec.core.trace import RunTrace, StepRecord, TreeNode
 from visual import PALETTE, tree_figure
 from visual.style import blend, theme_colors
-from visual.tree import key_items, lane_names, tree_layout
+from visual.tree_key import key_items
+from visual.tree_lanes import lane_names
+from visual.tree_layout import tree_layout
 
 VOCAB = 50
 TEXTS = {str(i): f"t{i}" for i in range(VOCAB)}

@@ -17,9 +17,11 @@ import visual
 from visual import fit
 from visual.explain import ACCEPT_BOX, choose_step, walkthrough
 from visual.style import MIN_FONT, MONO_CHAR_EM, lane_color, sub_x
-from visual.tree import BOX_H, BOX_W, LABEL_FONT, label_chars, lane_count, shown_lanes, tree_layout, TreeLook, wanted_ids
+from visual.tree_lanes import lane_count, shown_lanes, wanted_ids
+from visual.tree_layout import BOX_H, BOX_W, LABEL_FONT, label_chars, tree_layout, TreeLook
 
-FIGURE_FILES = ("visual/tree.py", "visual/baselines.py", "visual/candidates.py", "visual/race.py", "visual/observations.py",
+FIGURE_FILES = ("visual/tree.py", "visual/tree_layout.py", "visual/tree_lanes.py", "visual/tree_key.py",
+                "visual/baselines.py", "visual/candidates.py", "visual/race.py", "visual/observations.py",
                 "visual/explain.py", "visual/fit.py", "visual/render.py", "visual/bench.py", "ui/figures.py")
 MAX_LINES = 50
 

@@ -17,7 +17,7 @@ from visual.data import ngram_text, tok, token_labels, token_pieces
 from visual.pieces import SPLIT_NOTE, hex_bytes, join_pieces
 from visual.style import truncate, visible
 from visual.text import END_MARK
-from visual.tree import tree_layout
+from visual.tree_layout import tree_layout
 
 # "こんにちは、世界 🌍🎉" as SmolLM2's byte-level BPE spells it (ids and vocab strings as the
 # bundled tokenizer gives them; tests/test_tokens.py checks the byte mapping on it).
@@ -193,7 +193,7 @@ def test_candidates_are_joined_after_the_root():
 def test_wherever_hex_shows_its_meaning_is_said_beside_it():
     from visual import failure_rows, step_summary_md
     from visual.debug_table import debugger_html
-    from visual.tree import tree_key_html
+    from visual.tree_key import tree_key_html
 
     split, plain = make_trace(STEPS), load(FIXTURE_NAMES[0])
     assert SPLIT_NOTE in tree_key_html(split) and SPLIT_NOTE not in tree_key_html(plain)

@@ -8,7 +8,7 @@ from helpers.figures import FIXTURE_NAMES, interesting_steps, load, node_ids, sh
 
 from visual import PALETTE, tree_figure
 from visual.style import THEMES, visible
-from visual.tree import BOX_H, BOX_W, LANE_PX, tree_layout
+from visual.tree_layout import BOX_H, BOX_W, LANE_PX, tree_layout
 
 CASES = [(name, i) for name in FIXTURE_NAMES for i in interesting_steps(load(name))]
 

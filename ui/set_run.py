@@ -15,6 +15,7 @@ from pathlib import Path
 import gradio as gr
 
 from logitspec.analysis.lanes import label as lane_label
+from logitspec.analysis.sets import SetFile, SetWriter
 from logitspec.core.errors import DecodeError, ModelLoadError
 from logitspec.core.limits import InputError, Limits, check_prompt, size_words
 from logitspec.core.settings import METHODS, DecodeSettings
@@ -145,7 +146,6 @@ class SetRunPanel:
 
     def _decode(self, stop, lm, questions, prompts, runs, words):
         """The set decoded into a file of this page's own; the tables follow each finished prompt."""
-        from logitspec.analysis.sets import SetWriter
 
         folder = self.services.downloads / "sets"
         folder.mkdir(parents=True, exist_ok=True)
@@ -160,7 +160,7 @@ class SetRunPanel:
                 for p in decode_set(lm, questions, prompts, runs, writer, should_stop, self.services.models.thread.iterate):
                     if p.written:
                         done = p.prompt + 1
-                        yield {**self.tab.open_set(str(path)), self.progress: progress_html(done, total, self._words(p, done))}
+                        yield {**self.tab.show_set(writer.set), self.progress: progress_html(done, total, self._words(p, done))}
                     else:
                         if p.run == runs[0].label:  # a prompt starts
                             deadline[0] = time.monotonic() + Limits.from_env().run_seconds
@@ -169,7 +169,7 @@ class SetRunPanel:
                 reason = "stopped" if stop.is_set() else "time limit"
             except DecodeError as e:
                 reason = f"failed: {e}"
-        yield self._final(path, done, total, reason)
+        yield self._final(writer.set, done, total, reason)
 
     @staticmethod
     def _words(p, done: int) -> str:
@@ -182,15 +182,16 @@ class SetRunPanel:
         start = text[:PROMPT_CHARS] + ("…" if len(text) > PROMPT_CHARS else "")
         return f"{done} of {p.total} prompts done. {head}, {html.escape(p.run)}: “{html.escape(start)}”"
 
-    def _final(self, path: Path, done: int, total: int, reason: str | None) -> dict:
+    def _final(self, written: SetFile, done: int, total: int, reason: str | None) -> dict:
         """The set's end: its tables (the finished prompts), what happened, and the set file to download."""
+        path = written.path
         if done == 0:
             path.unlink(missing_ok=True)
             why = "stopped" if reason == "stopped" else (reason or "ended")
             return {self.progress: progress_html(0, total, f"<b>{why.capitalize()}</b> before any prompt "
                                                            "finished; nothing was written."),
                     self.download: gr.DownloadButton(visible=False)}
-        out = self.tab.open_set(str(path))
+        out = self.tab.show_set(written)
         if reason is None:
             words = f"<b>Done:</b> all {total} prompts."
         elif reason == "stopped" or reason == "time limit":

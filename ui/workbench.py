@@ -110,6 +110,11 @@ class WorkbenchTab:
             s = read_set(p, Limits.from_env().set_bytes)
         except InputError as e:
             return {self.note: f"**Not opened:** {p.name}: {e}"}
+        return self.show_set(s)
+
+    def show_set(self, s: SetFile) -> dict:
+        """A set's tables and figure (an opened file, or one a set run is writing)."""
+        p = s.path
         return {self.set_state: s, self.note: self.set_words(s, p.name), self.compare_md: "",
                 self.compare: gr.Plot(visible=False),
                 self.overall: gr.Dataframe(value=_frame(overall_rows(s)), visible=True),

@@ -80,17 +80,27 @@ class SetFile:
 
 
 class SetWriter:
-    """Writes a set file run by run; each run is flushed whole before the next starts."""
+    """Writes a set file run by run; each run is flushed whole before the next starts. `set` is
+    what read_set would read back from the file so far, kept as it is written (a long set's
+    tables follow each prompt without reading the file again)."""
 
     def __init__(self, path: str | Path, header: dict) -> None:
         self.path = Path(path)
         self._f: IO[bytes] = gzip.open(self.path, "wb") if self.path.suffix == ".gz" else open(self.path, "wb")
-        self._line({"format": SET_FORMAT, **header})
-        self.runs = 0
+        self._pos = 0  # bytes written, before compression: where the next line starts
+        head = {"format": SET_FORMAT, **header}
+        self._line(head)
+        self.set = SetFile(self.path, json.loads(json.dumps(head)))  # the header as read back
 
-    def _line(self, obj: dict) -> int:
-        raw = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    @property
+    def runs(self) -> int:
+        return len(self.set.entries)
+
+    def _line(self, raw: bytes | dict) -> int:
+        if isinstance(raw, dict):
+            raw = json.dumps(raw, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         self._f.write(raw + b"\n")
+        self._pos += len(raw) + 1
         return len(raw)
 
     def add(self, prompt: int, question: dict, trace: RunTrace, label: str | None = None) -> RunSummary:
@@ -98,13 +108,16 @@ class SetWriter:
         `label` names the run (its method when None)."""
         raw = json.dumps(trace.to_dict(), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         summary = summarise_run(trace)
-        self._line({"prompt": prompt, "question_id": question.get("question_id"),
-                    "category": question.get("category", ""), "prompt_text": trace.prompt_text,
-                    "method": trace.method, "label": label or trace.method, "summary": summary.to_dict(),
-                    "trace_bytes": len(raw)})
-        self._f.write(raw + b"\n")
+        record = {"prompt": prompt, "question_id": question.get("question_id"),
+                  "category": question.get("category", ""), "prompt_text": trace.prompt_text,
+                  "method": trace.method, "label": label or trace.method, "summary": summary.to_dict(),
+                  "trace_bytes": len(raw)}
+        entry = _record(json.dumps(record).encode("utf-8"), self.runs + 1)  # as read_set makes it
+        self._line(record)
+        entry.offset = self._pos
+        self._line(raw)
         self._f.flush()
-        self.runs += 1
+        self.set.entries.append(entry)
         return summary
 
     def close(self) -> None:

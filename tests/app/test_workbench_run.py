@@ -51,7 +51,10 @@ def _run(ui, *form, stop_after: int | None = None) -> list[dict]:
 def test_a_category_runs_prompt_by_prompt_into_a_set_file_that_opens_back(ui, bundled, monkeypatch):
     monkeypatch.setenv("LOGITSPEC_THREADS", str(torch.get_num_threads()))
     wb, panel = ui.workbench, ui.workbench.runner
+    reads = []
+    monkeypatch.setattr("ui.workbench.read_set", lambda *a, **k: reads.append(a) or read_set(*a, **k))
     replies = _run(ui, "coding", None, ["logitspec", "pld"], "", N, "bundled")
+    assert reads == []  # the tables follow the writer's own record of the file, never a read of it
     said = [r[panel.progress] for r in replies if panel.progress in r]
     questions = pick_questions("coding", None)
     for i, q in enumerate(questions):  # each prompt's start is shown under each run, with how many are done
@@ -62,7 +65,7 @@ def test_a_category_runs_prompt_by_prompt_into_a_set_file_that_opens_back(ui, bu
     assert s.prompts == 3 and s.runs == ["logitspec", "pld"] and not s.cut_short
     assert final[panel.download].visible and "opens back here" in final[panel.download].label
     back = read_set(served(final[panel.download]))  # the downloaded file, as the upload box reads it
-    assert [(e.prompt, e.label) for e in back.entries] == [(e.prompt, e.label) for e in s.entries]
+    assert back.entries == s.entries and back.header == s.header  # what the run showed is what the file holds
     assert wb.open_set(served(final[panel.download]))[wb.note].startswith(f"**{back.path.name}**: 3 prompts × 2 runs")
     for e in back.entries:  # the same decoding as the command line's: lossless, summary from the trace
         t = back.trace(e)

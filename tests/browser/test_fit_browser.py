@@ -305,20 +305,37 @@ def test_the_mode_bar_covers_nothing_in_any_figure(screen):
     wait_for_plots(page, STEP_PLOTS)
 
 
-@pytest.mark.parametrize("viewport", list(SCREENS))
-def test_each_lane_of_the_counters_keeps_its_name_on_one_line(browser, app_url, viewport):
-    page = fresh_page(browser, app_url, SCREENS[viewport])  # the recorded race and its counters
+def counters_page(browser, app_url, viewport: dict):
+    """The app's first page (the recorded race and its counters), its counters drawn."""
+    page = fresh_page(browser, app_url, viewport)
     page.wait_for_selector("#counters table.counters", timeout=60_000)
+    return page
+
+
+@pytest.fixture(scope="module")
+def phone_counters(browser, app_url):
+    """The first page on a phone, opened once for both phone checks of the counters."""
+    page = counters_page(browser, app_url, PHONE)
+    yield page
+    page.context.close()
+
+
+@pytest.mark.parametrize("viewport", list(SCREENS))
+def test_each_lane_of_the_counters_keeps_its_name_on_one_line(browser, app_url, request, viewport):
+    # The phone's page is the module's (the every-lane check below puts its own table in it after).
+    page = request.getfixturevalue("phone_counters") if viewport == "phone" else \
+        counters_page(browser, app_url, SCREENS[viewport])
     rows = page.evaluate(LANE_LINES_JS)
     assert {f"■ {label('vanilla')}", f"■ {label('logitspec')}"} <= {r["name"] for r in rows}, rows
     assert all(r["lines"] == 1 for r in rows), f"{viewport}: a lane's name wraps: {rows}"
     wrap = page.evaluate("() => { const w = document.querySelector('#counters .counters-wrap'); return "
                          "{scroll: w.scrollWidth, client: w.clientWidth, right: w.getBoundingClientRect().right}; }")
     assert wrap["scroll"] <= wrap["client"] + 1 and wrap["right"] <= SCREENS[viewport]["width"], (viewport, wrap)
-    page.context.close()
+    if viewport != "phone":
+        page.context.close()
 
 
-def test_a_phones_counters_keep_every_lanes_speed_up_on_screen(browser, app_url):
+def test_a_phones_counters_keep_every_lanes_speed_up_on_screen(phone_counters):
     """Every lane ticked: a long name wraps between its words, so the table fits the screen."""
     from logitspec.analysis.race import load_race
     from ui.form import RACED_ALWAYS, lane_boxes
@@ -327,8 +344,7 @@ def test_a_phones_counters_keep_every_lanes_speed_up_on_screen(browser, app_url)
     recorded = load_race(ROOT / "traces" / "races" / "summarization-242.json")[0]
     lanes = [*RACED_ALWAYS, *(b.lane for b in lane_boxes())]
     five = counters_html({n: recorded.get(n, recorded["logitspec"]) for n in lanes}, running=False)
-    page = fresh_page(browser, app_url, PHONE)
-    page.wait_for_selector("#counters table.counters", timeout=60_000)
+    page = phone_counters
     page.evaluate("(html) => { document.querySelector('#counters .counters-wrap').parentElement.innerHTML = html; }",
                   five)
     rows = page.evaluate(LANE_LINES_JS)
@@ -338,7 +354,6 @@ def test_a_phones_counters_keep_every_lanes_speed_up_on_screen(browser, app_url)
         return {scroll: w.scrollWidth, client: w.clientWidth, right: Math.max(...cells)}; }""")
     assert fit["scroll"] <= fit["client"] + 1 and fit["right"] <= PHONE["width"], fit
     shot(page, "counters-five-lanes-390", "#counters", height=500)
-    page.context.close()
 
 
 @pytest.mark.parametrize("screen", ["desktop"], indirect=True)

@@ -77,7 +77,7 @@ def proposer(rule: ChainRule, s: DecodeSettings, k: int):
     def draft(case_id: int, ctx: list[int], row) -> list[int]:
         pool = pools.setdefault(case_id, NgramPool(s.ngram_sizes, keep=s.pool, span=s.continuation))
         pool.extend(ctx[len(pool):-1])
-        n = min(s.k, rule.rank or s.k)
+        n = rule.candidates(s.k)
         cands, _ = rank_candidates(row[0][:n + 1], row[1][:n + 1], row[2][:n + 1], ctx[-1], n)
         return best_chain(ctx[-1], cands, pool, s, k, rule)[0]
     return draft

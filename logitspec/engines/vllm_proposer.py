@@ -51,6 +51,10 @@ class ChainRule:
     def text(self) -> str:
         return f"g1={self.g1},g2={self.g2}" + (f",rank={self.rank}" if self.rank else "")
 
+    def candidates(self, k: int) -> int:
+        """How many of the last logits' k candidates a branch may come from."""
+        return min(k, self.rank or k)
+
 
 # vLLM's mean accepted length counts drafted steps alone; "precise" drafts only on long
 # agreements (or on the logits' best guess backed by 4 tokens) and scores higher on it, at the
@@ -146,7 +150,7 @@ class LogitSpecProposer:
         # vLLM hands a custom proposer its VllmConfig alone: another rule comes from RULE_ENV.
         self.rule = rule_of(os.environ.get(RULE_ENV))
         self.s = settings or DecodeSettings()
-        self.k = min(self.s.k, self.rule.rank or self.s.k)  # the candidates a branch may come from
+        self.k = self.rule.candidates(self.s.k)
         self.max_model_len = int(vllm_config.model_config.max_model_len)
         self.states: dict[str, RequestState] = {}
         self.counts = Counts()

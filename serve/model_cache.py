@@ -179,10 +179,10 @@ def warm_cost_curves(lm, capacity: int | None = None, background: bool | None = 
     decoding corrects as it goes. Curves not stored are measured in the background, a pass
     at a time while the model thread is idle (see logitspec.sizing.calibration); returns that
     thread, or None when nothing is left to measure. LOGITSPEC_MEASURE_CURVES=0 measures
-    nothing in the background (a server that shares its cores with other timed work).
+    nothing and loads no stored curve: every bucket starts from the default shape.
     """
     from logitspec.sizing.calibration import BackgroundCalibration, start_curves
-    from logitspec.sizing.costcurve import measuring_allowed
+    from logitspec.runtime import measuring_allowed
     from logitspec.core.drafter import cost_capacity
     from logitspec.core.verify import head_batch_rows
 

@@ -17,6 +17,7 @@ from ..runtime.kvcache import COMPACTABLE
 from .processors import Processing
 from .sampling import Lead, leads_of, perturbed, probabilities
 from .trace import TreeNode
+from ..runtime import UNTIMED_HEAD_ROWS, measuring_allowed
 from ..runtime.fixedshape import fixed_rows, pad_rows
 from .tree import TreeIndex, layered_tree_inputs
 
@@ -305,11 +306,12 @@ def seconds_of(device: torch.device, fn: Callable[[], object]) -> float:
 
 
 def head_batch_rows(model: PreTrainedModel) -> int:
-    """`measure_head_batch_rows` for this model, measured once and cached."""
+    """`measure_head_batch_rows` for this model, measured once and cached (UNTIMED_HEAD_ROWS
+    where nothing may be timed: the rows computed change what Token Recycling learns)."""
     with _HEAD_LOCK:
         prof = profile_of(model)
         if prof.head_rows is None:
-            prof.head_rows = measure_head_batch_rows(model)
+            prof.head_rows = measure_head_batch_rows(model) if measuring_allowed() else UNTIMED_HEAD_ROWS
         return prof.head_rows
 
 

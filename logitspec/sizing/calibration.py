@@ -20,6 +20,7 @@ from pathlib import Path
 
 import torch
 
+from ..runtime import measuring_allowed
 from ..runtime.files import written_whole
 from .costcurve import CONTEXT_BUCKETS, CostCurve, CurveMeasurement, install_curve, measure_context
 
@@ -120,12 +121,13 @@ class StartCurve:
 
 def start_curves(model, max_context: int, capacity: int = 64) -> list[StartCurve]:
     """Install, for every bucket a run up to `max_context` may reach, the stored curve or
-    the default shape; no forward pass is run. Call on the model thread."""
+    the default shape; no forward pass is run. Call on the model thread. Where nothing may be
+    timed, no stored curve either: a curve timed on this machine would size trees by its CPU."""
     out = []
     for below, at in CONTEXT_BUCKETS:
         max_n = max(capacity, 8)
         key = curve_key(model, at, max_n)
-        stored = load_curve(key)
+        stored = load_curve(key) if measuring_allowed() else None
         curve = stored or default_curve(model, at, max_n)
         install_curve(model, at, curve)
         out.append(StartCurve(at, max_n, key, curve, stored is not None))

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from ..core.profile import profile_of
+from ..runtime import measuring_allowed
 from ..runtime.tuner import thread_tuner
 from ..core.trace import TreeNode
 
@@ -416,13 +417,6 @@ def install_curve(model: PreTrainedModel, bucket: int, base: CostCurve) -> LiveC
 def live_cost(model: PreTrainedModel, bucket: int) -> LiveCost | None:
     with _LOCK:
         return profile_of(model).curves.get(bucket)
-
-
-def measuring_allowed() -> bool:
-    """LOGITSPEC_MEASURE_CURVES=0: never time c(n); decoding starts from the default shape and
-    corrects it from its own passes (a server or a test run that shares its cores with other
-    timed work)."""
-    return os.environ.get("LOGITSPEC_MEASURE_CURVES", "1") != "0"
 
 
 def live_for(model: PreTrainedModel, context_len: int, max_n: int,

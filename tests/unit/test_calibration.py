@@ -202,3 +202,16 @@ def test_decoding_never_times_c_n_when_the_environment_says_so(measured, monkeyp
     monkeypatch.setenv("LOGITSPEC_MEASURE_CURVES", "1")
     costcurve.cost_curve_for(tiny_llama(seed=9), 40, 16)
     assert measured  # and with it on, the first need measures
+
+
+def test_a_run_that_times_nothing_starts_from_the_default_shape_though_a_curve_was_stored(cache_dir, monkeypatch):
+    """A curve an earlier start timed on this machine (`make demo`) would size the test run's trees by
+    its CPU: where nothing may be timed, nothing timed is loaded either."""
+    model = tiny_llama(seed=10)
+    key = calibration.curve_key(model, 512, 8)
+    calibration.save_curve(key, CostCurve([1, 8], [0.01, 0.5], 512, "cpu", "float32", 3))
+    assert [s.stored for s in calibration.start_curves(model, max_context=100, capacity=8)] == [True]
+    monkeypatch.setenv("LOGITSPEC_MEASURE_CURVES", "0")
+    starts = calibration.start_curves(tiny_llama(seed=10), max_context=100, capacity=8)
+    assert [s.stored for s in starts] == [False] and starts[0].curve.measurements == 0
+    assert starts[0].curve(8) / starts[0].curve(1) == pytest.approx(calibration.DEFAULT_MS[7] / calibration.DEFAULT_MS[0])

@@ -262,13 +262,27 @@ def test_padding_the_head_batch_changes_nothing_but_where_leaves_are_computed(ti
     torch.testing.assert_close(head.row(1), expected, atol=ATOL, rtol=1e-4)
 
 
-def test_head_batch_rows_is_measured_within_its_bounds(tiny_llama):
+def test_head_batch_rows_is_measured_within_its_bounds(monkeypatch):
+    from helpers.tiny_models import tiny_llama
     from logitspec.core.profile import profile_of
     from logitspec.core.verify import head_batch_rows, measure_head_batch_rows
 
-    assert 1 <= measure_head_batch_rows(tiny_llama, max_rows=4, rounds=2) <= 4
-    rows = head_batch_rows(tiny_llama)
-    assert profile_of(tiny_llama).head_rows == rows  # measured once, then read from the profile
+    model = tiny_llama(seed=11)
+    assert 1 <= measure_head_batch_rows(model, max_rows=4, rounds=2) <= 4
+    monkeypatch.setenv("LOGITSPEC_MEASURE_CURVES", "1")
+    monkeypatch.setattr("logitspec.core.verify.measure_head_batch_rows", lambda m: 3)
+    assert head_batch_rows(model) == 3 and profile_of(model).head_rows == 3  # measured once, then kept
+
+
+def test_head_batch_rows_is_fixed_where_nothing_may_be_timed(monkeypatch):
+    """The rows computed change what Token Recycling learns: an untimed run sizes them alike anywhere."""
+    from helpers.tiny_models import tiny_llama
+    from logitspec.core import verify
+    from logitspec.runtime import UNTIMED_HEAD_ROWS
+
+    monkeypatch.setenv("LOGITSPEC_MEASURE_CURVES", "0")
+    monkeypatch.setattr(verify, "measure_head_batch_rows", lambda m: pytest.fail("timed the head"))
+    assert verify.head_batch_rows(tiny_llama(seed=12)) == UNTIMED_HEAD_ROWS
 
 
 class NoLogitsToKeep(torch.nn.Module):

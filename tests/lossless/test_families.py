@@ -83,12 +83,6 @@ def test_family_decodes_losslessly_with_drafts_accepted(fam):
     assert all(multi[v] > 0 for v in DRAFTING), multi  # drafts were accepted: not vacuous
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("fam", WORKS, ids=lambda f: f.name)
-def test_family_lossless_over_more_prompts(fam):
-    check_lossless(prepared(fam.name), prompts(12)[4:])
-
-
 @pytest.mark.slow  # two threads flipping every step, on a core a worker shares: seconds per family
 @pytest.mark.parametrize("name", ["llama", *sorted(WINDOWED)])
 def test_a_thread_probe_before_every_step_changes_no_token(name, monkeypatch):

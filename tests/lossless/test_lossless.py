@@ -30,13 +30,15 @@ PROMPT_BY_ID = {p.id: p for p in PROMPTS}
 # (id, method, tree mode) raced against vanilla.
 VARIANTS = [("pld", "pld", "static"), ("logitspec-static", "logitspec", "static"),
             ("logitspec-cost", "logitspec", "cost")]
-# The paper's static tree (the slowest variant) on one prompt of each kind the suite must cover,
-# and the copy the drafts are checked to reach; prompt lookup and the cost tree run every prompt.
+# Each variant on one prompt of each kind the suite must cover, and the copy the drafts are checked
+# to reach. The tiny models below catch a broken mask, positions, window, cache or walk on every
+# variant (scripts/mutation_catch.py, docs/testing.md); these runs add the real tokenizer, chat
+# template, a 1,000-token context and EOS, which more prompts of the same kinds do not.
 STATIC_KINDS = {"chat", "long", "code", "translation", "math", "eos", "summarization"}
 STATIC_PROMPTS = ("chat-hello", "long-summary", "code-121", "translation-161", "math-111", "eos-capital",
                   "summarization-241", "copy-list")
-CASES = [pytest.param(prompt, method, tree, id=f"{vid}-{prompt.id}") for vid, method, tree in VARIANTS
-         for prompt in PROMPTS if vid != "logitspec-static" or prompt.id in STATIC_PROMPTS]
+CASES = [pytest.param(PROMPT_BY_ID[pid], method, tree, id=f"{vid}-{pid}") for vid, method, tree in VARIANTS
+         for pid in STATIC_PROMPTS]
 
 
 # ----- the bundled model ---------------------------------------------------------------------
@@ -115,7 +117,7 @@ def test_speculation_accepts_drafts_somewhere(bundled):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("pid", ["chat-hello", "code-121", "long-summary", "eos-capital"])
+@pytest.mark.parametrize("pid", ["chat-hello", "long-summary", "eos-capital"])
 def test_vanilla_equals_transformers_generate(bundled, pid):
     prompt = PROMPT_BY_ID[pid]
     ids = torch.tensor([bundled.encode_chat(prompt.text)])

@@ -155,8 +155,8 @@ def test_a_broken_tree_mask_breaks_recycling(tiny_llama, monkeypatch, tree):
 
 # ----- the bundled model ----------------------------------------------------------------------------
 
-BUNDLED_PROMPTS = [p for p in lossless_prompts() if p.id in
-                   ("chat-hello", "code-121", "summarization-241", "copy-list", "eos-capital", "long-summary")]
+# Code, a summary, an early EOS and a 1,000-token context; the tiny families catch a broken mask or matrix.
+BUNDLED_PROMPTS = [p for p in lossless_prompts() if p.id in ("code-121", "summarization-241", "eos-capital", "long-summary")]
 
 
 @pytest.mark.slow
@@ -172,7 +172,7 @@ def test_bundled_recycling_equals_vanilla(bundled, prompt):
 @pytest.mark.slow
 def test_bundled_recycling_sampled_equals_vanilla_sampled(bundled):
     s = DecodeSettings(max_new_tokens=BUNDLED_MAX_NEW, temperature=0.7, seed=5)
-    for pid in ("code-121", "summarization-241"):
+    for pid in ("summarization-241",):
         text = next(p.text for p in BUNDLED_PROMPTS if p.id == pid)
         want = vanilla_run(bundled, text, s).tokens
         for tree in TREES:
@@ -181,7 +181,7 @@ def test_bundled_recycling_sampled_equals_vanilla_sampled(bundled):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("prompt", BUNDLED_PROMPTS[:4], ids=lambda p: p.id)
+@pytest.mark.parametrize("prompt", BUNDLED_PROMPTS[:2], ids=lambda p: p.id)
 def test_bundled_hybrid_equals_vanilla(bundled, prompt):
     s = DecodeSettings(max_new_tokens=BUNDLED_MAX_NEW)
     assert run_trace(bundled, prompt.text, HYBRID, s).tokens == vanilla_run(bundled, prompt.text, s).tokens

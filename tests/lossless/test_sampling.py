@@ -115,8 +115,8 @@ def test_noise_per_forward_pass_instead_of_per_position_breaks_equality(tiny_lla
 def test_bundled_model_equals_plain_sampling(bundled):
     prompts = {p.id: p.text for p in lossless_prompts()}
     extra = 0
-    for pid, (temperature, top_p, top_k, seed) in [("copy-list", (0.7, 1.0, 0, 1)),
-                                                   ("summarization-241", (1.0, 0.9, 0, 2)),
+    # top-p and top-k over the real vocabulary (the tiny models' is 128 tokens), each on a prompt the drafts reach
+    for pid, (temperature, top_p, top_k, seed) in [("summarization-241", (1.0, 0.9, 0, 2)),
                                                    ("code-121", (1.5, 1.0, 50, 3))]:
         s = DecodeSettings(max_new_tokens=BUNDLED_MAX_NEW, temperature=temperature, top_p=top_p, top_k=top_k, seed=seed)
         want = run_trace(bundled, prompts[pid], "vanilla", s).tokens

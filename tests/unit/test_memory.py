@@ -1,7 +1,8 @@
 """Memory: consecutive runs on the bundled model do not grow resident memory.
 
-KV caches and traces must be released: after a warm-up, 50 more runs may grow the
-process's resident set by less than 5 %. The figures go to artifacts/memory.json.
+KV caches and traces must be released: after a warm-up, the resident set read after each of 20
+more runs grows by a slope that would add less than 5 % over 50 runs, and by less than 5 % in all.
+The figures go to artifacts/memory.json.
 """
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import gc
 import json
 import weakref
 
+import numpy as np
 import psutil
 import pytest
 from transformers import DynamicCache
@@ -19,6 +21,7 @@ from logitspec.runner import Run
 
 PROMPTS = ["Summarize: the cat sat on the mat because the mat was warm and the cat was cold.",
            "Write a Python function that adds two numbers.", "What is the capital of Italy?"]
+RUNS = 20
 
 
 def rss() -> int:
@@ -27,7 +30,7 @@ def rss() -> int:
 
 
 @pytest.mark.slow
-def test_fifty_runs_do_not_grow_resident_memory(bundled):
+def test_runs_do_not_grow_resident_memory(bundled):
     settings = DecodeSettings(max_new_tokens=16)
 
     def one(i: int) -> None:
@@ -35,19 +38,23 @@ def test_fifty_runs_do_not_grow_resident_memory(bundled):
         for _ in run:
             pass
 
-    for i in range(10):  # warm-up: allocator pools, the cost curve, tokenizer caches
+    for i in range(6):  # warm-up: allocator pools, the cost curve, tokenizer caches
         one(i)
     before = rss()
-    for i in range(50):
+    after = []
+    for i in range(RUNS):
         one(i)
-    after = rss()
-    growth = (after - before) / before
+        after.append(rss())
+    slope = float(np.polyfit(np.arange(1, RUNS + 1), after, 1)[0])  # bytes a run, least squares
+    growth, over_fifty = (after[-1] - before) / before, 50 * slope / before
     out = ROOT / "artifacts" / "memory.json"
     out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps({"runs": 50, "rss_before_mb": before / 2**20, "rss_after_mb": after / 2**20,
-                               "growth_percent": 100 * growth}, indent=2))
-    print(f"memory: {before / 2**20:.0f} MiB -> {after / 2**20:.0f} MiB over 50 runs ({100 * growth:+.2f}%)")
-    assert growth < 0.05
+    out.write_text(json.dumps({"runs": RUNS, "rss_before_mb": before / 2**20, "rss_after_mb": after[-1] / 2**20,
+                               "growth_percent": 100 * growth, "slope_mb_per_run": slope / 2**20,
+                               "fifty_runs_percent": 100 * over_fifty}, indent=2))
+    print(f"memory: {before / 2**20:.0f} MiB -> {after[-1] / 2**20:.0f} MiB over {RUNS} runs "
+          f"({100 * growth:+.2f}%; {slope / 2**20:+.3f} MiB a run, {100 * over_fifty:+.2f}% over 50)")
+    assert growth < 0.05 and over_fifty < 0.05
 
 
 def test_kv_cache_and_trace_are_released(tiny_llama):

@@ -90,7 +90,7 @@ ENGINE_PYTEST := OMP_WAIT_POLICY=PASSIVE $(VLLM_VENV)/bin/python -m pytest -q --
 test: $(STAMP) $(BROWSER_STAMP) $(TOOLCHAIN_STAMP) $(VLLM_STAMP)
 	@rc=0; t0=$$(date +%s); \
 	$(PYTEST) -n 2 --dist loadfile --junitxml=$(TESTS_OUT)/tests.xml $(TEST_FILES) || rc=1; \
-	$(BIN)/python scripts/test_times.py $(TESTS_OUT)/tests.xml --files 0; \
+	$(BIN)/python scripts/test_times.py $(TESTS_OUT)/tests.xml --files 0 --machine; \
 	$(ENGINE_PYTEST) --junitxml=$(TESTS_OUT)/engines.xml tests/engines || rc=1; \
 	echo "make test: $$(( $$(date +%s) - t0 )) s"; \
 	exit $$rc

@@ -20,7 +20,7 @@ from helpers.paths import ROOT
 
 TEMPERATURE = 0.7
 SEED, OTHER_SEED = 7, 8
-MAX_NEW = 32
+MAX_NEW = 16  # enough for an answer to differ by its seed; each of three races decodes it
 RACE_SHOT = SHOTS / "app-race-sampled.png"
 README_SHOT = ROOT / "docs" / "img" / RACE_SHOT.name
 MAX_PNG_BYTES = 400_000
@@ -114,7 +114,7 @@ def test_a_sampled_race_repeats_with_its_seed(browser, app_url):
         assert "output identical to vanilla, token for token" in text_of(page, "#counters .verdict")
         other_answer = answer_of(page)
         assert other_answer.strip(), "the other seed's answer is empty"
-        # Another seed may or may not change a 32-token answer: recorded, not asserted.
+        # Another seed may or may not change a 16-token answer: recorded, not asserted.
         SHOTS.mkdir(parents=True, exist_ok=True)
         (SHOTS / "sampled.json").write_text(json.dumps({
             "seed": SEED, "other_seed": OTHER_SEED, "answer": answer, "other_answer": other_answer,

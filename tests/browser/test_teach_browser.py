@@ -89,12 +89,7 @@ def test_a_deep_link_opens_the_run_step_and_tab(coding_step5, browser, app_url):
     page.locator("#next").click()
     _wait_step(page, 1)
     page.context.close()
-
-    page = _open(browser, app_url, "trace=coding-122&step=999")
-    status = text_of(page, "#status")
-    assert "step 999 is past this run's last step, 39" in status, status
-    assert _step_label(page).startswith("Step 0 (steps 0–39)")
-    page.context.close()
+    # A step past the run shows its line the same way; its words: tests/unit/test_links.py.
 
 
 @pytest.mark.browser

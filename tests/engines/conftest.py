@@ -1,11 +1,14 @@
 """The engine tests run in the engine venv (.venv-vllm, `make test`): the bundled model exported
-once to a transformers folder, the Spec-Bench prompts they decode, and a free port."""
+once to a transformers folder, the Spec-Bench prompts they decode, and vLLM's own answers to them
+without speculation (one engine a run, which both the offline and the served checks compare with)."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
 import pytest
+
+from helpers.vllm_runs import decode
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL_DIR = ROOT / "artifacts" / "engines" / "model"
@@ -38,3 +41,9 @@ def questions_file(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("questions") / "questions.jsonl"
     path.write_text("".join(json.dumps(q) + "\n" for q in qs))
     return path
+
+
+@pytest.fixture(scope="session")
+def plain(model_dir, questions_file, tmp_path_factory) -> dict:
+    """vLLM without speculation on the questions, at batch 1 and 8: the answers every check compares with."""
+    return decode("none", model_dir, questions_file, tmp_path_factory.mktemp("plain"))

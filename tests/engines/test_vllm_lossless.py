@@ -3,34 +3,17 @@ token for token, at batch 1 and batch 8, and every last-logits row read is the r
 the request's last token. Each engine runs once for the module, through the bench's runner."""
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from helpers.vllm_runs import MAX_TOKENS, decode
 
-MAX_TOKENS = 48
 PROPOSERS = ("logitspec", "logitspec@precise")  # the proposer under its default rule and its precise one
 
 
-def decode(method: str, model_dir, questions_file, out) -> dict:
-    """One vLLM engine (its own process), batch 1 then batch 8, as logitspec.bench.engines runs it."""
-    path = out / f"{method}.json"
-    subprocess.run([sys.executable, "-m", "logitspec.bench.engines", "--one-method", method, "--json-out", str(path),
-                    "--model", str(model_dir), "--questions", str(questions_file), "--limit-per-category", "2",
-                    "--max-new-tokens", str(MAX_TOKENS), "--k", "5", "--batches", "1,8"],
-                   check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
-    return {p["batch"]: p for p in json.loads(path.read_text())["phases"]}
-
-
 @pytest.fixture(scope="module")
-def runs(model_dir, questions_file, tmp_path_factory):
+def runs(plain, model_dir, questions_file, tmp_path_factory):
     out = tmp_path_factory.mktemp("engines")
-    return {m: decode(m, model_dir, questions_file, out) for m in ("none", *PROPOSERS)}
+    return {"none": plain, **{m: decode(m, model_dir, questions_file, out) for m in PROPOSERS}}
 
 
 @pytest.mark.parametrize("proposer", PROPOSERS)

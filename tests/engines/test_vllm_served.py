@@ -1,6 +1,7 @@
 """LogitSpec served by vLLM's OpenAI server (`--speculative-config ...`): eight
-concurrent chat completions, some streamed, answer exactly as the same server without
-speculation. One server at a time, each started once for the module."""
+concurrent chat completions, some streamed, answer exactly as vLLM without speculation (the
+engine the offline checks compare with, its tokens read back to text by the model's tokenizer,
+as the server's detokenizer does). The server is started once for the module."""
 from __future__ import annotations
 
 import json
@@ -15,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from helpers.vllm_runs import MAX_TOKENS
 from logitspec.bench.questions import load_questions
 
 PROPOSER = "logitspec.engines.vllm_proposer.LogitSpecProposer"
-MAX_TOKENS = 48
 STREAMED = (0, 3, 5, 6)  # which of the eight requests stream their answer
 
 
@@ -84,12 +85,15 @@ def answers(model_dir: Path, spec: dict | None, prompts: list[str], log: Path) -
 
 
 @pytest.fixture(scope="module")
-def served(model_dir, questions_file, tmp_path_factory):
+def served(model_dir, questions_file, plain, tmp_path_factory):
+    from transformers import AutoTokenizer
+
     logs = tmp_path_factory.mktemp("serve")
     prompts = [q["turns"][0] for q in load_questions(questions_file)]
     spec = {"method": "custom_class", "model": PROPOSER, "num_speculative_tokens": 5}
-    plain = answers(model_dir, None, prompts, logs / "plain.log")
-    return prompts, plain, answers(model_dir, spec, prompts, logs / "spec.log")
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    texts = [tokenizer.decode(t, skip_special_tokens=True) for t in plain[8]["tokens"]]
+    return prompts, texts, answers(model_dir, spec, prompts, logs / "spec.log")
 
 
 def test_eight_concurrent_chats_answer_as_without_speculation(served):

@@ -1,6 +1,6 @@
 """The workbench at scale: a 480-question set's summary (Spec-Bench's full size, a file built here at
 test time by repeating the shipped set's recorded traces; not shipped) opens through the app's open
-path (its time reported against the 5 s aim); the shipped 39-prompt subset decodes as one set without its memory growing prompt
+path (its time reported against the 5 s aim); half the shipped 39-prompt subset decodes as one set without its memory growing prompt
 by prompt (no prefill of a finished prompt is kept)."""
 from __future__ import annotations
 
@@ -65,14 +65,16 @@ def _rss() -> int:
         return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS:"))
 
 
-@pytest.mark.slow  # decodes the 39 prompts of the shipped subset on the bundled model (prefills, mostly)
-def test_a_set_of_39_prompts_keeps_no_finished_prompts_prefill(bundled, tmp_path):
+@pytest.mark.slow  # decodes 20 prompts of the shipped subset on the bundled model (prefills, mostly)
+def test_a_set_of_prompts_keeps_no_finished_prompts_prefill(bundled, tmp_path):
     from logitspec.analysis.sets import SetWriter
     from logitspec.core.profile import profile_of
     from logitspec.runtime.prefills import PrefillStore
     from logitspec.workbench import decode_set, pick_questions, set_header, set_runs
 
-    questions = pick_questions("all", None)
+    # Every other question of the shipped subset (20 of 39, every category): a kept prefill shows at the
+    # first prompt that keeps one (the store's bytes), so the rest would add time, not catch.
+    questions = pick_questions("all", None)[::2]
     prompts = [q["turns"][0] for q in questions]
     runs = set_runs("vanilla", {"max_new_tokens": 4})  # one method, few tokens: the prefills are the memory
     prof = profile_of(bundled.model)
@@ -93,7 +95,7 @@ def test_a_set_of_39_prompts_keeps_no_finished_prompts_prefill(bundled, tmp_path
             if p.written:
                 held.append(store.nbytes - kept_before)
                 rss.append(_rss())
-    assert len(held) == len(questions) == 39
-    assert held == [0] * 39, f"the store held {max(held) / 2**20:.0f} MiB more after the set's prompts"
+    assert len(held) == len(questions) == 20
+    assert held == [0] * 20, f"the store held {max(held) / 2**20:.0f} MiB more after the set's prompts"
     grown = max(rss[3:]) - rss[2]  # after the first prompts, which size the allocator's pools
     assert grown < tolerance, f"RSS grew {grown / 2**20:.0f} MiB over the set (allowed {tolerance / 2**20:.0f})"

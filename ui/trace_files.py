@@ -102,7 +102,8 @@ class TraceFilesTab:
         t = new.trace
         raced = f"a race of {' / '.join(label(n, t) for n, t in lanes.items())}; " if len(lanes) > 1 else ""  # a label may hold a comma
         out[race.status_md] = f"**Exploring** {p.name}: {raced}{run_words(run_counts(t))} ({t.model})"
-        out[race.counters] = counters_html(lanes, False, recorded_note(got.machine), stop_reason=got.stop_reason)
+        out[race.counters] = counters_html(lanes, False, recorded_note(got.machine), stop_reason=got.stop_reason,
+                                           recorded_on=got.machine or "")
         out[self.download] = download_of(p)  # the download serves the file on screen, every lane of it
         return out
 
@@ -188,7 +189,7 @@ class TraceFilesTab:
             traces, machine = dict(recorded[0]), recorded[1]  # the view's own lanes; the runs are shared
             view = View(traces=traces, lane="logitspec", source=RECORDED_RACE.name)
             out = self.page.trace_outputs(view, outcomes)
-            out[race.counters] = counters_html(traces, False, recorded_note(machine))
+            out[race.counters] = counters_html(traces, False, recorded_note(machine), recorded_on=machine or "")
             out[race.status_md] = (f"**Recorded race** (not live): {len(traces['logitspec'].tokens)} tokens on "
                                    f"{machine_words(machine)}. Press ▶ Run the race to race on this machine.")
             out[self.download] = download_of(RECORDED_RACE)

@@ -53,7 +53,7 @@ def per_pass(res: RaceResult) -> dict[str, float]:
     return {name: run_counts(t).tokens_per_pass for name, t in res.traces.items()}
 
 
-def per_pass_words(res: RaceResult, lane: str = "logitspec") -> str:
+def per_pass_words(res: RaceResult, lane: str = "logitspec", here: str = "here") -> str:
     """'per forward pass, <b>2.91</b> tokens against 2.38 for prompt lookup and 1.01 for vanilla'; the
     paper's tree with its size and its speed on this machine, as it is the one a CPU makes slow."""
     rates = per_pass(res)
@@ -62,7 +62,7 @@ def per_pass_words(res: RaceResult, lane: str = "logitspec") -> str:
         said = f"{rates[name]:.2f} for {label(name, res.traces[name])}"
         if name == "logitspec-static" and res.speedups.get(name):
             size = res.traces[name].settings.get("capacity", 64)
-            said += f" ({size} tokens: {GPU_PASS}; {res.speedups[name]:.2f}× vanilla's tokens/s here)"
+            said += f" ({size} tokens: {GPU_PASS}; {res.speedups[name]:.2f}× vanilla's tokens/s {here})"
         others.append(said)
     against = ", ".join(others[:-1]) + f" and {others[-1]}" if len(others) > 1 else "".join(others)
     return f"per forward pass, <b>{rates[lane]:.2f}</b> tokens" + (f" against {against}" if against else "")
@@ -123,8 +123,18 @@ def shortfall(res: RaceResult, lane: str = "logitspec") -> str:
             "is counted whole).")
 
 
-def verdict_text(res: RaceResult, stop_reason: str | None = None, lane: str = "logitspec") -> str:
-    """The race's verdict: speed and sameness against vanilla, over equal token counts."""
+def device_words(res: RaceResult, lane: str, recorded_on: str | None) -> str:
+    """Where the lanes' speeds were measured: this machine for a live race; for a race read from a
+    file (`recorded_on`: its machine, "" when the file names none), the machine it was recorded on."""
+    if recorded_on is None:
+        return DEVICE_WORDS.get(res.traces[lane].device, "")
+    return f"on {machine_words(recorded_on)}" if recorded_on else "on the machine it was recorded on"
+
+
+def verdict_text(res: RaceResult, stop_reason: str | None = None, lane: str = "logitspec",
+                 recorded_on: str | None = None) -> str:
+    """The race's verdict: speed and sameness against vanilla, over equal token counts; a race read
+    from a file (`recorded_on`, see device_words) is judged on its own machine, not this one."""
     if lane not in res.traces or "vanilla" not in res.traces:
         return ""
     n = res.compared_tokens
@@ -142,11 +152,12 @@ def verdict_text(res: RaceResult, stop_reason: str | None = None, lane: str = "l
     if not res.comparable:
         same = _sameness(res, lane, cut)
         return f"{head} {too_few_words(res, cut)} {same[:1].upper()}{same[1:]}.".strip()
-    device = DEVICE_WORDS.get(res.traces[lane].device, "")
+    device = device_words(res, lane, recorded_on)
     rates = compared_rates(res)
     speed = (f"{label(lane, res.traces[lane])} <b>{sp:.2f}×</b> the tokens/s of {_vanilla_words(res)}{' ' + device if device else ''} "
              f"({rates[lane]:.1f} against {rates['vanilla']:.1f} tokens/s)")
-    passes = per_pass_words(res, lane) + (" (each lane over its own run)" if cut else "")
+    passes = (per_pass_words(res, lane, "here" if recorded_on is None else "there")
+              + (" (each lane over its own run)" if cut else ""))
     text = f"{head}{scope} {speed}; {passes}; {_sameness(res, lane, cut)}.".strip()
     return " ".join(x for x in (text, shortfall(res, lane)) if x)
 
@@ -203,10 +214,11 @@ def speedup_cell(res: RaceResult, name: str) -> str:
 
 
 def counters_html(traces: dict[str, RunTrace], running: bool, note: str = "",
-                  stop_reason: str | None = None) -> str:
+                  stop_reason: str | None = None, recorded_on: str | None = None) -> str:
     """The race's counters, one row per lane from measured times, and the verdict once it ends.
     Each speed-up is the ratio of the tokens/s beside it: over the whole runs, or, when the lanes
-    made unequal counts, over the first tokens every lane reached, in a column saying so."""
+    made unequal counts, over the first tokens every lane reached, in a column saying so.
+    `recorded_on`: a race read from a file, and its machine (verdict_text)."""
     res = result_of(traces) if "vanilla" in traces else None
     judged = res is not None and not running and res.compared_tokens > 0
     cut = judged and res.comparable and cut_short(res)
@@ -227,7 +239,7 @@ def counters_html(traces: dict[str, RunTrace], running: bool, note: str = "",
             + (f"<th>tokens / s{scope}</th>" if cut else "") + f"<th>speed-up{scope}</th></tr>")
     verdict = ""
     if res and not running and "logitspec" in traces:
-        verdict = f"<p class='verdict'>{verdict_text(res, stop_reason)}</p>"
+        verdict = f"<p class='verdict'>{verdict_text(res, stop_reason, recorded_on=recorded_on)}</p>"
     state = "<p><i>racing…</i></p>" if running else ""
     note = " ".join(x for x in (note, measuring_words(res) if res and not running else "") if x)
     extra = f"<p class='race-note'>{note}</p>" if note else ""

@@ -72,10 +72,12 @@ RACE_FILE_PREFIX = "logitspec-race-"  # how the name of a race file the app writ
 
 def race_file_name(traces: dict[str, RunTrace], stop_reason: str | None) -> str:
     """A race file's name: a race, its lanes, how far it got, and whether it was cut short
-    ("logitspec-race-vanilla_logitspec-stopped-19tok.json"); a lane's name holds no "_"."""
+    ("logitspec-race-vanilla_logitspec-stopped-19tok.json"); a lane's name holds no "_". How far is
+    LogitSpec's lane's count (else the first lane's), the count the verdict's "Stopped after" says."""
     lanes = "_".join(traces).replace("+", "plus")
     cut = f"-{stop_reason.replace(' ', '-')}" if stop_reason else ""
-    return f"{RACE_FILE_PREFIX}{lanes}{cut}-{max(len(t.tokens) for t in traces.values())}tok.json"
+    counted = traces.get("logitspec") or next(iter(traces.values()))
+    return f"{RACE_FILE_PREFIX}{lanes}{cut}-{len(counted.tokens)}tok.json"
 
 
 def write_race_file(traces: dict[str, RunTrace], stop_reason: str | None) -> str:

@@ -22,6 +22,7 @@ from ui.files import shipped_traces
 from ui.page import Page
 from ui.services import Services
 from ui.view import View
+from visual.verdict import machine_words
 
 FOUR_LANES = FIXTURES / "races" / "summarization-242-four-lanes.json"
 LM = SimpleNamespace(name="SmolLM2-135M-Instruct", device="cpu")  # what the race's end names
@@ -72,7 +73,10 @@ def test_a_race_downloads_whole_and_uploads_back_to_the_same_page(ui, stop_after
     ended, path = _downloaded(ui, view)
     # The name says it is a race, of which lanes, how far it got, and whether it was stopped.
     assert path.name.startswith("logitspec-race-" + "_".join(lanes)), path.name
-    assert path.name.endswith(f"-{max(len(t.tokens) for t in view.traces.values())}tok.json"), path.name
+    # how far: LogitSpec's count, the one the verdict's "Stopped after" says
+    assert path.name.endswith(f"-{len(view.traces['logitspec'].tokens)}tok.json"), path.name
+    if stop_after is not None:
+        assert f"after {len(view.traces['logitspec'].tokens)} tokens" in _verdict(ended[ui.race.counters]), ended[ui.race.counters]
     assert ("-stopped-" in path.name) == (stop_after is not None), path.name
     got = read_race(path)
     assert list(got.lanes) == lanes and got.stop_reason == view.stop_reason and got.machine
@@ -83,7 +87,9 @@ def test_a_race_downloads_whole_and_uploads_back_to_the_same_page(ui, stop_after
     assert set(shown.traces) == set(lanes) and shown.stop_reason == view.stop_reason
     assert _rows(up[ui.race.counters]) == _rows(ended[ui.race.counters]) and len(_rows(ended[ui.race.counters])) == 4
     verdict = _verdict(ended[ui.race.counters])
-    assert verdict and _verdict(up[ui.race.counters]) == verdict
+    # the same verdict, judged on the machine the file was recorded on rather than "this CPU"
+    recorded = verdict.replace("on this CPU", f"on {machine_words(got.machine)}").replace(" here)", " there)")
+    assert verdict and _verdict(up[ui.race.counters]) == recorded and "this CPU" not in recorded
     assert verdict.startswith("Stopped after") == (stop_after is not None), verdict
     assert "A recorded race on" in up[ui.race.counters]  # where it ran, as the file says
     pick = up[ui.explorer.lane_pick]

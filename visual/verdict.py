@@ -123,12 +123,15 @@ def shortfall(res: RaceResult, lane: str = "logitspec") -> str:
             "is counted whole).")
 
 
+RECORDED_WORDS = "on the recording's machine"  # its name is in the note under the table (a phone's screen is short)
+
+
 def device_words(res: RaceResult, lane: str, recorded_on: str | None) -> str:
-    """Where the lanes' speeds were measured: this machine for a live race; for a race read from a
-    file (`recorded_on`: its machine, "" when the file names none), the machine it was recorded on."""
+    """Where the lanes' speeds were measured: this machine for a live race; the machine it was
+    recorded on for a race read from a file (`recorded_on`: its machine, "" when the file names none)."""
     if recorded_on is None:
         return DEVICE_WORDS.get(res.traces[lane].device, "")
-    return f"on {machine_words(recorded_on)}" if recorded_on else "on the machine it was recorded on"
+    return RECORDED_WORDS
 
 
 def verdict_text(res: RaceResult, stop_reason: str | None = None, lane: str = "logitspec",

@@ -22,7 +22,7 @@ from ui.files import shipped_traces
 from ui.page import Page
 from ui.services import Services
 from ui.view import View
-from visual.verdict import machine_words
+from visual.verdict import RECORDED_WORDS
 
 FOUR_LANES = FIXTURES / "races" / "summarization-242-four-lanes.json"
 LM = SimpleNamespace(name="SmolLM2-135M-Instruct", device="cpu")  # what the race's end names
@@ -88,7 +88,7 @@ def test_a_race_downloads_whole_and_uploads_back_to_the_same_page(ui, stop_after
     assert _rows(up[ui.race.counters]) == _rows(ended[ui.race.counters]) and len(_rows(ended[ui.race.counters])) == 4
     verdict = _verdict(ended[ui.race.counters])
     # the same verdict, judged on the machine the file was recorded on rather than "this CPU"
-    recorded = verdict.replace("on this CPU", f"on {machine_words(got.machine)}").replace(" here)", " there)")
+    recorded = verdict.replace("on this CPU", RECORDED_WORDS).replace(" here)", " there)")
     assert verdict and _verdict(up[ui.race.counters]) == recorded and "this CPU" not in recorded
     assert verdict.startswith("Stopped after") == (stop_after is not None), verdict
     assert "A recorded race on" in up[ui.race.counters]  # where it ran, as the file says

@@ -231,13 +231,17 @@ def test_a_lane_that_parts_at_a_near_tie_is_said_to_be_equal_up_to_it(four):
 
 
 def test_a_race_read_from_a_file_is_judged_on_the_machine_it_ran_on(four):
-    """A recorded race's verdict names its machine, never "this CPU" beside "Recorded race (not live)"."""
+    """A recorded race's verdict is judged on the machine it was recorded on (named in the note under the
+    table), never "on this CPU" beside "Recorded race (not live)"."""
+    from ui.trace_files import recorded_note
+
     lanes = four
     live = counters_html(lanes, False)
     assert "on this CPU" in live and "tokens/s here)" in live
     machine = "AMD EPYC 7551 32-Core Processor, 2 cores, AVX2, no AVX-512"
     recorded = counters_html(lanes, False, recorded_on=machine)
     assert "on this CPU" not in recorded and " here)" not in recorded
-    assert "decoding on AMD EPYC 7551 32-Core Processor, 2 cores (" in recorded and "tokens/s there)" in recorded
+    assert "decoding on the recording's machine (" in recorded and "tokens/s there)" in recorded
+    assert "AMD EPYC 7551 32-Core Processor, 2 cores</span>; not live" in counters_html(lanes, False, recorded_note(machine), recorded_on=machine)
     unnamed = counters_html(lanes, False, recorded_on="")
-    assert "on the machine it was recorded on" in unnamed and "on this CPU" not in unnamed
+    assert "on the recording's machine" in unnamed and "on this CPU" not in unnamed

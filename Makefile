@@ -95,8 +95,11 @@ test: $(STAMP) $(BROWSER_STAMP) $(TOOLCHAIN_STAMP) $(VLLM_STAMP)
 	echo "make test: $$(( $$(date +%s) - t0 )) s"; \
 	exit $$rc
 
+# The folders whose every test is slow (FOLDER_MARKS in tests/conftest.py) are not even imported.
+FAST_FOLDERS := tests/unit tests/app tests/lossless
+
 test-fast: $(STAMP) $(TOOLCHAIN_STAMP)
-	$(PYTEST) -n 2 --dist loadfile -m "not slow and not browser"
+	$(PYTEST) -n 2 --dist loadfile -m "not slow and not browser" $(FAST_FOLDERS)
 
 # Every method side by side in one run (about 40 minutes on two idle cores): the README's headline.
 BENCH_ARGS := --questions data/spec_bench_subset.jsonl --limit-per-category 3 --max-new-tokens 128 \

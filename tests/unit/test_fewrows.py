@@ -121,6 +121,7 @@ def test_each_variant_has_its_own_cache_folder():
     assert all(f.name.startswith(f"few_linear_{isa}-") for isa, f in zip(ISAS, map(build_directory, ISAS)))
 
 
+@pytest.mark.slow  # builds the AVX2 variant (seconds of the compiler); make test runs it
 def test_the_avx2_build_holds_no_avx512_instructions():
     # Forced on an AVX-512 CPU it must still be what an AVX2-only CPU runs: no zmm or
     # mask registers, and none of the 16 extra ymm registers only AVX-512 encodes.

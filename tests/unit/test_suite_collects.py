@@ -28,3 +28,13 @@ def test_pytest_collects_every_test_module_under_tests():
     collected = {line.split("::")[0] for line in proc.stdout.splitlines() if "::" in line}
     modules = {str(p.relative_to(ROOT)) for p in TESTS.rglob("test_*.py")}
     assert modules == collected, sorted(modules ^ collected)
+
+
+def test_make_test_fast_leaves_out_only_folders_whose_every_test_is_slow():
+    import re
+
+    from conftest import FOLDER_MARKS
+
+    fast = re.search(r"^FAST_FOLDERS := (.+)$", (ROOT / "Makefile").read_text(), re.M).group(1).split()
+    folders = {p.parent.name for p in TESTS.rglob("test_*.py")}
+    assert {f.removeprefix("tests/") for f in fast} == folders - set(FOLDER_MARKS)

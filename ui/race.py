@@ -20,6 +20,7 @@ from serve.zerogpu import race_lanes
 from logitspec.core.settings import DecodeSettings
 from visual.glossary import ON_SCREEN
 from visual.pieces import split_note
+from logitspec.analysis.lanes import label
 from visual.verdict import counters_html, verdict_text
 
 from .figures import figure_slot
@@ -53,6 +54,11 @@ COUNTERS_IN_VIEW_JS = """() => {
 TEXT_LABEL = ("LogitSpec output: one colour block per step (colour = tokens the step committed); "
               "click a block to open its step")
 
+
+
+def answer_label(t) -> str:
+    """The answer box's label: the lane of the run on screen (LogitSpec's before any run)."""
+    return f"{label(t.method, t) if t is not None else label('logitspec')}: the answer, as plain text"
 
 class RaceTab:
     """The race's components and handlers. `page` fills the explorer and the tabs (ui/page.py)."""
@@ -99,7 +105,7 @@ class RaceTab:
 
     def _build_views(self) -> None:
         self.counters = gr.HTML(elem_id="counters")
-        self.answer = gr.Textbox(label="LogitSpec's answer, as plain text", lines=4, max_lines=12,
+        self.answer = gr.Textbox(label=answer_label(None), lines=4, max_lines=12,
                                  interactive=False, elem_id="answer", buttons=["copy"])
         self.race_fig = figure_slot("race-plot", "Race: tokens against each method's compute time")
         # Counts, not time: what the paper's tokens per pass mean on any hardware.
@@ -152,11 +158,12 @@ class RaceTab:
                 **self.passes_fig.fill(visual.passes_figure(traces, stopped=stopped, fit=True))}
 
     def run_outputs(self, t) -> dict:
-        """The run's text (its label says what ‹hex› is when a block shows one) and answer."""
+        """The run's text (its label says what ‹hex› is when a block shows one) and answer, labelled with
+        the lane that wrote it (a workbench row or a picked lane is not LogitSpec's)."""
         spans = visual.text_spans(t)
         note = split_note(*(text for text, _ in spans))
         return {self.text_view: gr.HighlightedText(spans, label=TEXT_LABEL + (f" · {note}" if note else "")),
-                self.answer: visual.answer_text(t)}
+                self.answer: gr.Textbox(visual.answer_text(t), label=answer_label(t))}
 
     # ------------------------------------------------------------ Run, Stop and the model
 

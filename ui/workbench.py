@@ -54,6 +54,14 @@ def csv_button(name: str, text: str) -> gr.DownloadButton:
     return gr.DownloadButton(value=str(path), visible=True)
 
 
+
+def worst_words(longest_failed: int) -> str:
+    """What a row's opening step is: where its longest run of failed steps starts, or the first step
+    when no step failed (never "0 failed steps in a row")."""
+    if longest_failed == 0:
+        return "no step failed, so it opens at the first"
+    return f"{longest_failed} failed step{'s' if longest_failed > 1 else ''} in a row start{'' if longest_failed > 1 else 's'} there"
+
 class WorkbenchTab:
     """The tab's components and handlers."""
 
@@ -157,7 +165,7 @@ class WorkbenchTab:
         out.update(page.explorer.step_outputs(new, entry.summary.worst_step))
         out[page.race.status_md] = (f"**Exploring** prompt {prompt + 1} ({entry.category} {entry.question_id}) of "
                                     f"{s.path.name}, {method}, at step {entry.summary.worst_step}: "
-                                    f"{entry.summary.longest_failed} failed steps in a row start there.")
+                                    f"{worst_words(entry.summary.longest_failed)}.")
         out[page.tabs] = gr.Tabs(selected="explorer")
         out.update(self.compared(lanes, method, prompt))
         return out

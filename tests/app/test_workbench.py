@@ -96,6 +96,8 @@ def test_a_prompt_of_two_methods_shows_them_side_by_side(ui):
     words = out[wb.compare_md]
     assert words.startswith(f"**Prompt {e.prompt + 1}, side by side:** The outputs agree for all 64 tokens"), words
     assert "They part at output token" in words and out[wb.compare].visible
+    # the answer box names the run it holds: prompt lookup's, not LogitSpec's
+    assert out[ui.race.answer].label == "prompt lookup: the answer, as plain text", out[ui.race.answer].label
 
 
 @pytest.mark.parametrize("content, words", [
@@ -140,3 +142,11 @@ def test_a_set_over_the_apps_limit_is_refused_saying_how_to_open_it_locally(ui, 
         in note and "\n" not in note
     monkeypatch.setenv("LOGITSPEC_SET_BYTES", str(set_path.stat().st_size))
     assert ui.workbench.open_set(str(set_path))[ui.workbench.note].startswith("**three.jsonl**")
+
+
+def test_a_rows_opening_step_is_said_in_words_that_hold_for_any_count():
+    from ui.workbench import worst_words
+
+    assert worst_words(0) == "no step failed, so it opens at the first"
+    assert worst_words(1) == "1 failed step in a row starts there"
+    assert worst_words(5) == "5 failed steps in a row start there"

@@ -22,6 +22,7 @@ OUTCOME_ORDER = (G1_MATCHED, G2_RESCUED, BOTH_FAILED, PLD_MATCHED, PLD_FAILED)
 # How a method's outcomes are named in a column: prompt lookup's "matched" is not LogitSpec's g1.
 OUTCOME_COLUMN = {G1_MATCHED: "g1 matched %", G2_RESCUED: "g2 rescued %", BOTH_FAILED: "both failed %",
                   PLD_MATCHED: "lookup matched %", PLD_FAILED: "lookup failed %"}
+LOOKUP_OUTCOMES = (PLD_MATCHED, PLD_FAILED)
 NGRAM_CHARS = 24  # a failed n-gram's text in a cell
 # At the foot of the figure, under the ticks: a phone's width fits no legend beside the title.
 BOTTOM_LEGEND = dict(orientation="h", x=0, xanchor="left", y=0, yanchor="bottom", yref="container")
@@ -114,8 +115,12 @@ def outcome_figure(s: SetFile, theme: str = "light") -> go.Figure:
     for o in outcomes_of(s.entries):
         shares = [100 * e.summary.share(o) for e in entries]
         counts = [e.summary.outcomes.get(o, 0) for e in entries]
-        fig.add_bar(y=labels, x=shares, orientation="h", name=OUTCOME_COLUMN[o].removesuffix(" %"), marker_color=PALETTE[o], customdata=counts,
-                    hovertemplate="%{y}<br>" + o + ": %{customdata} steps (%{x:.0f}%)<extra></extra>")
+        # A lookup's outcome keeps the colour of what it means (matched, failed) and is hatched, so that
+        # "lookup matched" and "g1 matched" read apart in the legend.
+        pattern = dict(shape="/", fgcolor="white", solidity=0.3) if o in LOOKUP_OUTCOMES else None
+        fig.add_bar(y=labels, x=shares, orientation="h", name=OUTCOME_COLUMN[o].removesuffix(" %"),
+                    marker=dict(color=PALETTE[o], pattern=pattern), customdata=counts,
+                    hovertemplate="%{y}<br>" + OUTCOME_COLUMN[o].removesuffix(" %") + ": %{customdata} steps (%{x:.0f}%)<extra></extra>")
     fig.update_xaxes(range=[0, 100])
     return fig
 

@@ -150,3 +150,17 @@ def test_a_rows_opening_step_is_said_in_words_that_hold_for_any_count():
     assert worst_words(0) == "no step failed, so it opens at the first"
     assert worst_words(1) == "1 failed step in a row starts there"
     assert worst_words(5) == "5 failed steps in a row start there"
+
+
+def test_the_outcome_legend_tells_every_outcome_apart():
+    """LogitSpec's and prompt lookup's outcomes in one figure: "g1 matched" and "lookup matched" (and
+    "both failed" and "lookup failed") share what they mean, not their look."""
+    import json
+
+    from ui.workbench import SETS_DIR
+    from visual.workbench import outcome_figure
+
+    fig = json.loads(outcome_figure(read_set(SETS_DIR / "coding-64.jsonl.gz")).to_json())
+    looks = {t["name"]: (t["marker"]["color"], (t["marker"].get("pattern") or {}).get("shape", "")) for t in fig["data"]}
+    assert {"g1 matched", "both failed", "lookup matched", "lookup failed"} <= set(looks), looks
+    assert len(set(looks.values())) == len(looks), looks

@@ -1,14 +1,12 @@
 """A sampled race in a real browser: at temperature 0.7 the status names the temperature and
 the seed, the verdict finds LogitSpec's output identical to vanilla's, and the same seed
-repeats the answer exactly; another seed runs and is named.
+repeats the answer exactly (another seed, named: tests/app/test_app_client.py, through the API).
 
 The first sampled race's finished state is saved as artifacts/browser/app-race-sampled.png, and
-with LOGITSPEC_UPDATE_DOCS=1 copied to docs/img/ (the README shows it); what the other seed gave
-goes to artifacts/browser/sampled.json.
+with LOGITSPEC_UPDATE_DOCS=1 copied to docs/img/ (the README shows it).
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -19,8 +17,8 @@ from helpers.browser import MODEL_WAIT_MS, SHOTS, fresh_page, set_max_new, set_p
 from helpers.paths import ROOT
 
 TEMPERATURE = 0.7
-SEED, OTHER_SEED = 7, 8
-MAX_NEW = 16  # enough for an answer to differ by its seed; each of three races decodes it
+SEED = 7
+MAX_NEW = 16  # each of the two races decodes it
 RACE_SHOT = SHOTS / "app-race-sampled.png"
 README_SHOT = ROOT / "docs" / "img" / RACE_SHOT.name
 MAX_PNG_BYTES = 400_000
@@ -107,17 +105,6 @@ def test_a_sampled_race_repeats_with_its_seed(browser, app_url):
         check_sampled_status(again, SEED)
         assert answer_of(page) == answer, "the same seed gave a different answer"
         assert "output identical to vanilla, token for token" in text_of(page, "#counters .verdict")
-
-        set_sampling(page, TEMPERATURE, OTHER_SEED)
-        other = run_race(page, "other-seed")
-        check_sampled_status(other, OTHER_SEED)
-        assert "output identical to vanilla, token for token" in text_of(page, "#counters .verdict")
-        other_answer = answer_of(page)
-        assert other_answer.strip(), "the other seed's answer is empty"
-        # Another seed may or may not change a 16-token answer: recorded, not asserted.
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        (SHOTS / "sampled.json").write_text(json.dumps({
-            "seed": SEED, "other_seed": OTHER_SEED, "answer": answer, "other_answer": other_answer,
-            "other_seed_differs": other_answer != answer}, indent=1), encoding="utf-8")
+        # Another seed, named in the status: tests/app/test_app_client.py, through the app's API.
     finally:
         page.context.close()

@@ -55,10 +55,10 @@ TEXT_LABEL = ("LogitSpec output: one colour block per step (colour = tokens the 
               "click a block to open its step")
 
 
-
 def answer_label(t) -> str:
     """The answer box's label: the lane of the run on screen (LogitSpec's before any run)."""
     return f"{label(t.method, t) if t is not None else label('logitspec')}: the answer, as plain text"
+
 
 class RaceTab:
     """The race's components and handlers. `page` fills the explorer and the tabs (ui/page.py)."""

@@ -54,13 +54,15 @@ def csv_button(name: str, text: str) -> gr.DownloadButton:
     return gr.DownloadButton(value=str(path), visible=True)
 
 
-
 def worst_words(longest_failed: int) -> str:
     """What a row's opening step is: where its longest run of failed steps starts, or the first step
     when no step failed (never "0 failed steps in a row")."""
     if longest_failed == 0:
         return "no step failed, so it opens at the first"
-    return f"{longest_failed} failed step{'s' if longest_failed > 1 else ''} in a row start{'' if longest_failed > 1 else 's'} there"
+    if longest_failed == 1:
+        return "1 failed step in a row starts there"
+    return f"{longest_failed} failed steps in a row start there"
+
 
 class WorkbenchTab:
     """The tab's components and handlers."""

@@ -89,7 +89,8 @@ class ExplorerTab:
         with gr.Row():
             self.cand_fig = figure_slot("cand-plot", "Next-next candidates", live=True, min_width=320)
             self.cand_plot = self.cand_fig.plot
-            self.retrieval_view = gr.HTML(label="Retrieval", elem_id="retrieval")
+            with gr.Column(min_width=320):  # wraps under the candidates on a phone, not a sliver beside them
+                self.retrieval_view = gr.HTML(label="Retrieval", elem_id="retrieval")
         self.held = HeldSteps("explorer", self.slider, self.shown)  # Previous/Next at a slide's pace
 
     @property

@@ -101,6 +101,9 @@ def test_every_panel_scrolls_or_fits(request, screen):
                 last_bottom: last.bottom, bottom: me.bottom, view: window.innerHeight}; }""")
     assert box["content"] > box["box"] and box["overflow"] == "auto", box
     assert box["box"] <= box["view"] and box["last_bottom"] <= box["bottom"] + 1, box
+    # readable at every width: a phone puts it under the candidates, never in a sliver beside them
+    width = page.evaluate("() => document.querySelector('#retrieval').getBoundingClientRect().width")
+    assert width >= min(300, page.viewport_size["width"] - 60), f"{screen}: the retrieval view is {width:.0f} px wide"
     if screen == "desktop":
         page.locator("#retrieval").scroll_into_view_if_needed()
         shot(page, "one-truth-retrieval", "#retrieval", 900)

@@ -23,6 +23,7 @@ from logitspec.core.settings import DecodeSettings
 from logitspec.decoders import decode
 from logitspec.models import prepare_model
 from logitspec.runner import run_trace
+from logitspec.analysis.parting import NEAR_TIE_ULPS, Choices
 from logitspec.analysis.race import result_of
 from logitspec.core import verify
 from logitspec.runtime import attention, fewrows, linear
@@ -103,12 +104,21 @@ def test_with_stock_kernels_for_trees_the_half_precision_tests_fail(bundled_in, 
     stock_for_trees(monkeypatch)  # one-row passes, all of vanilla's steps, keep their kernels
     own = replace(s, share_prefill=False)  # its own prefill, on the stock kernels too
     for p in prompts():  # up to the first prompt that parts
-        res = result_of({"vanilla": want[p.id], "logitspec": run_trace(lm, p.text, "logitspec", own)})
+        got = run_trace(lm, p.text, "logitspec", own)
+        res = result_of({"vanilla": want[p.id], "logitspec": got})
         if not res.lossless:
             break
     assert not res.lossless
-    # The stock kernels' rounding, not a bug: the two swapped a near-tied top two, and the verdict says so.
-    assert res.near_ties == 1, res.partings
+    # The stock kernels' rounding, not a bug: the lane ranked vanilla's choice second, the two leads within
+    # the near-tie tolerance. On the AVX-512 CPUs the two swapped their top two, which the verdict calls a
+    # near-tie; with AVX2 kernels (the Xeon under ATEN_CPU_CAPABILITY=avx2) vanilla's top two tied exactly
+    # and the lane chose a third token just above them, which the verdict's two-token rule does not call one.
+    part = res.partings["logitspec"]
+    base, lane = Choices.of(want[p.id]), Choices.of(got)
+    i = part.index
+    said = (res.partings, base.tokens[i], base.runners_up[i], lane.tokens[i], lane.runners_up[i])
+    assert lane.runners_up[i] == base.tokens[i] and part.lead + part.lane_lead <= NEAR_TIE_ULPS["bfloat16"], said
+    assert res.near_ties == 1 or part.lead == 0, said
 
 
 @needs_kernel

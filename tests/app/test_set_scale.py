@@ -1,7 +1,7 @@
 """The workbench at scale: a 480-question set's summary (Spec-Bench's full size, a file built here at
 test time by repeating the shipped set's recorded traces; not shipped) opens through the app's open
-path (its time reported against the 5 s aim); half the shipped 39-prompt subset decodes as one set without its memory growing prompt
-by prompt (no prefill of a finished prompt is kept)."""
+path (its time reported against the 5 s aim); half the shipped 39-prompt subset decodes as one set
+without its memory growing prompt by prompt (no prefill of a finished prompt is kept)."""
 from __future__ import annotations
 
 import gzip

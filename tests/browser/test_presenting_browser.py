@@ -45,7 +45,7 @@ EXPLORER_PLOTS = "#tree-plot .js-plotly-plot, #cand-plot .js-plotly-plot"
 DETAIL_PLOTS = "#explain-detail .js-plotly-plot"
 
 
-def test_a_step_move_in_the_explorer_redraws_in_place_and_quickly(browser, app_url):
+def test_a_step_move_in_the_explorer_redraws_in_place_and_is_timed(browser, app_url):
     """gr.Plot mounted a new plot for each step and drew it twice from nothing: most of a move."""
     page = T.open_page(browser, app_url + f"?trace={T.RUN}&step=0")
     page.wait_for_function(T.PLOT_AT_JS, arg=[EXPLORER_PLOTS, 0], timeout=60_000)
@@ -62,7 +62,7 @@ def test_a_step_move_in_the_explorer_redraws_in_place_and_quickly(browser, app_u
     report_times("explorer-move", MOVE_AIM_S, median=statistics.median(waits), moves=waits)
 
 
-def test_a_step_move_in_explains_detail_redraws_its_panels_in_place_and_quickly(browser, app_url):
+def test_a_step_move_in_explains_detail_redraws_its_panels_in_place_and_is_timed(browser, app_url):
     page = T.open_page(browser, app_url + f"?trace={T.RUN}&step=0&tab=explain")
     page.locator("#explain-levels").get_by_role("tab", name="In detail").click()
     page.wait_for_function(T.PLOT_AT_JS, arg=[DETAIL_PLOTS, 0], timeout=60_000)

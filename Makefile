@@ -95,7 +95,7 @@ test: $(STAMP) $(BROWSER_STAMP) $(TOOLCHAIN_STAMP) $(VLLM_STAMP)
 	echo "make test: $$(( $$(date +%s) - t0 )) s"; \
 	exit $$rc
 
-# The folders whose every test is slow (FOLDER_MARKS in tests/conftest.py) are not even imported.
+# The folders whose every test is slow (FOLDER_MARKS in tests/helpers/marks.py) are not even imported.
 FAST_FOLDERS := tests/unit tests/app tests/lossless
 
 test-fast: $(STAMP) $(TOOLCHAIN_STAMP)

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from helpers.marks import FOLDER_MARKS
 from helpers.paths import FIXTURES
 from helpers.threads import TEST_THREADS, WORKERS
 from helpers.tiny_models import tiny_gpt2 as _build_tiny_gpt2
@@ -14,8 +15,6 @@ from helpers.tiny_models import tiny_llama as _build_tiny_llama
 
 MEASURE = "LOGITSPEC_MEASURE_CURVES"
 STEADY = "LOGITSPEC_STEADY_CURVES"
-# Marks every test of a folder carries, whatever its module says: `make test-fast` leaves them out.
-FOLDER_MARKS = {"browser": ("browser", "slow"), "notebooks": ("slow",), "package": ("slow",), "engines": ("slow",)}
 
 
 def pytest_configure(config):

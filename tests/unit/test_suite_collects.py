@@ -31,12 +31,10 @@ def test_pytest_collects_every_test_module_under_tests():
 
 
 def test_make_test_fast_leaves_out_only_folders_whose_every_test_is_slow():
-    import ast
     import re
 
-    # read, not imported: under pytest-xdist "conftest" may name another folder's conftest module
-    source = (TESTS / "conftest.py").read_text()
-    FOLDER_MARKS = ast.literal_eval(re.search(r"^FOLDER_MARKS = (.+)$", source, re.M).group(1))
+    from helpers.marks import FOLDER_MARKS
+
     fast = re.search(r"^FAST_FOLDERS := (.+)$", (ROOT / "Makefile").read_text(), re.M).group(1).split()
     folders = {p.parent.name for p in TESTS.rglob("test_*.py")}
     assert {f.removeprefix("tests/") for f in fast} == folders - set(FOLDER_MARKS)

@@ -30,6 +30,10 @@ APP_HEIGHT = 460
 # the legend's height (ui/figures.js), so nine lanes' entries never take the plot's room nor scroll.
 APP_PLOT_PX = 300
 LEGEND_MAX_PX = 4000  # past Plotly's default (half the figure), which scrolled the legend and hid entries
+# A legend line's height, over-estimated: the app's figure is first drawn tall enough for its whole
+# legend in one column (a phone's), since a legend taller than the figure leaves Plotly a plot of
+# negative height ("axis scaling" error), which left the old lines on screen; the page then shrinks it.
+LEGEND_LINE_PX = 24
 END_LABELS_PX = 360  # a page's right margin, where each lane's end is labelled
 LABEL_LINE_PX = 20  # one line of an end label; labels are stacked at least their half-heights apart
 LABEL_PAD_PX = 10  # between stacked end labels
@@ -212,7 +216,8 @@ def _draw(lanes: dict[str, RunTrace], theme: str, stopped: bool, mode: str, size
     res = _result(lanes, stopped)
     ends = _ends(lanes, res, stopped, axis)
     words = _words(lanes, res, axis)
-    layout = base_layout(theme, words[0], height=size[1], hovermode="closest")
+    height = size[1] if mode != "app" else size[1] + LEGEND_LINE_PX * sum(e.label.count("<br>") + 1 for e in ends)
+    layout = base_layout(theme, words[0], height=height, hovermode="closest")
     framed = mode != "app"  # a page or slide labels each lane's end in its right margin
     frame(layout, mode, *words, [] if framed else list(lanes), c, size)
     if framed:

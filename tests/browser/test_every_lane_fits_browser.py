@@ -56,6 +56,8 @@ LEGEND_JS = """() => {
 
 def _open_race(browser, app_url, viewport):
     page = fresh_page(browser, app_url, viewport)
+    page.errors = []  # a legend taller than the first drawing made Plotly fail and keep the recording's lines
+    page.on("pageerror", lambda e: page.errors.append(str(e)))
     page.wait_for_selector("#tree-plot .js-plotly-plot", state="attached", timeout=240_000)
     page.get_by_role("tab", name="Traces").click()
     page.locator("#upload input[type=file]").set_input_files(str(RACE))
@@ -73,6 +75,9 @@ def test_every_lane_keeps_each_column_and_legend_entry_whole(browser, app_url, v
     try:
         rows = counter_rows(page)
         assert list(rows) == race_order(), rows
+        assert page.errors == [], page.errors
+        drawn = page.evaluate("() => document.querySelectorAll('#race-plot .scatterlayer .trace').length")
+        assert drawn == 2 * len(race_order()), f"{drawn} traces drawn: a line and an end dot a lane"
         assert page.evaluate(TABLE_JS) == [], f"{viewport['width']} px: {page.evaluate(TABLE_JS)}"
         entries = page.evaluate(LEGEND_JS)
         assert [e["text"].split(":")[0] for e in entries] == [label(n) for n in race_order()], entries

@@ -1,0 +1,201 @@
+"""A live race with every lane ticked, in a real browser: one short greedy race of the Code example
+with all seven boxes, then each lane checked on that one page.
+
+- the passes figure counts every lane's passes, and the verdict carries both of the paper's figures;
+- each lane draws in its own colour, and the verdict names it and finds its output vanilla's;
+- "Method explored" opens each method's own steps: RACER's and SuffixDecoding's trees name their
+  sources, Lookahead's window and pool and REST's continuations are drawn beside the tree, Token
+  Recycling's tree has recycled boxes;
+- at 390 px (a phone) the race figure keeps its plot under the legend of nine lanes, and every
+  box, table and figure fits the screen.
+
+Sampled races: test_sampled_race_browser.py; the rivals sampled in process: tests/lossless.
+REST's datastore (the standard library, a few seconds to build) is made at the first race and kept
+on disk. Screenshots go to artifacts/browser/ (live-*.png).
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from helpers.browser import DESKTOP, MODEL_WAIT_MS, counter_rows, fresh_page, next_step, resize, settle, \
+    set_max_new, shot, text_of
+from logitspec.analysis.lanes import label, race_order, sources_of
+from test_every_lane_fits_browser import LEGEND_JS, TABLE_JS
+from test_fit_browser import PHONE, assert_fits, assert_no_text_over_text, wait_for_plots
+from ui.form import lane_boxes
+from visual.style import PALETTE
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+RACE_TOKENS = 24  # enough for Lookahead's window to warm up, and for a speed-up (MIN_COMPARED_TOKENS)
+PLOTS = ("race-plot", "race-passes-plot")
+BASELINES = {"lookahead": ("Lookahead", "pool", "pool n-gram 1"), "rest": ("REST", "retrieved", "continuation 1")}
+RIVALS = {"racer": "automaton", "suffix": "prompt tree"}  # a lane, and a source its retrieval view names
+
+LINES_JS = """(id) => { const gd = document.querySelector('#' + id + ' .js-plotly-plot');
+  return gd.data.filter((d) => d.name && d.mode === 'lines')
+    .map((d) => ({name: d.name, color: d.line.color, x: d.x[d.x.length - 1], y: d.y[d.y.length - 1]})); }"""
+TREE_NAMES_JS = """() => { const gd = document.querySelector('#tree-plot .js-plotly-plot');
+  return gd && gd.data ? gd.data.map((d) => d.name || '') : []; }"""
+TREE_LINES_JS = """() => { const gd = document.querySelector('#tree-plot .js-plotly-plot');
+  return (gd.layout.shapes || []).map((s) => s.line && s.line.color); }"""
+# The figure beside the tree: its caption's title, its rows' names and its boxes' colours.
+BESIDE_JS = """() => { const gd = document.querySelector('#cand-plot .js-plotly-plot');
+  const cap = document.querySelector('#cand-plot-caption .fig-title');
+  return {title: cap ? cap.innerText.trim() : '', rows: (gd.layout.yaxis.ticktext || []).map(String),
+          colours: (gd.layout.shapes || []).flatMap((s) => [s.fillcolor, s.line && s.line.color])}; }"""
+# Each counters row's lane key and the colour of the swatch before its name.
+SWATCH_JS = """() => Object.fromEntries([...document.querySelectorAll('#counters table.counters tr[data-lane]')]
+  .map((tr) => { const s = [...tr.querySelectorAll('span')].find((e) => e.textContent.trim() === '■');
+                 return [tr.dataset.lane, s ? s.getAttribute('style').match(/color:\\s*(#[0-9a-f]{6})/i)?.[1] || '' : '']; }))"""
+DRAWN_LINES_JS = "(id) => document.querySelectorAll('#' + id + ' .scatterlayer .trace').length"
+PLOT_HEIGHT_JS = "() => document.querySelector('#race-plot .nsewdrag').getBoundingClientRect().height"
+
+
+def inside(page, selector: str, width: int) -> None:
+    box = page.locator(selector).first.bounding_box()
+    assert box and box["x"] >= 0 and box["x"] + box["width"] <= width + 1, (selector, box, width)
+
+
+def race_code_example(browser, app_url, *lane_checkboxes: str, tokens: int = RACE_TOKENS, plots=PLOTS):
+    """A desktop page after a race of `tokens` tokens of the Code example with the optional lanes
+    of `lane_checkboxes` (their elem ids) ticked, its `plots` drawn."""
+    from playwright.sync_api import expect
+
+    page = fresh_page(browser, app_url, DESKTOP)
+    page.errors = []  # Plotly's own errors: one left the old lines on screen (test_every_lane_fits_browser.py)
+    page.on("pageerror", lambda e: page.errors.append(str(e)))
+    wait_for_plots(page, plots)
+    page.get_by_role("button", name="Code").first.click()
+    expect(page.locator("#prompt textarea")).to_have_value(re.compile("Fibonacci"), timeout=10_000)
+    for box in lane_checkboxes:
+        page.locator(f"#{box} input[type=checkbox]").check()
+    set_max_new(page, tokens)
+    page.locator("#run").click()
+    page.wait_for_function("() => (document.querySelector('#status')?.innerText || '').startsWith('Done')",
+                           timeout=MODEL_WAIT_MS + 300_000)
+    wait_for_plots(page, plots)
+    return page
+
+
+@pytest.fixture(scope="module")
+def raced(browser, app_url):
+    """A desktop page after the 24-token race with every box ticked."""
+    page = race_code_example(browser, app_url, *(box.elem_id for box in lane_boxes()))
+    yield page
+    page.context.close()
+
+
+def _explore(page, lane: str, found) -> object:
+    """Open `lane`'s steps in the explorer and step on until `found(page)` gives something: which
+    step drafts what depends on the text the CPU's arithmetic decoded, so it is searched for."""
+    from playwright.sync_api import expect
+
+    page.get_by_role("tab", name="Step explorer").click()
+    page.locator("#explore-lane").get_by_label(label(lane), exact=True).check()
+    expect(page.locator("#step-label")).to_contain_text(label(lane), timeout=60_000)
+    settle(page)
+    for _ in range(RACE_TOKENS):
+        got = found(page)
+        if got:
+            return got
+        next_step(page)
+    return found(page)
+
+
+def test_every_lane_is_counted_in_passes_and_drawn_in_its_own_colour(raced):
+    assert list(counter_rows(raced)) == race_order()
+    assert raced.errors == [], raced.errors
+    for plot in PLOTS:  # what Plotly drew, not only the figure's data
+        assert raced.evaluate(DRAWN_LINES_JS, plot) == 2 * len(race_order()), plot
+    lines = raced.evaluate(LINES_JS, "race-passes-plot")
+    assert len(lines) == len(race_order()) and all(ln["y"] == RACE_TOKENS for ln in lines), lines
+    assert all(isinstance(ln["x"], int) for ln in lines), lines  # counts, not seconds
+    passes = {ln["name"].split(":")[0]: ln["x"] for ln in lines}
+    assert passes[label("logitspec-static")] < passes[label("vanilla")] > passes[label("logitspec")], passes
+    names = " ".join(ln["name"] for ln in lines)
+    assert "64 tokens:<br>what a GPU verifies in one pass" in names, names
+    colours = {ln["name"].split(":")[0].split("<")[0].strip(): ln["color"] for ln in raced.evaluate(LINES_JS, "race-plot")}
+    assert len(colours) == len(race_order()) and len(set(colours.values())) == len(colours), colours
+    swatches = raced.evaluate(SWATCH_JS)
+    for lane in ("recycling", *BASELINES, *RIVALS):
+        assert colours.get(label(lane)) == PALETTE[lane], (lane, colours)
+        assert swatches.get(lane, "").lower() == PALETTE[lane].lower(), (lane, swatches)
+
+
+def test_the_verdict_names_every_lane_identical_and_carries_both_figures(raced):
+    verdict = text_of(raced, "#counters .verdict")
+    assert "identical to vanilla" in verdict and "DIFFERENT" not in verdict, verdict
+    for words in ("for Lookahead decoding", "for REST", "for Token Recycling (cost tree)"):
+        assert words in verdict, (words, verdict)
+    assert re.search(r"LogitSpec \(cost tree\) [\d.]+× the tokens/s of vanilla greedy decoding on this CPU",
+                     verdict), verdict
+    m = re.search(r"per forward pass, ([\d.]+) tokens against .*?([\d.]+) for LogitSpec, the paper's static tree "
+                  r"\(64 tokens: what a GPU verifies in one pass; ([\d.]+)× vanilla's tokens/s here\)", verdict)
+    assert m, verdict
+    subtitle = text_of(raced, "#race-passes-plot-caption")
+    assert "against forward passes" in subtitle and "not time" in subtitle, subtitle
+    assert f"{label('logitspec')}: {m.group(1)}" in subtitle, subtitle
+    assert f"{label('logitspec-static')}: {m.group(2)}" in subtitle, subtitle
+    counters = text_of(raced, "#counters")
+    assert all(label(lane) in counters for lane in RIVALS), counters
+
+
+@pytest.mark.parametrize("lane", list(RIVALS))
+def test_a_rivals_steps_name_its_sources(raced, lane):
+    drafted = {src.legend for src in sources_of(lane)[1:]}
+    names = _explore(raced, lane, lambda page: drafted & set(page.evaluate(TREE_NAMES_JS)))
+    assert names, (lane, raced.evaluate(TREE_NAMES_JS))
+    retrieval = text_of(raced, "#retrieval")
+    assert "what its sources found" in retrieval and f"{RIVALS[lane]}:" in retrieval, retrieval
+    shot(raced, f"live-{lane}-desktop", "#tree-row", 1500)
+
+
+@pytest.mark.parametrize("lane", list(BASELINES))
+def test_a_baselines_steps_are_drawn_beside_the_tree(raced, lane):
+    title, origin, branch = BASELINES[lane]
+
+    def beside(page):
+        got = page.evaluate(BESIDE_JS)
+        return got if branch in got["rows"] and PALETTE[origin] in got["colours"] else None
+
+    got = _explore(raced, lane, beside)
+    assert got, (lane, raced.evaluate(BESIDE_JS))
+    assert got["title"].startswith(title), got["title"]
+    if lane == "lookahead":
+        assert "window level 0" in got["rows"] and PALETTE["window"] in got["colours"], got["rows"]
+    assert_fits(raced, ("cand-plot", "tree-plot"), f"{lane} explored on a desktop")
+    assert_no_text_over_text(raced, ("cand-plot",), f"{lane} explored on a desktop")
+    shot(raced, f"live-{lane}-desktop", "#tree-row", 1500)
+
+
+def test_recyclings_steps_draw_recycled_boxes(raced):
+    found = _explore(raced, "recycling", lambda page: PALETTE["recycled"] in page.evaluate(TREE_LINES_JS))
+    assert found, raced.evaluate(TREE_LINES_JS)  # a first step may find no row in the matrix yet; a later one does
+    assert "recycled: from the matrix" in text_of(raced, "#tree-row")
+
+
+def test_the_race_of_every_lane_fits_a_desktop_and_a_phone(raced):
+    """Last: it leaves the page at a phone's width, Lookahead explored."""
+    assert_fits(raced, PLOTS, "desktop after the race")
+    assert_no_text_over_text(raced, ("race-passes-plot",), "desktop after the race")
+    for box in lane_boxes():
+        inside(raced, f"#{box.elem_id}", DESKTOP["width"])
+    _explore(raced, "lookahead", lambda page: True)
+    resize(raced, PHONE)
+    assert_fits(raced, PLOTS + ("cand-plot", "tree-plot"), "phone after the race")
+    assert_no_text_over_text(raced, ("race-passes-plot", "cand-plot"), "phone after the race")
+    for sel in [f"#{box.elem_id}" for box in lane_boxes()] + ["#race-passes-plot-caption", "#counters .verdict",
+                                                                "#explore-lane", "#cand-plot"]:
+        inside(raced, sel, PHONE["width"])
+    assert raced.evaluate(TABLE_JS) == [], raced.evaluate(TABLE_JS)
+    cut = [e["text"] for e in raced.evaluate(LEGEND_JS) if not e["inside"]]
+    assert cut == [], f"legend entries cut or scrolled away: {cut}"
+    assert raced.errors == [], raced.errors
+    plot = raced.evaluate(PLOT_HEIGHT_JS)
+    assert plot >= 250, f"the legend of every lane left the race's plot {plot:.0f} px on a phone"
+    assert raced.evaluate("() => document.documentElement.scrollWidth") <= PHONE["width"]
+    raced.locator("#race-plot").scroll_into_view_if_needed()
+    shot(raced, "live-phone", "#race-plot", 1800)

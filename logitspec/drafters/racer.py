@@ -178,13 +178,15 @@ def retrieval_branches(ac: Automaton, borders: Sequence[int], most: int) -> tupl
 
 def logits_branches(matrix: SuccessorMatrix, root: int, most: int, breadth: int) -> list[Branch]:
     """The Logits Tree: breadth first from the root over each token's copied top-k, a node's children
-    given halving breadths (the root's first child `breadth // 2`, then half of that...; a depth-1
-    node's first child its own breadth), at most `most` nodes below the root."""
+    given halving breadths (the root's first child the root's own breadth, then half of that...;
+    a deeper node's first child half its breadth), at most `most` nodes below the root. This is
+    the paper's rule (8, 4, 2, 1... under the root), as in the authors' revised automaton and the
+    SGLang port; their first release halved at the root instead (4, 2, 1...)."""
     nodes = [(root, -1, breadth, 0, None)]  # (token, parent, breadth, depth, rank)
     head, left = 0, most
     while head < len(nodes) and left > 0:
         tok, _, width, depth, _ = nodes[head]
-        nxt = width if depth == 1 else width >> 1
+        nxt = width if depth == 0 else width >> 1
         for rank, child in enumerate(matrix.successors(tok)[:width], start=1):
             if left <= 0:
                 break

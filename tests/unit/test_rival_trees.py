@@ -101,9 +101,13 @@ def test_retrieval_keeps_the_most_frequent_nodes_and_logits_tree_halves_its_brea
     m.rows = {0: tuple(range(10, 18)), **{t: tuple(range(100 * t, 100 * t + 8)) for t in range(10, 18)}}
     tree = logits_branches(m, 0, 64, 8)
     firsts = [b.tokens[0] for b in tree]
-    # the root's 8 successors; the first has 4 children, the second 2, the rest 1 (the last ones at least 1)
+    # the root's 8 successors (breadths 8, 4, 2, 1...): the first has 8 children, the second 4, the
+    # third 2, the rest 1 (at least 1); the paper's figure 9 shape, not the first release's 4, 2, 1
     assert sorted(set(firsts)) == list(range(10, 18))
-    assert firsts.count(10) == 4 and firsts.count(11) == 2 and firsts.count(12) == 1
+    assert [firsts.count(t) for t in range(10, 18)] == [8, 4, 2, 1, 1, 1, 1, 1]
+    # 12 nodes: the root's 8 children first (breadth first), then the first child's first 4
+    short = sorted(b.tokens for b in logits_branches(m, 0, 12, 8))
+    assert short == [[10, 1000 + i] for i in range(4)] + [[t] for t in range(11, 18)]
 
 
 def _substring_counts(seqs: list[list[int]], depth: int) -> dict[tuple[int, ...], int]:

@@ -165,11 +165,11 @@ def debugger_note(trace: RunTrace | None, outcomes: list[str] | None, shown: int
         return "No run or trace is open: run the race or open a trace."
     w = words_of(trace.method)
     if shown and trace.method == "recycling":
-        return (f"{shown} of {passes_words(run_counts(trace).passes)}. Token Recycling does no lookups: each row "
+        return (f"{shown} of {passes_words(run_counts(trace).passes)}. Token Recycling looks only in its matrix: each row "
                 "lists the root's successors from its matrix (✓ the one accepted) · select a row to open its step.")
     if shown:
         return f"{shown} of {passes_words(run_counts(trace).passes)} · select a row to open its step."
-    if not any(s.queries for s in trace.steps):
+    if not any(s.queries or s.outcome != NO_RETRIEVAL for s in trace.steps):
         return f"This {w.name} run does no lookups, so no step has a retrieval outcome."
     if outcomes is not None and not outcomes:
         return "No outcome is ticked: tick one above to list its steps."

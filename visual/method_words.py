@@ -4,7 +4,7 @@ and column headers, and the sentence the step's summary and retrieval view say o
 LogitSpec speaks of g1 and g2; prompt lookup of its one n-gram query over the context; REST of
 the suffix it searched its datastore for; Lookahead of the n-grams its pool held (made by its
 Jacobi window); Token Recycling of its matrix, RACER of its automaton and copied logits, SuffixDecoding of its
-suffix trees, none of which makes a query that can miss. A new method adds one entry
+suffix trees: each of those sources offers nodes or does not (StepRecord.lookups). A new method adds one entry
 to WORDS (and its drafter's StepRecord says what it did)."""
 from __future__ import annotations
 
@@ -103,22 +103,25 @@ WORDS: dict[str, MethodWords] = {
     ),
     "recycling": MethodWords(
         name="Token Recycling",
-        intro=("Token Recycling does no lookups: it drafts from its matrix of the successors past passes "
-               "predicted, so every step is listed with the root's successors it drafted." + _ROW),
-        filters=(("every pass (no lookups)", NO_RETRIEVAL),),
-        outcomes={NO_RETRIEVAL: "no lookup: Token Recycling drafts from its matrix of the successors past "
-                                "passes predicted"},
+        intro=("Token Recycling looks in one place: its matrix of the successors past passes predicted. Steps by "
+               "whether the matrix held **a row for x_{i+1}** (it drafted from it) or **no row yet** (no pass "
+               "had run on that token, so it drafted nothing)." + _ROW),
+        filters=(("row held", PLD_MATCHED), ("no row yet", PLD_FAILED)),
+        outcomes={PLD_MATCHED: "Token Recycling's matrix held x_{i+1}'s successors from an earlier pass",
+                  PLD_FAILED: "Token Recycling's matrix held no row for x_{i+1}: no pass had run on it yet"},
+        lookup=Column("matrix", "whether the matrix held a row for x_{i+1}; ✓ it offered nodes"),
         guesses=("remembers, for every token, the likeliest tokens the model gave after it in earlier passes, and "
                  "grows a tree of those remembered followers."),
     ),
     "racer": MethodWords(
         name="RACER",
-        intro=("RACER makes no lookup the filter could sort by: each step joins its automaton's matches (frequent "
-               "continuations of the text's suffixes, the root included, among the context's n-grams) with "
-               "logits copied from the last pass that ran on each token. Every step is listed; the tree's "
-               "colours say which of the two drafted each node." + _ROW),
-        filters=(("every pass (automaton and copied logits)", NO_RETRIEVAL),),
-        outcomes={NO_RETRIEVAL: "RACER: a tree of automaton matches and copied logits, no query to miss"},
+        intro=("RACER joins its automaton's matches (frequent continuations of the text's suffixes, the root "
+               "included, among the context's n-grams) with logits copied from the last pass that ran on each "
+               "token. Steps by whether **a source offered nodes** or **neither did**; the tree's colours say "
+               "which of the two drafted each node." + _ROW),
+        filters=(("a source offered nodes", PLD_MATCHED), ("neither offered any", PLD_FAILED)),
+        outcomes={PLD_MATCHED: "RACER: its automaton or its copied logits offered draft nodes",
+                  PLD_FAILED: "RACER offered nothing: no automaton match and no logits to copy for x_{i+1}"},
         lookup=Column("automaton · copied", "the automaton's longest match ending in x_{i+1} (tokens) and whether an "
                       "earlier pass left x_{i+1}'s logits to copy; ✓ the source offered nodes"),
         guesses=("joins what most often followed the end of the text earlier in it with the scores the model gave "
@@ -126,12 +129,13 @@ WORDS: dict[str, MethodWords] = {
     ),
     "suffix": MethodWords(
         name="SuffixDecoding",
-        intro=("SuffixDecoding makes no lookup the filter could sort by: each step matches the text's suffixes "
-               "in its prompt tree and in the tree of this model's earlier outputs, and drafts the likeliest "
-               "continuations of the better match by their counts. Every step is listed; the tree's colours "
-               "say which tree drafted." + _ROW),
-        filters=(("every pass (suffix trees)", NO_RETRIEVAL),),
-        outcomes={NO_RETRIEVAL: "SuffixDecoding: a draft from its prompt tree or its output tree, no query to miss"},
+        intro=("SuffixDecoding matches the text's suffixes in its prompt tree and in the tree of this model's "
+               "earlier outputs, and drafts the likeliest continuations of the better match by their counts. "
+               "Steps by whether **a tree offered a draft** or **neither did** (no match, or no continuation "
+               "likely enough); the tree's colours say which tree drafted." + _ROW),
+        filters=(("a tree offered a draft", PLD_MATCHED), ("neither offered one", PLD_FAILED)),
+        outcomes={PLD_MATCHED: "SuffixDecoding: its prompt tree or its output tree offered a draft",
+                  PLD_FAILED: "SuffixDecoding offered nothing: no tree matched a suffix with a likely continuation"},
         lookup=Column("prompt · output tree", "the longest suffix of the text, x_{i+1} last, each tree matched "
                       "(tokens); ✓ the tree offered a draft"),
         guesses=("copies what followed the end of the text in this prompt and in this model's earlier answers, "
@@ -219,7 +223,7 @@ def lookup_line(trace: RunTrace, s: StepRecord, ctx: list[int]) -> str:
 
 # RACER's and SuffixDecoding's sources (StepRecord.lookups), as their papers name them.
 SOURCE_NAMES = {"automaton": "automaton", "copied": "copied logits", "prompt-tree": "prompt tree",
-                "output-tree": "output tree"}
+                "output-tree": "output tree", "recycled": "matrix"}
 
 
 def _setting(trace: RunTrace, name: str):
@@ -238,6 +242,10 @@ def source_found(trace: RunTrace, lk: SourceLookup) -> str:
             return (f"automaton: no suffix of the text ending in x_{{i+1}}, {_setting(trace, 'racer_min_depth')} tokens "
                     f"or more, among the context's {_setting(trace, 'racer_ngram')}-grams")
         return f"automaton: {_last(lk.matched)} matched, {nodes} offered"
+    if lk.source == "recycled":
+        if not lk.matched:
+            return "matrix: no row for x_{i+1} yet (no pass has run on it)"
+        return f"matrix: x_{{i+1}}'s row of successors from an earlier pass, {nodes} offered"
     if lk.source == "copied":
         if not lk.matched:
             return "copied logits: no pass has run on x_{i+1} yet, so it has no logits to copy"
@@ -272,6 +280,6 @@ def source_cell(s: StepRecord) -> str:
     """The debugger's cell: each source's match length (copied logits: held or not), ✓ when it offered nodes."""
     cells = []
     for lk in s.lookups:
-        got = ("held" if lk.matched else "none") if lk.source == "copied" else str(lk.matched)
+        got = ("held" if lk.matched else "none") if lk.source in ("copied", "recycled") else str(lk.matched)
         cells.append(f"{SOURCE_NAMES.get(lk.source, lk.source)} {got} {'✓' if lk.offered else '✗'}")
     return " · ".join(cells)

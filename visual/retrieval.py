@@ -321,11 +321,12 @@ def retrieval_html(trace: RunTrace, step: int) -> str:
         f"{sub_x(_e(outcome_words('recycling' if recycled and not s.queries else trace.method, out)))}</div>"
         f'<div style="margin-bottom:6px">{_legend()}</div>'
     )
-    if s.lookups and s.forward:  # RACER's and SuffixDecoding's sources: what each found, or why nothing
+    if s.lookups and s.forward and not recycled:  # RACER's and SuffixDecoding's sources: what each found, or why nothing
         return _noted(head + _sources_block(trace, s, ctx)) + "</div>"
     if not s.queries:
         why = ("no forward pass was needed: the root was the last token" if not s.forward
-               else "" if recycled else "this decoder does no lookups")
+               else "" if recycled else "the matrix held no row for x_{i+1} yet: no pass had run on it"
+               if trace.method == "recycling" else "this decoder does no lookups")
         return _noted(head + recycled + (f'<div style="{_MUTED}">{_e(why)}</div>' if why else "")) + "</div>"
     blocks = [_query_block(trace, s, qi, ctx) for qi, q in enumerate(s.queries) if q.kind in ("g1", "pld")]
     blocks += [BASELINE_BLOCKS[q.kind](trace, s, ctx) for q in s.queries[:1] if q.kind in BASELINE_BLOCKS]

@@ -186,8 +186,13 @@ class StepRecord:
 
     @property
     def outcome(self) -> str:
-        """g1 matched / g2 rescued (g1 failed, a g2 query matched) / both failed; pld: matched / failed."""
+        """g1 matched / g2 rescued (g1 failed, a g2 query matched) / both failed; pld: matched / failed;
+        a drafter of sources without queries (lookups): matched when a source offered a draft, else failed."""
         if not self.queries:
+            if self.lookups:
+                return PLD_MATCHED if any(lk.offered for lk in self.lookups) else PLD_FAILED
+            if self.method == "recycling":  # a trace written before its matrix was recorded as a lookup
+                return PLD_MATCHED if any(n.origin == "recycled" for n in self.tree) else PLD_FAILED
             return NO_RETRIEVAL
         first = self.queries[0]
         if first.kind in ONE_QUERY_KINDS:

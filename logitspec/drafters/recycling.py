@@ -29,7 +29,7 @@ from ..core.profile import profile_of
 from ..core.retrieval import NgramPool
 from ..core.settings import DecodeSettings
 from ..sizing.costtree import AcceptanceStats, CostAwareDrafter, _Trie, rank_bucket, temperature_bucket
-from ..core.trace import Candidate, TreeNode, TreeSizing
+from ..core.trace import Candidate, SourceLookup, TreeNode, TreeSizing
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -262,10 +262,16 @@ class RecyclingDrafter(Drafter):
             self.started = True
         if self.cost is None:
             nodes = static_tree(root, self.matrix)
-            return Draft(nodes=nodes, sizing=static_sizing(nodes))
+            return Draft(nodes=nodes, sizing=static_sizing(nodes), lookups=self._lookups(root, nodes))
         before = self.cost.calibration_seconds
         nodes, sizing = self.cost.draft(root, self.cost_capacity, context_len)
-        return Draft(nodes=nodes, sizing=sizing, calibration_seconds=self.cost.calibration_seconds - before)
+        return Draft(nodes=nodes, sizing=sizing, calibration_seconds=self.cost.calibration_seconds - before,
+                     lookups=self._lookups(root, nodes))
+
+    def _lookups(self, root: int, nodes: list[TreeNode]) -> list[SourceLookup]:
+        """The matrix as the step's one source: whether it held a row for the root, and what it drafted."""
+        held = 1 if self.matrix.successors(int(root)) else 0
+        return [SourceLookup(ORIGIN, held, sum(1 for n in nodes if n.origin == ORIGIN))]
 
     def observe(self, truth: Sequence[int], verified: int | None = None, seconds: float | None = None,
                 threads: int | None = None) -> None:

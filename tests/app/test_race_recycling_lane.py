@@ -96,7 +96,7 @@ def test_the_explorer_and_the_debugger_open_the_recycling_lane(tiny_lm, one_thre
     out = ui.pick_lane("recycling", OUTCOMES, view)
     assert view.lane == "recycling" and view.trace is traces["recycling"] and out[ui.state] is view
     assert label("recycling", traces["recycling"]) in out[ui.explorer.step_label]
-    assert "Token Recycling does no lookups" in out[ui.debugger.note]
+    assert "Token Recycling looks only in its matrix" in out[ui.debugger.note]
     assert ">recycled</th>" in out[ui.debugger.table]
     drafted = next(i for i, s in enumerate(traces["recycling"].steps) if len(s.tree) > 1)
     step = ui.explorer.step_outputs(view, drafted)

@@ -139,3 +139,36 @@ def test_a_gzipped_set_is_read_as_its_text(tmp_path):
     write_set(p, [hand_trace()])
     (tmp_path / "b.gz").write_bytes(gzip.compress(p.read_bytes()))
     assert read_set(tmp_path / "b.gz").entries[0].summary == read_set(p).entries[0].summary
+
+
+def _recount(s: StepRecord) -> bool:
+    """Whether a step found nothing, read from what it recorded: its queries' matches, else its sources' offers."""
+    if s.queries:
+        return not any(q.matched for q in s.queries)
+    if s.method == "recycling" and not s.lookups:
+        return not any(n.origin == "recycled" for n in s.tree)
+    return not any(lk.offered for lk in s.lookups)
+
+
+@pytest.mark.parametrize("tree", ["cost", "static"])
+def test_every_lanes_failure_count_is_what_its_steps_record(tiny_llama, tree):
+    """Each race lane on a tiny model: the workbench's failed steps are recounted from the steps, and a
+    lane whose steps drafted nothing cannot say it never failed."""
+    from helpers.tiny_models import char_lm
+    from logitspec.analysis.lanes import race_order
+    from logitspec.core.settings import DecodeSettings
+    from logitspec.runner import run_trace
+
+    lm = char_lm(tiny_llama)
+    prompt = "abcabcabc the cat sat on the mat, the cat sat on the mat, the cat"
+    settings = DecodeSettings(max_new_tokens=24, tree=tree, recycle_across_runs=False)
+    # vanilla looks nothing up, the static lane is LogitSpec's, REST needs its datastore (one query a step, like pld)
+    for method in (m for m in race_order() if m not in ("vanilla", "logitspec-static", "rest")):
+        t = run_trace(lm, prompt, method, settings)
+        forward = [s for s in t.steps if s.forward]
+        summary = summarise_run(t)
+        assert summary.failed_steps == sum(_recount(s) for s in forward), method
+        undrafted = [s for s in forward if not any(n.depth > 0 for n in s.tree)
+                     and not any(lk.offered for lk in s.lookups) and not any(q.matched for q in s.queries)]
+        assert summary.failed_steps >= len(undrafted), (method, summary.failed_steps, len(undrafted))
+        assert summary.outcomes.get("no retrieval", 0) == 0, (method, summary.outcomes)

@@ -20,7 +20,7 @@ def _text(html: str) -> str:
 def test_the_retrieval_view_lists_the_roots_recycled_successors_and_the_one_accepted():
     tr = recycling_trace()
     text = _text(retrieval_html(tr, 0))
-    assert "no lookup: Token Recycling drafts from its matrix" in text
+    assert "Token Recycling&#x27;s matrix held x i+1 &#x27;s successors from an earlier pass" in text
     assert "the matrix row of x i+1 = «t7»: 8 successors drafted" in text
     for rank in range(1, 9):  # the root 7's row: 8, 9, ... 15
         assert f"{rank} · t{7 + rank}" in text
@@ -44,7 +44,7 @@ def test_the_debugger_lists_every_recycling_step_with_its_recycled_successors():
     assert rows[0]["recycled"].startswith("1 t8 ✓ · 2 t9 ✗") and "✓" not in rows[1]["recycled"]
     table = debugger_html(rows)
     assert ">recycled</th>" in table and "1 t8 ✓" in table
-    assert "Token Recycling does no lookups" in debugger_note(tr, ["g1 matched"], len(rows))
+    assert "Token Recycling looks only in its matrix" in debugger_note(tr, ["g1 matched"], len(rows))
 
 
 def test_the_hybrids_recycled_candidates_join_its_lookups_in_the_debugger():

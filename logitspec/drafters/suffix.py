@@ -25,6 +25,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 
 from ..core.drafter import Draft, Drafter
@@ -35,6 +36,9 @@ from ..core.trace import SourceLookup
 from ..core.tree import DraftTree
 
 PROMPT_TREE, OUTPUT_TREE = "prompt-tree", "output-tree"  # TreeNode.origin of a draft from each tree
+# Probabilities and scores in single precision, as arctic-inference computes them: a score that ties
+# in double precision may not in single, and then the other draft wins there.
+F32 = np.float32
 
 
 class SuffixTrie:
@@ -116,7 +120,10 @@ class Speculation:
 
     @property
     def score(self) -> float:
-        return sum(p for _, _, p in self.nodes)
+        total = F32(0.0)
+        for _, _, p in self.nodes:  # summed in single precision, as arctic-inference's C++ sums
+            total = F32(total + F32(p))
+        return float(total)
 
 
 def speculate_tree(trie: SuffixTrie, start: int, most: int, min_prob: float) -> list[tuple[int, int, float]]:
@@ -127,11 +134,11 @@ def speculate_tree(trie: SuffixTrie, start: int, most: int, min_prob: float) -> 
     order = itertools.count()  # equal probabilities: the first pushed first
 
     def push(u: int, p_u: float, at: int) -> None:
-        total = trie.count[u]
+        total, floor = F32(trie.count[u]), F32(min_prob)
         for tok, child in trie.children[u].items():
-            p = p_u * trie.count[child] / total
-            if p >= min_prob:
-                heapq.heappush(heap, (-p, next(order), child, tok, at))
+            p = F32(F32(p_u) * F32(trie.count[child])) / total  # single precision, as the C++ computes it
+            if p >= floor:
+                heapq.heappush(heap, (-float(p), next(order), child, tok, at))
 
     push(start, 1.0, -1)
     while heap and len(out) < most:
@@ -172,10 +179,11 @@ def best_speculation(trees: Sequence[tuple[str, SuffixTrie]], text: Sequence[int
 
 
 def best_of(specs: Sequence[Speculation | None]) -> Speculation | None:
-    """The highest score, the later tree's of equals (as one pass over both trees keeps)."""
+    """The highest score, the first tree's of equals (the request's own over past outputs, as
+    arctic-inference's `speculate` keeps)."""
     best: Speculation | None = None
     for spec in specs:
-        if spec is not None and (best is None or spec.score >= best.score):
+        if spec is not None and (best is None or spec.score > best.score):
             best = spec
     return best
 
@@ -246,21 +254,22 @@ class SuffixDrafter(Drafter):
             OutputTree(s.suffix_depth, s.suffix_cache_tokens)
         self.output = shared.start()
         self.outputs = shared
-        self.read = 0  # context tokens the prompt tree holds
+        self.read = 0  # tokens of the text the trees hold: the context and the last step's root
         self.prompt_len: int | None = None
         self.most = min(s.suffix_depth, s.capacity - 1)  # vLLM's num_speculative_tokens: the trees' depth
 
-    def absorb(self, text: Sequence[int]) -> None:
-        """Add the context's new tokens to the prompt tree, and those generated to the output tree."""
+    def absorb(self, text: Sequence[int], root: int) -> None:
+        """Add the context's new tokens and the root (sampled, so it is text now: vLLM adds it to the
+        request before speculating) to the prompt tree, and those generated to the output tree."""
         if self.prompt_len is None:
             self.prompt_len = len(text)
-        new = text[self.read:]
+        new = [*text[self.read:], int(root)]
         self.active = self.prompt_tree.extend(self.active, new)
-        self.output.append(text[max(self.read, self.prompt_len):])
-        self.read = len(text)
+        self.output.append(new[max(0, self.prompt_len - self.read):])
+        self.read = len(text) + 1
 
     def draft(self, root: int, logits: torch.Tensor, pool: NgramPool, context_len: int) -> Draft:
-        self.absorb(pool.tokens)
+        self.absorb(pool.tokens, root)
         tail = _tail([*pool.tokens[-(self.s.suffix_depth - 1):], int(root)], self.s)
         found = [tree_speculation(origin, trie, tail, self.s, self.most)
                  for origin, trie in ((PROMPT_TREE, self.prompt_tree), (OUTPUT_TREE, self.outputs.trie))]

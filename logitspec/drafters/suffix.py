@@ -5,8 +5,8 @@ Two trees, each every substring of its text up to `suffix_depth` tokens with its
 occurrences (a suffix tree truncated at that depth, as arctic-inference's):
 - the prompt tree: this run's prompt and the tokens generated so far;
 - the output tree: the outputs of earlier runs of the same model in this process, and this run's
-  as it goes, kept on the model's profile (`OutputTree`) and bounded by `suffix_cache_tokens`
-  (the oldest outputs go first).
+  as it goes, kept on the model's profile (`OutputTree`) and bounded by `suffix_cache_requests`
+  (the oldest outputs go first, as vLLM's `max_cached_requests`).
 Each step matches every suffix of the text (the root last) against each tree; from the node a
 match of m tokens reaches, it drafts best first by path probability (the product of
 count(child) / count(parent)) while the probability stays at least `suffix_min_prob` and the
@@ -189,30 +189,34 @@ def best_of(specs: Sequence[Speculation | None]) -> Speculation | None:
 
 
 class OutputTree:
-    """Earlier outputs of one model in one tree, bounded by tokens: the oldest outputs are uncounted
-    first. Held on the model's profile (`output_tree_for`), so every run of the process shares it."""
+    """Earlier outputs of one model in one tree, at most `max_outputs` of them: the oldest are uncounted
+    first, as arctic-inference evicts a request's response when a new one starts. Held on the model's
+    profile (`output_tree_for`), so every run of the process shares it."""
 
-    def __init__(self, depth: int, max_tokens: int) -> None:
+    def __init__(self, depth: int, max_outputs: int) -> None:
         self.trie = SuffixTrie(depth)
-        self.max_tokens = max_tokens
-        self.outputs: deque[list[int]] = deque()  # oldest first; the last may still grow
-        self.tokens = 0
+        self.max_outputs = max_outputs
+        self.outputs: deque[OutputSequence] = deque()  # oldest first; the last ones may still grow
         self.lock = threading.Lock()
 
     def start(self) -> "OutputSequence":
         with self.lock:
-            self.outputs.append([])
-            return OutputSequence(self, self.outputs[-1])
+            seq = OutputSequence(self, [])
+            self.outputs.append(seq)
+            while len(self.outputs) > max(1, self.max_outputs):
+                self._evict(self.outputs.popleft())
+            return seq
+
+    def _evict(self, seq: "OutputSequence") -> None:
+        """Uncount an output; a run still writing it writes on outside the tree (its nodes may be reused)."""
+        self.trie.remove(seq.tokens)
+        seq.evicted, seq.active = True, []
 
     def _append(self, seq: "OutputSequence", tokens: Sequence[int]) -> None:
         with self.lock:
-            seq.active = self.trie.extend(seq.active, tokens)
-            seq.tokens.extend(int(t) for t in tokens)
-            self.tokens += len(tokens)
-            while self.tokens > self.max_tokens and len(self.outputs) > 1 and self.outputs[0] is not seq.tokens:
-                old = self.outputs.popleft()
-                self.trie.remove(old)
-                self.tokens -= len(old)
+            if not seq.evicted:
+                seq.active = self.trie.extend(seq.active, tokens)
+                seq.tokens.extend(int(t) for t in tokens)
 
 
 @dataclass
@@ -222,6 +226,7 @@ class OutputSequence:
     tree: OutputTree
     tokens: list[int]
     active: list[int] = field(default_factory=list)
+    evicted: bool = False
 
     def append(self, tokens: Sequence[int]) -> None:
         if tokens:
@@ -231,13 +236,13 @@ class OutputSequence:
 _LOCK = threading.Lock()
 
 
-def output_tree_for(model, depth: int, max_tokens: int) -> OutputTree:
+def output_tree_for(model, depth: int, max_outputs: int) -> OutputTree:
     """The model's output tree, shared by the runs of this process; a new one if its depth or bound changed."""
     with _LOCK:
         prof = profile_of(model)
         tree = prof.suffix_outputs
-        if tree is None or tree.trie.depth != depth or tree.max_tokens != max_tokens:
-            tree = prof.suffix_outputs = OutputTree(depth, max_tokens)
+        if tree is None or tree.trie.depth != depth or tree.max_outputs != max_outputs:
+            tree = prof.suffix_outputs = OutputTree(depth, max_outputs)
         return tree
 
 
@@ -250,8 +255,8 @@ class SuffixDrafter(Drafter):
         self.s = s
         self.prompt_tree = SuffixTrie(s.suffix_depth)
         self.active: list[int] = []
-        shared = output_tree_for(model, s.suffix_depth, s.suffix_cache_tokens) if model is not None else \
-            OutputTree(s.suffix_depth, s.suffix_cache_tokens)
+        shared = output_tree_for(model, s.suffix_depth, s.suffix_cache_requests) if model is not None else \
+            OutputTree(s.suffix_depth, s.suffix_cache_requests)
         self.output = shared.start()
         self.outputs = shared
         self.read = 0  # tokens of the text the trees hold: the context and the last step's root

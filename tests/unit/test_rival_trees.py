@@ -155,11 +155,27 @@ def test_the_draft_is_at_most_spec_factor_times_the_match():
     assert spec.match_len == 2 and [t for t, _, _ in spec.nodes] == [2, 3]
 
 
-def test_the_output_tree_drops_the_oldest_outputs_past_its_bound():
-    tree = OutputTree(4, 50)
+def test_the_output_tree_keeps_its_last_outputs_as_vllm_keeps_requests():
+    tree = OutputTree(4, 2)
     for i in range(4):
         seq = tree.start()
         seq.append([i] * 10 + list(range(20, 30)))
-    assert tree.tokens <= 50 and len(tree.outputs) == 2
+    assert len(tree.outputs) == 2 and [o.tokens[0] for o in tree.outputs] == [2, 3]
     assert tree.trie.walk([0, 0]) is None and tree.trie.walk([3, 3]) is not None
     assert tree.trie.count[tree.trie.walk([20, 21])] == 2
+
+
+def test_an_output_evicted_while_its_run_writes_leaves_the_others_counts_whole():
+    """A run still writing when newer runs push its output out writes on outside the tree: the
+    node ids it held may be reused by the others, and its later tokens must not count there."""
+    tree = OutputTree(4, 1)
+    first = tree.start()
+    first.append([1, 2, 3])
+    second = tree.start()  # evicts the first, still writing
+    second.append([5, 6, 5, 6])
+    first.append([5, 6, 7])
+    assert first.evicted and tree.trie.walk([1, 2]) is None and tree.trie.walk([6, 7]) is None
+    fresh = SuffixTrie(4)
+    fresh.extend([], [5, 6, 5, 6])
+    for path in ([5], [6], [5, 6], [6, 5], [5, 6, 5], [6, 5, 6]):
+        assert tree.trie.count[tree.trie.walk(path)] == fresh.count[fresh.walk(path)], path

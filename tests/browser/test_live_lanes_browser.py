@@ -39,6 +39,11 @@ LINES_JS = """(id) => { const gd = document.querySelector('#' + id + ' .js-plotl
     .map((d) => ({name: d.name, color: d.line.color, x: d.x[d.x.length - 1], y: d.y[d.y.length - 1]})); }"""
 TREE_NAMES_JS = """() => { const gd = document.querySelector('#tree-plot .js-plotly-plot');
   return gd && gd.data ? gd.data.map((d) => d.name || '') : []; }"""
+# The colours of the tree's boxes: a drafted node's box is filled (accepted) or outlined (verified and
+# rejected, or pruned) in its source's colour.
+TREE_FILLS_JS = """() => { const gd = document.querySelector('#tree-plot .js-plotly-plot');
+  return (gd.layout.shapes || []).flatMap((s) => [s.fillcolor || '', (s.line && s.line.color) || ''])
+    .map((c) => c.toLowerCase()); }"""
 TREE_LINES_JS = """() => { const gd = document.querySelector('#tree-plot .js-plotly-plot');
   return (gd.layout.shapes || []).map((s) => s.line && s.line.color); }"""
 # The figure beside the tree: its caption's title, its rows' names and its boxes' colours.
@@ -145,9 +150,11 @@ def test_the_verdict_names_every_lane_identical_and_carries_both_figures(raced):
 
 @pytest.mark.parametrize("lane", list(RIVALS))
 def test_a_rivals_steps_name_its_sources(raced, lane):
-    drafted = {src.legend for src in sources_of(lane)[1:]}
-    names = _explore(raced, lane, lambda page: drafted & set(page.evaluate(TREE_NAMES_JS)))
-    assert names, (lane, raced.evaluate(TREE_NAMES_JS))
+    sources = sources_of(lane)[1:]
+    colours = {src.colour.lower() for src in sources}
+    drawn = _explore(raced, lane, lambda page: colours & set(page.evaluate(TREE_FILLS_JS)))
+    assert drawn, (lane, colours, raced.evaluate(TREE_FILLS_JS))  # a step that drafted, drawn in its source's colour
+    assert {src.legend for src in sources} <= set(raced.evaluate(TREE_NAMES_JS))  # and the key names the sources
     retrieval = text_of(raced, "#retrieval")
     assert "what its sources found" in retrieval and f"{RIVALS[lane]}:" in retrieval, retrieval
     shot(raced, f"live-{lane}-desktop", "#tree-row", 1500)

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from logitspec.core.settings import DecodeSettings
 from logitspec.drafters.racer import Automaton, logits_branches, retrieval_branches
 from logitspec.drafters.recycling import SuccessorMatrix
@@ -179,3 +181,27 @@ def test_an_output_evicted_while_its_run_writes_leaves_the_others_counts_whole()
     fresh.extend([], [5, 6, 5, 6])
     for path in ([5], [6], [5, 6], [6, 5], [5, 6, 5], [6, 5, 6]):
         assert tree.trie.count[tree.trie.walk(path)] == fresh.count[fresh.walk(path)], path
+
+
+@pytest.mark.parametrize("method", ["racer", "suffix", "recycling"])
+def test_a_tree_of_branches_draws_each_node_in_a_place_of_its_own_named_by_its_source(tiny_llama, method):
+    """Every node of a step at its own (depth, lane), and the lanes named by the method's own sources:
+    RACER's and SuffixDecoding's trees were drawn in LogitSpec's lanes, every node on a "g1 lookup" row."""
+    from helpers.tiny_models import char_lm
+    from logitspec.runner import run_trace
+    from visual.tree_lanes import lane_names, node_lanes
+
+    prompt = "abcabcabc the cat sat on the mat, the cat sat on the mat, the cat"
+    lm, settings = char_lm(tiny_llama), DecodeSettings(max_new_tokens=32, tree="static")
+    t = run_trace(lm, prompt, method, settings)
+    if method == "suffix":  # a random model's text rarely repeats its prompt: the second run drafts from the first's
+        t = run_trace(lm, prompt, method, settings)
+    drafted = [s for s in t.steps if sum(n.depth > 0 for n in s.tree) > 1]
+    assert drafted, method
+    for s in drafted:
+        lanes = node_lanes(t, s)
+        places = [(n.depth, lanes[n.id]) for n in s.tree]
+        assert len(places) == len(set(places)), (method, s.index, places)
+    names = lane_names(t)
+    assert len(names) == max(max(node_lanes(t, s).values()) for s in t.steps) + 1
+    assert not any("g1" in n or n.startswith("rank ") for n in names), names

@@ -179,9 +179,9 @@ def retrieval_branches(ac: Automaton, borders: Sequence[int], most: int) -> tupl
 def logits_branches(matrix: SuccessorMatrix, root: int, most: int, breadth: int) -> list[Branch]:
     """The Logits Tree: breadth first from the root over each token's copied top-k, a node's children
     given halving breadths (the root's first child the root's own breadth, then half of that...;
-    a deeper node's first child half its breadth), at most `most` nodes below the root. This is
-    the paper's rule (8, 4, 2, 1... under the root), as in the authors' revised automaton and the
-    SGLang port; their first release halved at the root instead (4, 2, 1...)."""
+    a deeper node's first child half its breadth), at most `most` nodes below the root: the paper's
+    rule (8, 4, 2, 1... under the root) as public ports implement it; the authors' first release
+    halved at the root instead (4, 2, 1...), docs/performance.md."""
     nodes = [(root, -1, breadth, 0, None)]  # (token, parent, breadth, depth, rank)
     head, left = 0, most
     while head < len(nodes) and left > 0:

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
 from logitspec.core.retrieval import NgramPool
 from logitspec.core.settings import DecodeSettings
@@ -117,3 +118,17 @@ def test_a_bench_method_names_the_proposers_rule():
                       ("logitspec@g1=0", RULE_ENV)):
         with pytest.raises(SystemExit, match=said):
             check_methods([bad])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_the_top_k_probabilities_are_the_softmaxs_without_a_softmax_over_the_vocabulary(dtype):
+    """top_of's exp(logit - logsumexp), a few rows at a time, against the full softmax it replaced."""
+    from logitspec.engines.vllm_proposer import LSE_ROWS, top_of
+
+    g = torch.Generator().manual_seed(0)
+    logits = (torch.randn(LSE_ROWS * 2 + 5, 3000, generator=g) * 4).to(dtype)
+    ids, vals, probs = top_of(logits, 9)
+    want = torch.softmax(logits.float(), dim=-1)
+    top = torch.topk(logits.float(), 9, dim=-1)
+    assert ids == top.indices.tolist() and vals == top.values.tolist()
+    assert torch.allclose(torch.tensor(probs), want.gather(-1, top.indices), rtol=1e-5, atol=1e-7)

@@ -79,6 +79,7 @@ def add_parser(sub) -> None:
     w.add_argument("--model", default="bundled", help="'bundled', a local folder or .gguf, or a hub id")
     w.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
     w.add_argument("-o", "--out", required=True, help="the set file to write (.jsonl, or .jsonl.gz)")
+    w.add_argument("--csv", help="also write the failure summary here, the table the app shows and downloads")
 
 
 def pick_questions(spec: str, limit: int | None) -> list[dict]:
@@ -218,9 +219,10 @@ def run(args: argparse.Namespace) -> int:
                                        pool=args.pool, tree=args.tree))
     questions = pick_questions(args.questions, args.limit)
     prompts = [check_prompt(q["turns"][0]) for q in questions]
-    out = Path(args.out)
-    if out.is_dir() or not out.parent.is_dir():
-        raise InputError(f"cannot write the set file {out}: {'it is a folder' if out.is_dir() else 'no such folder'}")
+    out, table = Path(args.out), Path(args.csv) if args.csv else None
+    for path, what in ((out, "the set file"), (table, "the CSV")):
+        if path is not None and (path.is_dir() or not path.parent.is_dir()):
+            raise InputError(f"cannot write {what} {path}: {'it is a folder' if path.is_dir() else 'no such folder'}")
     # torch and transformers load only once the input has passed its checks.
     from .analysis.sets import SetWriter
     from .models import load_model
@@ -242,4 +244,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"stopped: {done} of {len(questions)} prompts written whole to {out}", file=sys.stderr)
             return 130
     print(f"wrote {out}: {len(questions)} prompts x {len(runs)} runs", file=sys.stderr)
+    if table is not None:
+        from .analysis.set_tables import summary_csv
+        from .analysis.sets import read_set
+
+        table.write_text(summary_csv(read_set(out)), encoding="utf-8")
+        print(f"wrote {table}: the failure summary", file=sys.stderr)
     return 0

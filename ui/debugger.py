@@ -16,7 +16,7 @@ from visual.fit import caption_html
 from visual.method_words import LOGITSPEC, ticked, words_of
 from visual.debug_table import DEBUG_TABLE_CSS, debugger_html, debugger_note, debugger_rows
 from visual.whatif import whatif_figure, whatif_html
-from visual.workbench import rows_csv
+from logitspec.analysis.set_tables import rows_csv
 
 from .workbench import csv_button
 

@@ -19,8 +19,8 @@ from serve.model_cache import allowed_models, model_label
 from serve.own_model import model_note
 from visual.verdict import machine_words
 from logitspec.analysis.sidebyside import side_by_side
-from visual.workbench import (outcome_figure, overall_rows, position_rows, prompt_rows, side_by_side_figure,
-                              summary_csv)
+from logitspec.analysis.set_tables import overall_rows, position_rows, prompt_rows, summary_csv
+from visual.workbench import outcome_figure, side_by_side_figure
 
 from .files import TRACES_DIR
 from .set_run import SetRunPanel

@@ -11,6 +11,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from logitspec.analysis.lanes import LANES, colour, node_sources
+from logitspec.analysis.marks import WHITESPACE_MARKS, visible  # noqa: F401  (visual's names for them)
 
 # Okabe-Ito: black 000000, orange E69F00, sky blue 56B4E9, bluish green 009E73,
 # yellow F0E442, blue 0072B2, vermillion D55E00, reddish purple CC79A7.
@@ -143,12 +144,6 @@ def text_on(fill: str) -> str:
     return "#000000" if contrast(fill, "#000000") >= contrast(fill, "#FFFFFF") else "#FFFFFF"
 
 
-# Whitespace drawn as a mark every font holds (␍, the control picture, draws as a missing-glyph box).
-WHITESPACE_MARKS: dict[str, tuple[str, str]] = {
-    " ": ("·", "a space"), "\n": ("⏎", "a new line"), "\t": ("⇥", "a tab"), "\r": ("⇤", "a carriage return"),
-}
-
-
 def marks_note(shown: str, only: str = "·⏎⇥⇤") -> str:
     """'⇤ marks a carriage return': the whitespace marks among `only` that `shown` uses, explained
     ("" when it uses none)."""
@@ -158,17 +153,6 @@ def marks_note(shown: str, only: str = "·⏎⇥⇤") -> str:
     return said[0].replace(" ", " marks ", 1) + "".join(", " + x for x in said[1:])
 
 
-def visible(text: str) -> str:
-    """Token text with its whitespace made visible: space ·, newline ⏎, tab ⇥, carriage return ⇤."""
-    out = []
-    for ch in text:
-        if ch in WHITESPACE_MARKS:
-            out.append(WHITESPACE_MARKS[ch][0])
-        elif ord(ch) < 32 or ord(ch) == 127:
-            out.append(f"\\x{ord(ch):02x}")
-        else:
-            out.append(ch)
-    return "".join(out) if out else "∅"
 
 
 def truncate(text: str, n: int) -> str:

@@ -10,6 +10,7 @@ import torch
 
 from helpers.commands import assert_refused, in_process
 from logitspec.analysis.failures import summarise_run
+from logitspec.analysis.set_tables import summary_csv
 from logitspec.analysis.sets import read_set
 from logitspec.cli import main
 from logitspec.core.settings import DecodeSettings
@@ -32,11 +33,13 @@ def test_two_prompts_two_methods_make_one_set_file(bundled, tmp_path, capsys, mo
 
     monkeypatch.setenv("LOGITSPEC_THREADS", str(torch.get_num_threads()))
     monkeypatch.setattr(logitspec.models, "load_model", lambda *a, **k: bundled)
-    out, n = tmp_path / "set.jsonl", 16
+    out, table, n = tmp_path / "set.jsonl", tmp_path / "summary.csv", 16
     got = in_process(main, capsys, "workbench", "--questions", str(questions_file(tmp_path)),
-                     "--methods", "logitspec,pld", "--max-new", str(n), "-o", str(out))
+                     "--methods", "logitspec,pld", "--max-new", str(n), "-o", str(out), "--csv", str(table))
     assert got.returncode == 0, got.stderr
     s = read_set(out)
+    assert table.read_text(encoding="utf-8") == summary_csv(s)  # the app's download, byte for byte
+    assert table.read_text(encoding="utf-8").count("\n") == len(s.entries) + len(s.runs) + 1
     assert s.prompts == 2 and s.runs == ["logitspec", "pld"] and not s.cut_short
     assert s.header["model"] == "SmolLM2-135M-Instruct" and s.header["settings"]["pld"]["max_new_tokens"] == n
     for e in s.entries:
@@ -54,6 +57,7 @@ def test_two_prompts_two_methods_make_one_set_file(bundled, tmp_path, capsys, mo
     (["--methods", "logitspec:pool=widest"], "pool must be one of recent, longest"),
     (["--methods", "logitspec:depth=3"], "settings after a method look like"),
     (["--methods", "logitspec:ngram=a-b"], "n-gram sizes look like ngram=1-3"),
+    (["--csv", "/no/such/folder/summary.csv"], "cannot write the CSV /no/such/folder/summary.csv: no such folder"),
 ])
 def test_bad_input_is_refused_in_one_line(tmp_path, capsys, argv, words):
     got = in_process(main, capsys, "workbench", *argv, "-o", str(tmp_path / "set.jsonl"))

@@ -13,7 +13,7 @@ import gradio as gr
 from logitspec.core.limits import InputError
 from logitspec.analysis.lanes import label
 from visual.counts import run_counts, run_words
-from visual.verdict import counters_html, machine_words
+from visual.verdict import counters_html, machine_words, recorded_note
 
 from . import links
 from .debugger import OUTCOMES
@@ -22,15 +22,6 @@ from .files import (RECORDED_RACE, TRACES_DIR, read_lanes, recorded_examples, re
                     shipped_traces)
 from .services import Services
 from .view import View
-
-
-def recorded_note(machine: str) -> str:
-    """The counters' note under a race read from a file: where it ran, in plain words (its
-    instruction sets in the hover)."""
-    if not machine:
-        return ""
-    return (f"A recorded race on <span title='{html.escape(machine, quote=True)}'>"
-            f"{html.escape(machine_words(machine))}</span>; not live.")
 
 
 class TraceFilesTab:

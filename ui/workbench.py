@@ -17,7 +17,7 @@ from logitspec.analysis.sets import SetFile, read_set
 from logitspec.core.limits import InputError, Limits
 from serve.model_cache import allowed_models, model_label
 from serve.own_model import model_note
-from visual.verdict import machine_words
+from visual.verdict import counters_html, machine_words, recorded_note
 from logitspec.analysis.sidebyside import side_by_side
 from logitspec.analysis.set_tables import overall_rows, position_rows, prompt_rows, summary_csv
 from visual.workbench import outcome_figure, side_by_side_figure
@@ -168,6 +168,10 @@ class WorkbenchTab:
         out[page.race.status_md] = (f"**Exploring** prompt {prompt + 1} ({entry.category} {entry.question_id}) of "
                                     f"{s.path.name}, {method}, at step {entry.summary.worst_step}: "
                                     f"{worst_words(entry.summary.longest_failed)}.")
+        machine = str(s.header.get("machine", ""))
+        # The results above are this prompt's runs now, as a race file's are: never the last race's.
+        out[page.race.counters] = counters_html(lanes, False, recorded_note(machine), recorded_on=machine)
+        out.update(page.files.downloadable(None))
         out[page.tabs] = gr.Tabs(selected="explorer")
         out.update(self.compared(lanes, method, prompt))
         return out

@@ -216,6 +216,15 @@ def speedup_cell(res: RaceResult, name: str) -> str:
     return f"<b>{res.speedups.get(name, 0):.2f}×</b>"
 
 
+def recorded_note(machine: str) -> str:
+    """The counters' note under a race read from a file: where it ran, in plain words (its
+    instruction sets in the hover)."""
+    if not machine:
+        return ""
+    return (f"A recorded race on <span title='{html.escape(machine, quote=True)}'>"
+            f"{html.escape(machine_words(machine))}</span>; not live.")
+
+
 def counters_html(traces: dict[str, RunTrace], running: bool, note: str = "",
                   stop_reason: str | None = None, recorded_on: str | None = None) -> str:
     """The race's counters, one row per lane from measured times, and the verdict once it ends.

@@ -98,6 +98,13 @@ def test_a_prompt_of_two_methods_shows_them_side_by_side(ui):
     assert "They part at output token" in words and out[wb.compare].visible
     # the answer box names the run it holds: prompt lookup's, not LogitSpec's
     assert out[ui.race.answer].label == "prompt lookup: the answer, as plain text", out[ui.race.answer].label
+    # the results above are the row's prompt's runs, not the last race's, and no race file is offered
+    counters = out[ui.race.counters]
+    lanes = s.lanes(e.prompt)
+    assert counters.count("data-lane=") == len(lanes) and all(f"data-lane='{n}'" in counters or f'data-lane="{n}"' in counters
+                                                             for n in lanes), counters
+    assert "A recorded race on" in counters and "summariz" not in counters.lower()
+    assert out[ui.files.download].value is None
 
 
 @pytest.mark.parametrize("content, words", [

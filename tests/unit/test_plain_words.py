@@ -76,7 +76,7 @@ def test_a_stopped_verdict_counts_each_lane_under_its_label():
 
 
 def test_a_recorded_race_is_noted_on_its_machine_in_plain_words():
-    from ui.trace_files import recorded_note
+    from visual.verdict import recorded_note
 
     note = recorded_note("AMD EPYC, 2 cores, AVX2, no AVX-512")
     assert re.sub(r"<[^>]+>", "", note) == "A recorded race on AMD EPYC, 2 cores; not live."

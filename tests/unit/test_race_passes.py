@@ -233,7 +233,7 @@ def test_a_lane_that_parts_at_a_near_tie_is_said_to_be_equal_up_to_it(four):
 def test_a_race_read_from_a_file_is_judged_on_the_machine_it_ran_on(four):
     """A recorded race's verdict is judged on the machine it was recorded on (named in the note under the
     table), never "on this CPU" beside "Recorded race (not live)"."""
-    from ui.trace_files import recorded_note
+    from visual.verdict import recorded_note
 
     lanes = four
     live = counters_html(lanes, False)

@@ -30,7 +30,7 @@ def one_text(seed: int, s: DecodeSettings, tally: dict) -> None:
     earlier = [[rng.randrange(vocab) for _ in range(120)] for _ in range(3)]
     resp = [rng.randrange(vocab) for _ in range(60)]
     cache = SuffixDecodingCache(max_tree_depth=s.suffix_depth, max_cached_requests=100)
-    out = OutputTree(s.suffix_depth, 10**6)
+    out = OutputTree(s.suffix_depth, 10**6, 10**9)
     for i, e in enumerate(earlier):
         cache.start_request(f"e{i}", [0])
         cache.add_active_response(f"e{i}", e)

@@ -6,7 +6,7 @@ occurrences (a suffix tree truncated at that depth, as arctic-inference's):
 - the prompt tree: this run's prompt and the tokens generated so far;
 - the output tree: the outputs of earlier runs of the same model in this process, and this run's
   as it goes, kept on the model's profile (`OutputTree`) and bounded by `suffix_cache_requests`
-  (the oldest outputs go first, as vLLM's `max_cached_requests`).
+  (the oldest outputs go first, as vLLM's `max_cached_requests`) and by `suffix_cache_tokens`.
 Each step matches every suffix of the text (the root last) against each tree; from the node a
 match of m tokens reaches, it drafts best first by path probability (the product of
 count(child) / count(parent)) while the probability stays at least `suffix_min_prob` and the
@@ -189,14 +189,17 @@ def best_of(specs: Sequence[Speculation | None]) -> Speculation | None:
 
 
 class OutputTree:
-    """Earlier outputs of one model in one tree, at most `max_outputs` of them: the oldest are uncounted
-    first, as arctic-inference evicts a request's response when a new one starts. Held on the model's
-    profile (`output_tree_for`), so every run of the process shares it."""
+    """Earlier outputs of one model in one tree, at most `max_outputs` of them (vLLM's
+    `max_cached_requests`: the oldest are uncounted first, as arctic-inference evicts a response
+    when a new request starts) and at most `max_tokens` tokens: this trie is not path-compressed
+    (a node for each of a token's `depth` suffixes), so its memory is bounded in tokens too. Held
+    on the model's profile (`output_tree_for`), so every run of the process shares it."""
 
-    def __init__(self, depth: int, max_outputs: int) -> None:
+    def __init__(self, depth: int, max_outputs: int, max_tokens: int) -> None:
         self.trie = SuffixTrie(depth)
-        self.max_outputs = max_outputs
+        self.max_outputs, self.max_tokens = max_outputs, max_tokens
         self.outputs: deque[OutputSequence] = deque()  # oldest first; the last ones may still grow
+        self.tokens = 0
         self.lock = threading.Lock()
 
     def start(self) -> "OutputSequence":
@@ -210,13 +213,18 @@ class OutputTree:
     def _evict(self, seq: "OutputSequence") -> None:
         """Uncount an output; a run still writing it writes on outside the tree (its nodes may be reused)."""
         self.trie.remove(seq.tokens)
+        self.tokens -= len(seq.tokens)
         seq.evicted, seq.active = True, []
 
     def _append(self, seq: "OutputSequence", tokens: Sequence[int]) -> None:
         with self.lock:
-            if not seq.evicted:
-                seq.active = self.trie.extend(seq.active, tokens)
-                seq.tokens.extend(int(t) for t in tokens)
+            if seq.evicted:
+                return
+            seq.active = self.trie.extend(seq.active, tokens)
+            seq.tokens.extend(int(t) for t in tokens)
+            self.tokens += len(tokens)
+            while self.tokens > self.max_tokens and self.outputs[0] is not seq:
+                self._evict(self.outputs.popleft())
 
 
 @dataclass
@@ -236,13 +244,14 @@ class OutputSequence:
 _LOCK = threading.Lock()
 
 
-def output_tree_for(model, depth: int, max_outputs: int) -> OutputTree:
-    """The model's output tree, shared by the runs of this process; a new one if its depth or bound changed."""
+def output_tree_for(model, s: DecodeSettings) -> OutputTree:
+    """The model's output tree, shared by the runs of this process; a new one if its depth or bounds changed."""
+    bounds = (s.suffix_depth, s.suffix_cache_requests, s.suffix_cache_tokens)
     with _LOCK:
         prof = profile_of(model)
         tree = prof.suffix_outputs
-        if tree is None or tree.trie.depth != depth or tree.max_outputs != max_outputs:
-            tree = prof.suffix_outputs = OutputTree(depth, max_outputs)
+        if tree is None or (tree.trie.depth, tree.max_outputs, tree.max_tokens) != bounds:
+            tree = prof.suffix_outputs = OutputTree(*bounds)
         return tree
 
 
@@ -255,8 +264,8 @@ class SuffixDrafter(Drafter):
         self.s = s
         self.prompt_tree = SuffixTrie(s.suffix_depth)
         self.active: list[int] = []
-        shared = output_tree_for(model, s.suffix_depth, s.suffix_cache_requests) if model is not None else \
-            OutputTree(s.suffix_depth, s.suffix_cache_requests)
+        shared = output_tree_for(model, s) if model is not None else \
+            OutputTree(s.suffix_depth, s.suffix_cache_requests, s.suffix_cache_tokens)
         self.output = shared.start()
         self.outputs = shared
         self.read = 0  # tokens of the text the trees hold: the context and the last step's root

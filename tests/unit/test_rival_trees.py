@@ -158,7 +158,7 @@ def test_the_draft_is_at_most_spec_factor_times_the_match():
 
 
 def test_the_output_tree_keeps_its_last_outputs_as_vllm_keeps_requests():
-    tree = OutputTree(4, 2)
+    tree = OutputTree(4, 2, 10**6)
     for i in range(4):
         seq = tree.start()
         seq.append([i] * 10 + list(range(20, 30)))
@@ -167,10 +167,19 @@ def test_the_output_tree_keeps_its_last_outputs_as_vllm_keeps_requests():
     assert tree.trie.count[tree.trie.walk([20, 21])] == 2
 
 
+def test_the_output_tree_drops_the_oldest_outputs_past_its_tokens():
+    tree = OutputTree(4, 100, 50)
+    for i in range(4):
+        seq = tree.start()
+        seq.append([i] * 10 + list(range(20, 30)))
+    assert tree.tokens <= 50 and len(tree.outputs) == 2
+    assert tree.trie.walk([0, 0]) is None and tree.trie.walk([3, 3]) is not None
+
+
 def test_an_output_evicted_while_its_run_writes_leaves_the_others_counts_whole():
     """A run still writing when newer runs push its output out writes on outside the tree: the
     node ids it held may be reused by the others, and its later tokens must not count there."""
-    tree = OutputTree(4, 1)
+    tree = OutputTree(4, 1, 10**6)
     first = tree.start()
     first.append([1, 2, 3])
     second = tree.start()  # evicts the first, still writing

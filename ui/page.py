@@ -62,7 +62,13 @@ CSS = """
      columns under it (a grid: six or, for a stopped race, seven columns of numbers). */
   .counters { font-size: .85rem; display: grid; grid-template-columns: repeat(6, minmax(0, 1fr));
               padding: 0 !important; border: none !important; }
-  .counters:has(tr:first-child > th:nth-child(8)) { grid-template-columns: repeat(7, minmax(0, 1fr)); }
+  /* A stopped race's seven: "compute" wants a wider column and its headers smaller type, or it ran
+     into "tokens / s, first N tokens" beside it. */
+  .counters:has(tr:first-child > th:nth-child(8)) {
+    grid-template-columns: repeat(4, minmax(0, 1fr)) minmax(0, 1.3fr) repeat(2, minmax(0, 1fr)); }
+  .counters:has(tr:first-child > th:nth-child(8)) th { font-size: max(.72rem, var(--present-px, 0px)); }
+  /* Room for the last column's right border, which the cells' -1 px margins push past the table. */
+  #counters .counters-wrap { padding-right: 1px; box-sizing: border-box; }
   .counters tbody, .counters tr { display: contents; }
   .counters th, .counters td, .counters.many th, .counters.many td {
     display: block; padding: 2px 3px; border: 1px solid var(--border-color-primary); margin: 0 -1px -1px 0; }
@@ -71,6 +77,10 @@ CSS = """
   /* "compute" in a sixth of a phone's width; in large type, that type (ui/present.py's floor) */
   .counters th { font-size: max(.78rem, var(--present-px, 0px)); }
   .verdict { font-size: 1rem; }  /* the table's size, not twice it */
+  /* The model's line over the status, each the page's width: side by side, a race's long status
+     ran down a third of the screen beside the model's short line for two screens. */
+  #status-bar { flex-direction: column; }
+  #status-bar > * { min-width: 0; width: 100%; }
   #counters .html-container { padding-left: 0 !important; padding-right: 0 !important; }
   /* The first screen holds the result: the race's table and verdict come first, then the prompt and
      Run, the race's figure, and the rest of both columns in their order (laid out as one column). */

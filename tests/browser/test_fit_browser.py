@@ -407,6 +407,8 @@ def test_a_phone_runs_a_short_race_and_reads_the_verdict(browser, app_url):
     for sel in ("#counters .verdict", "#counters table", "#text-view", "#status"):
         box = phone.locator(sel).first.bounding_box()
         assert box and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"] + 1, (sel, box)
+    status = phone.locator("#status").bounding_box()  # the status across the screen, not in a third of it
+    assert status["width"] >= 0.8 * PHONE["width"], status
     assert_fits(phone, ("race-plot",), "phone after its race")
     assert phone.evaluate("() => document.documentElement.scrollWidth") <= PHONE["width"]
     assert len(text_of(phone, "#text-view")) > 10

@@ -322,3 +322,22 @@ def test_a_phones_first_screen_shows_the_result_and_a_race_its_counters(browser,
     assert counters_at["top"] >= 0 and counters_at["top"] < PHONE["height"] / 2, (
         f"the live counters are not in view during a race on a phone: {counters_at}")
     page.context.close()
+
+
+# The table's cells past its scrolling box's right edge (px): the last column's border cut.
+PAST_EDGE_JS = """() => { const w = document.querySelector('#counters .counters-wrap');
+  return Math.max(...[...w.querySelectorAll('th, td')].map((c) => c.getBoundingClientRect().right)) - w.getBoundingClientRect().right; }"""
+
+
+def test_a_stopped_races_table_reads_whole_on_a_phone(stopped):
+    """Last of the stopped race's checks: it leaves the page at a phone's width. A stopped race has
+    seven columns of numbers ("tokens / s, first N tokens"), where "compute" ran into its neighbour."""
+    from helpers.browser import resize
+    from test_every_lane_fits_browser import TABLE_JS
+
+    page = stopped["page"]
+    resize(page, PHONE)
+    assert "first" in text_of(page, "#counters table"), text_of(page, "#counters table")  # the compared columns
+    assert page.evaluate(TABLE_JS) == [], page.evaluate(TABLE_JS)
+    assert page.evaluate(PAST_EDGE_JS) <= 0.5, page.evaluate(PAST_EDGE_JS)
+    shot(page, "stopped-phone", "#counters", 900)

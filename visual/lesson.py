@@ -266,6 +266,9 @@ def keep_words(f: Facts) -> str:
                 f"{term('bonus token')}.")
     else:
         then = f"Its own next choice, {f.word([s.bonus], after)}, comes free as the {term('bonus token')}."
+    if s.bonus is not None and f.step + 1 < len(f.trace.steps):
+        # the explorer's text colours it with the next step, which writes it first: say so here too
+        then += f" It is written first by step {step_position(f.trace, f.step + 1)}, the next pass."
     plain = term("sampling", "sampling with the same seed") if f.sampled else term("plain decoding")
     return _p(kept, then,
               f"So step {step_position(f.trace, f.step)} wrote {plural(len(s.tokens), 'token')} in one pass, and the "

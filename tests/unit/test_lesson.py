@@ -193,3 +193,16 @@ def test_the_comparison_says_where_every_race_lanes_method_guesses():
         w = words_of(m)
         assert w.guesses and said.count(f"{w.name} {w.guesses}") == 1, (m, said)
     assert said.index("LogitSpec copies") < min(said.index(words_of(m).name + " ") for m in methods - {"logitspec"})
+
+
+def test_the_keep_stage_says_which_step_writes_the_bonus_as_the_explorers_text_does():
+    """The bonus of step n is the root of step n + 1: the explorer colours it with step n + 1, and the
+    lesson names that step, so the two never disagree on where «after» belongs."""
+    from logitspec.analysis.race import read_race
+
+    t = read_race(ROOT / "traces" / "races" / "summarization-242.json").lanes["logitspec"]
+    stage = next(st for st in lesson(t) if st.key == "keep")
+    i = lesson_step(t)
+    said = re.search(r"It is written first by step (\d+)", html.unescape(stage.html))
+    assert said and int(said.group(1)) == i + 1, stage.html
+    assert t.steps[i + 1].tokens[0] == t.steps[i].bonus

@@ -87,7 +87,9 @@ class WorkbenchTab:
         self.table = gr.Dataframe(label="Per prompt and method (select a row to open its run)", interactive=False,
                                   elem_id="wb-table", visible=False, max_height=520)
         self.csv = gr.DownloadButton("Download the failure summary (CSV)", visible=False, size="sm", elem_id="wb-csv")
+        self.row_state = gr.State(None)  # the opened row: (prompt index, its run's label)
         self.compare_md = gr.Markdown("", elem_id="wb-compare-note")  # the opened prompt's two runs, side by side
+        self.beside = gr.Dropdown([], value=None, label="Set beside it", visible=False, elem_id="wb-beside")
         self.compare = gr.Plot(show_label=False, label="Two runs side by side", elem_id="wb-compare", visible=False)
         self.plot = gr.Plot(show_label=False, label="Steps by retrieval outcome", elem_id="wb-plot", visible=False)
         self.positions = gr.Dataframe(label="Failed steps by output position", interactive=False,
@@ -96,7 +98,7 @@ class WorkbenchTab:
     @property
     def set_outputs(self) -> list:
         return [self.set_state, self.note, self.overall, self.table, self.csv, self.plot, self.positions,
-                self.compare_md, self.compare]
+                self.compare_md, self.compare, self.beside]
 
     def wire(self, demo, view_kw: dict) -> None:
         page = self.page
@@ -104,7 +106,10 @@ class WorkbenchTab:
         self.shipped.input(self.pick_shipped, [self.shipped], self.set_outputs, **view_kw)
         self.upload.upload(self.open_set, [self.upload], self.set_outputs, api_name="open_set", **view_kw)
         self.table.select(self.open_row, [self.set_state, page.debugger.outcome, page.state],
-                          page.trace_components() + [page.tabs, self.compare_md, self.compare], **view_kw)
+                          page.trace_components() + [page.tabs, page.files.download, self.compare_md, self.compare,
+                                                     self.beside, self.row_state], **view_kw)
+        self.beside.input(self.pick_beside, [self.set_state, self.row_state, self.beside],
+                          [self.compare_md, self.compare, self.beside], **view_kw)
 
     def pick_shipped(self, name):
         if not name or name not in shipped_sets():
@@ -126,7 +131,7 @@ class WorkbenchTab:
         """A set's tables and figure (an opened file, or one a set run is writing)."""
         p = s.path
         return {self.set_state: s, self.note: self.set_words(s, p.name), self.compare_md: "",
-                self.compare: gr.Plot(visible=False),
+                self.compare: gr.Plot(visible=False), self.beside: gr.Dropdown([], value=None, visible=False),
                 self.overall: gr.Dataframe(value=_frame(overall_rows(s)), visible=True),
                 self.table: gr.Dataframe(value=_frame(prompt_rows(s)), visible=True),
                 self.csv: csv_button(f"{p.name.split('.')[0]}-summary.csv", summary_csv(s)),
@@ -173,18 +178,34 @@ class WorkbenchTab:
         out[page.race.counters] = counters_html(lanes, False, recorded_note(machine), recorded_on=machine)
         out.update(page.files.downloadable(None))
         out[page.tabs] = gr.Tabs(selected="explorer")
+        out[self.row_state] = (prompt, method)
         out.update(self.compared(lanes, method, prompt))
         return out
 
-    def compared(self, lanes: dict, method: str, prompt: int) -> dict:
-        """The row's run beside the prompt's other run of its method (under another setting), else its next
-        method, aligned by output position; hidden with one run."""
+    def pick_beside(self, s: SetFile | None, row, other: str | None):
+        """Another run of the opened prompt, chosen to set beside the row's."""
+        if s is None or not row or not other:
+            return gr.skip()
+        prompt, method = row
+        try:
+            lanes = s.lanes(prompt)
+        except InputError as e:
+            return {self.compare_md: f"**Not compared:** run {prompt + 1} of the set: {e}"}
+        return self.compared(lanes, method, prompt, other)
+
+    def compared(self, lanes: dict, method: str, prompt: int, other: str | None = None) -> dict:
+        """The row's run beside `other` (by default the prompt's other run of its method, under another
+        setting, else its next method), aligned by output position; hidden with one run. The choice of
+        the other run is offered among the prompt's runs."""
         others = sorted((m for m in lanes if m != method), key=lambda m: lanes[m].method != lanes[method].method)
         if not others:
-            return {self.compare_md: "", self.compare: gr.Plot(visible=False)}
-        sbs = side_by_side(method, lanes[method], others[0], lanes[others[0]])
+            return {self.compare_md: "", self.compare: gr.Plot(visible=False),
+                    self.beside: gr.Dropdown([], value=None, visible=False)}
+        other = other if other in others else others[0]
+        sbs = side_by_side(method, lanes[method], other, lanes[other])
         return {self.compare_md: f"**Prompt {prompt + 1}, side by side:** {sbs.words()}",
-                self.compare: gr.Plot(value=side_by_side_figure(sbs), visible=True)}
+                self.compare: gr.Plot(value=side_by_side_figure(sbs), visible=True),
+                self.beside: gr.Dropdown([(run_words(n, lanes[n]), n) for n in others], value=other, visible=True)}
 
 
 def run_words(name: str, trace) -> str:

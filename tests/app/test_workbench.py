@@ -171,3 +171,46 @@ def test_the_outcome_legend_tells_every_outcome_apart():
     looks = {t["name"]: (t["marker"]["color"], (t["marker"].get("pattern") or {}).get("shape", "")) for t in fig["data"]}
     assert {"g1 matched", "both failed", "lookup matched", "lookup failed"} <= set(looks), looks
     assert len(set(looks.values())) == len(looks), looks
+
+
+def test_the_run_set_beside_a_row_is_the_visitors_choice(ui, tmp_path):
+    """A prompt of three runs: the row's run is set beside the default one, and the visitor picks another."""
+    from ui.workbench import SETS_DIR
+
+    wb, shipped = ui.workbench, read_set(SETS_DIR / "coding-64.jsonl.gz")
+    lanes = shipped.lanes(0)
+    path = tmp_path / "three-runs.jsonl"
+    with SetWriter(path, {"model": lanes["pld"].model, "machine": "AMD EPYC, 2 cores, AVX2, no AVX-512",
+                          "methods": ["logitspec", "pld", "logitspec again"]}) as w:
+        e = shipped.entries[0]
+        for label, t in (("logitspec", lanes["logitspec"]), ("pld", lanes["pld"]), ("logitspec again", lanes["logitspec"])):
+            w.add(0, {"question_id": e.question_id, "category": e.category}, t, label)
+    s = read_set(path)
+    row = [1, str(e.question_id), e.category, "pld"]
+    out = wb.open_row(s, OUTCOMES, View(), gr.SelectData(wb.table, {"index": [0, 0], "value": 1, "row_value": row}))
+    beside = out[wb.beside]
+    assert beside.visible and [v for _, v in beside.choices] == ["logitspec", "logitspec again"], beside.choices
+    first = out[wb.compare_md]
+    assert beside.value == "logitspec" and "side by side" in first
+    again = wb.pick_beside(s, out[wb.row_state], "logitspec again")
+    assert again[wb.beside].value == "logitspec again" and again[wb.compare].visible
+    assert again[wb.compare_md] == first.replace("logitspec", "logitspec again")  # the same tokens, its label
+    assert wb.pick_beside(s, out[wb.row_state], "no such run")[wb.beside].value == "logitspec"
+
+
+def test_a_rows_and_a_choices_replies_fill_only_what_their_events_list():
+    """Gradio refuses a reply naming a component its event does not list: the row opened nothing in the
+    page when the results table and the download joined the reply but not the event's outputs."""
+    from ui.workbench import SETS_DIR
+
+    page = Page(Services.create())
+    demo = page.build()
+    wb, s = page.workbench, read_set(SETS_DIR / "coding-64.jsonl.gz")
+    e = s.entries[0]
+    out = wb.open_row(s, OUTCOMES, View(), gr.SelectData(wb.table, {"index": [0, 0], "value": 1,
+                                                                    "row_value": [1, str(e.question_id), e.category, e.label]}))
+    picked = wb.pick_beside(s, out[wb.row_state], "pld" if e.label != "pld" else "logitspec")
+    for handler, reply in ((wb.open_row, out), (wb.pick_beside, picked)):
+        listed = {id(c) for fn in demo.fns.values() if getattr(fn.fn, "__func__", None) is handler.__func__
+                  for c in fn.outputs}
+        assert listed and {id(c) for c in reply} <= listed, [c for c in reply if id(c) not in listed]

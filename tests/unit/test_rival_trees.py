@@ -193,15 +193,16 @@ def test_an_output_evicted_while_its_run_writes_leaves_the_others_counts_whole()
 
 
 @pytest.mark.parametrize("method", ["racer", "suffix", "recycling"])
-def test_a_tree_of_branches_draws_each_node_in_a_place_of_its_own_named_by_its_source(tiny_llama, method):
+def test_a_tree_of_branches_draws_each_node_in_a_place_of_its_own_named_by_its_source(method):
     """Every node of a step at its own (depth, lane), and the lanes named by the method's own sources:
     RACER's and SuffixDecoding's trees were drawn in LogitSpec's lanes, every node on a "g1 lookup" row."""
-    from helpers.tiny_models import char_lm
+    from helpers.tiny_models import char_lm, tiny_llama
     from logitspec.runner import run_trace
     from visual.tree_lanes import lane_names, node_lanes
 
     prompt = "abcabcabc the cat sat on the mat, the cat sat on the mat, the cat"
-    lm, settings = char_lm(tiny_llama), DecodeSettings(max_new_tokens=32, tree="static")
+    # a model of its own: SuffixDecoding's output tree is the model's, shared with every later run on it
+    lm, settings = char_lm(tiny_llama(seed=0)), DecodeSettings(max_new_tokens=32, tree="static")
     t = run_trace(lm, prompt, method, settings)
     if method == "suffix":  # a random model's text rarely repeats its prompt: the second run drafts from the first's
         t = run_trace(lm, prompt, method, settings)

@@ -88,8 +88,9 @@ def _branch_names(trace: RunTrace) -> list[str]:
         return ["ranks " + "·".join(map(str, first[x])) for x in range(1, count)]
     origin: dict[tuple[int, ...], str] = {}
     for s in trace.steps:
+        by_id = {n.id: n for n in s.tree}
         for i, p in _branch_paths(trace, s).items():
-            origin.setdefault(p, next(n.origin for n in s.tree if n.id == i))
+            origin.setdefault(p, by_id[i].origin)
     names, per_source = [], {}
     for x in range(1, count):
         src = node_sources().get(origin.get(first[x], ""))

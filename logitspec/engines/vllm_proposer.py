@@ -131,9 +131,10 @@ def top_of(logits, k: int) -> tuple[list, list, list]:
 
     with torch.no_grad():
         top = torch.topk(logits, min(k, logits.shape[-1]), dim=-1)
+        values = top.values.float()
         lse = torch.cat([torch.logsumexp(part.float(), dim=-1) for part in logits.split(LSE_ROWS)])
-        probs = torch.exp(top.values.float() - lse[:, None])
-    return top.indices.cpu().tolist(), top.values.float().cpu().tolist(), probs.cpu().tolist()
+        probs = torch.exp(values - lse[:, None])
+    return top.indices.cpu().tolist(), values.cpu().tolist(), probs.cpu().tolist()
 
 
 @dataclass

@@ -9,6 +9,7 @@ from pathlib import Path
 from logitspec.bench.questions import load_questions
 from logitspec.core.limits import Limits
 from serve.model_cache import BUNDLED, ModelCache
+from logitspec.analysis.pays import PassCosts, read_pass_costs
 from logitspec.analysis.race import RaceFile, load_race, read_race, save_race
 from logitspec.core.trace import RunTrace
 from logitspec.runtime.fewrows import cpu_description
@@ -20,6 +21,12 @@ QUESTIONS = ROOT / "data" / "spec_bench_subset.jsonl"
 EXAMPLE_IDS = {"Summarisation": 242, "Code": 122, "Translation": 161, "Maths": 401,
                "Chat": 321, "RAG": 482}
 RECORDED_RACE = TRACES_DIR / "races" / "summarization-242.json"  # the first screen's race
+PASS_COSTS_DIR = ROOT / "data" / "pass_costs"  # other machines' measured c(n) (data/README.md)
+
+
+def recorded_pass_costs() -> list[PassCosts]:
+    """Every machine's measured pass costs the app ships, in file order."""
+    return [c for path in sorted(PASS_COSTS_DIR.glob("*.json")) for c in read_pass_costs(path)]
 
 
 def load_examples() -> list[tuple[str, str]]:

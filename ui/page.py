@@ -155,7 +155,7 @@ class Page:
     def trace_components(self) -> list:
         """Everything a whole trace fills, in the race API's order of outputs."""
         race = self.race
-        figures = [c for c in self.observations.outputs] + race.race_fig.outputs + race.passes_fig.outputs
+        figures = list(self.observations.outputs) + [c for slot in race.figure_slots for c in slot.outputs]
         return (self.explorer.outputs + [race.prompt, race.text_view, race.answer, *self.debugger.trace_components]
                 + figures + [race.counters, race.status_md, self.explorer.lane_pick])
 

@@ -24,7 +24,7 @@ from logitspec.analysis.lanes import label
 from visual.verdict import counters_html, verdict_text
 
 from .figures import figure_slot
-from .files import load_examples, write_race_file
+from .files import load_examples, recorded_pass_costs, write_race_file
 from .form import SETTINGS, by_name, lane_boxes, race_inputs, race_lanes_of, sampling_note, settings_from
 from .present import present_switch
 from .services import Services
@@ -66,6 +66,7 @@ class RaceTab:
     def __init__(self, services: Services, page) -> None:
         self.services = services
         self.page = page
+        self.pass_costs = recorded_pass_costs()  # other machines' measured c(n), for "Where it pays"
 
     # ------------------------------------------------------------ layout
 
@@ -110,6 +111,11 @@ class RaceTab:
         self.race_fig = figure_slot("race-plot", "Race: tokens against each method's compute time")
         # Counts, not time: what the paper's tokens per pass mean on any hardware.
         self.passes_fig = figure_slot("race-passes-plot", "Race: tokens against forward passes")
+        # Folded: drawn only when a visitor opens it, so the first screen loads no faster or slower.
+        with gr.Accordion("Where it pays: this race's passes priced on each machine's measured costs",
+                          open=False, elem_id="pays-fold"):
+            self.pays_fig = figure_slot("race-pays-plot", "Where it pays")
+            self.committed_fig = figure_slot("race-committed-plot", "Tokens committed per pass, every lane")
         self.text_view = gr.HighlightedText(
             label=TEXT_LABEL,
             color_map=visual.ACCEPT_COLORS, show_legend=True, combine_adjacent=False, elem_id="text-view")
@@ -149,13 +155,20 @@ class RaceTab:
 
     def cleared_run(self) -> dict:
         """The answer, text and race figures emptied: a live race starting must not show the last run's numbers."""
-        empty = {c: None for f in (self.race_fig, self.passes_fig) for c in f.outputs}
+        empty = {c: None for f in self.figure_slots for c in f.outputs}
         return {**empty, self.answer: "", self.text_view: None}
 
     def race_figures(self, traces, stopped: bool = False) -> dict:
-        """The race against compute time and against forward passes."""
+        """The race against compute time and against forward passes, and where its passes pay."""
         return {**self.race_fig.fill(visual.race_figure(traces, stopped=stopped, fit=True)),
-                **self.passes_fig.fill(visual.passes_figure(traces, stopped=stopped, fit=True))}
+                **self.passes_fig.fill(visual.passes_figure(traces, stopped=stopped, fit=True)),
+                **self.pays_fig.fill(visual.pays_figure(traces, self.pass_costs, stopped=stopped, fit=True)),
+                **self.committed_fig.fill(visual.committed_figure(traces, fit=True))}
+
+    @property
+    def figure_slots(self) -> list:
+        """The race's figures, in the order the page lists their outputs."""
+        return [self.race_fig, self.passes_fig, self.pays_fig, self.committed_fig]
 
     def run_outputs(self, t) -> dict:
         """The run's text (its label says what ‹hex› is when a block shows one) and answer, labelled with

@@ -14,6 +14,7 @@ from .observations import (
     topk_hit_curve,
     topk_hit_figure,
 )
+from .pays import committed_figure, pays_figure
 from .race import passes_figure, race_figure
 from .debug_table import debugger_rows, failure_rows
 from .retrieval import retrieval_html
@@ -34,6 +35,8 @@ __all__ = [
     "debugger_rows",
     "failure_rows",
     "passes_figure",
+    "pays_figure",
+    "committed_figure",
     "race_figure",
     "retrieval_html",
     "retrieval_outcomes",

@@ -56,6 +56,9 @@ SWATCH_JS = """() => Object.fromEntries([...document.querySelectorAll('#counters
   .map((tr) => { const s = [...tr.querySelectorAll('span')].find((e) => e.textContent.trim() === '■');
                  return [tr.dataset.lane, s ? s.getAttribute('style').match(/color:\\s*(#[0-9a-f]{6})/i)?.[1] || '' : '']; }))"""
 DRAWN_LINES_JS = "(id) => document.querySelectorAll('#' + id + ' .scatterlayer .trace').length"
+PAYS_JS = """() => { const gd = document.querySelector('#race-pays-plot .js-plotly-plot');
+  return gd && gd.data ? gd.data.map((d) => ({name: d.name || '', x: Array.from(d.x), y: Array.from(d.y)})) : null; }"""
+PAYS_FOLD = "Where it pays"
 PLOT_HEIGHT_JS = "() => document.querySelector('#race-plot .nsewdrag').getBoundingClientRect().height"
 
 
@@ -184,15 +187,57 @@ def test_recyclings_steps_draw_recycled_boxes(raced):
     assert "recycled: from the matrix" in text_of(raced, "#tree-row")
 
 
+def _open_pays(page) -> None:
+    """The race's "Where it pays" fold opened (it stays open once opened), its figure drawn."""
+    if not page.locator("#race-pays-plot .js-plotly-plot").first.is_visible():
+        page.locator("#pays-fold").get_by_text(PAYS_FOLD).first.click()
+    wait_for_plots(page, ("race-pays-plot", "race-committed-plot"))
+
+
+def _line_at(line: dict, x: float) -> float:
+    """A break-even line's value at x, as drawn (straight between its points on a log axis)."""
+    import math
+
+    pts = list(zip(line["x"], line["y"]))
+    for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
+        if x0 <= x <= x1:
+            return y0 + (y1 - y0) * (math.log(x / x0) / math.log(x1 / x0) if x1 > x0 else 0)
+    return pts[-1][1]
+
+
+def test_where_it_pays_prices_the_paper_trees_passes_here_and_on_the_h200(raced):
+    """The question a visitor brings, answered by one figure: the paper's tree commits more tokens a
+    pass than a pass of its size costs on the H200 (above its line), and the legend gives its
+    speed-up measured here beside the ones its passes would make on this race's costs and the H200's."""
+    _open_pays(raced)
+    drawn = raced.evaluate(PAYS_JS)
+    lines = {d["name"].split(":")[0]: d for d in drawn if d["name"].endswith("break-even")}
+    assert set(lines) == {"this race", "NVIDIA H200"}, [d["name"] for d in drawn]
+    lanes = {d["name"].split("<br>")[0]: d for d in drawn if "<br>" in d["name"]}
+    assert set(lanes) == {label(n) for n in race_order() if n != "vanilla"}, list(lanes)
+    static = lanes[label("logitspec-static")]
+    rows, per_pass = static["x"][0], static["y"][0]
+    assert rows > 16 and per_pass > _line_at(lines["NVIDIA H200"], rows), (rows, per_pass)
+    assert re.search(r"[\d.]+× measured; priced [\d.]+× on this race, [\d.]+× on NVIDIA H200", static["name"]), static
+    assert "faster than vanilla there" in text_of(raced, "#race-pays-plot-caption")
+    bars = raced.evaluate("() => document.querySelector('#race-committed-plot .js-plotly-plot').data.map((d) => d.name)")
+    assert bars == [label(n) for n in race_order()], bars  # every lane's passes by the tokens each committed
+    assert_fits(raced, ("race-pays-plot", "race-committed-plot"), "where it pays on a desktop")
+    assert_no_text_over_text(raced, ("race-pays-plot", "race-committed-plot"), "where it pays on a desktop")
+    shot(raced, "live-pays-desktop", "#pays-fold", 1200)
+
+
 def test_the_race_of_every_lane_fits_a_desktop_and_a_phone(raced):
     """Last: it leaves the page at a phone's width, Lookahead explored."""
     assert_fits(raced, PLOTS, "desktop after the race")
     assert_no_text_over_text(raced, ("race-passes-plot",), "desktop after the race")
     for box in lane_boxes():
         inside(raced, f"#{box.elem_id}", DESKTOP["width"])
+    _open_pays(raced)
     _explore(raced, "lookahead", lambda page: True)
     resize(raced, PHONE)
-    assert_fits(raced, PLOTS + ("cand-plot", "tree-plot"), "phone after the race")
+    assert_fits(raced, PLOTS + ("cand-plot", "tree-plot", "race-pays-plot", "race-committed-plot"),
+                "phone after the race")
     assert_no_text_over_text(raced, ("race-passes-plot", "cand-plot"), "phone after the race")
     for sel in [f"#{box.elem_id}" for box in lane_boxes()] + ["#race-passes-plot-caption", "#counters .verdict",
                                                                 "#explore-lane", "#cand-plot"]:

@@ -30,15 +30,19 @@ PROMPT_BY_ID = {p.id: p for p in PROMPTS}
 # (id, method, tree mode) raced against vanilla.
 VARIANTS = [("pld", "pld", "static"), ("logitspec-static", "logitspec", "static"),
             ("logitspec-cost", "logitspec", "cost")]
-# Each variant on one prompt of each kind the suite must cover, and the copy the drafts are checked
-# to reach. The tiny models below catch a broken mask, positions, window, cache or walk on every
+# Every variant on the prompts that try a decoder's own limits (a 1,000-token context, an answer
+# ending on EOS, the copy the drafts are checked to reach), and each other kind on one variant in
+# turn: the tiny models below catch a broken mask, positions, window, cache or walk on every
 # variant (scripts/mutation_catch.py, docs/testing.md); these runs add the real tokenizer, chat
-# template, a 1,000-token context and EOS, which more prompts of the same kinds do not.
+# template, long context and EOS, which a kind run again on another variant does not.
 STATIC_KINDS = {"chat", "long", "code", "translation", "math", "eos", "summarization"}
-STATIC_PROMPTS = ("chat-hello", "long-summary", "code-121", "translation-161", "math-111", "eos-capital",
-                  "summarization-241", "copy-list")
+EVERY_VARIANT = ("long-summary", "eos-capital", "copy-list")
+ONE_VARIANT = ("chat-hello", "code-121", "translation-161", "math-111", "summarization-241")
+STATIC_PROMPTS = EVERY_VARIANT + ONE_VARIANT
 CASES = [pytest.param(PROMPT_BY_ID[pid], method, tree, id=f"{vid}-{pid}") for vid, method, tree in VARIANTS
-         for pid in STATIC_PROMPTS]
+         for pid in EVERY_VARIANT]
+CASES += [pytest.param(PROMPT_BY_ID[pid], *VARIANTS[i % len(VARIANTS)][1:], id=f"{VARIANTS[i % len(VARIANTS)][0]}-{pid}")
+          for i, pid in enumerate(ONE_VARIANT)]
 
 
 # ----- the bundled model ---------------------------------------------------------------------

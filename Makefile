@@ -76,7 +76,6 @@ LONGEST := tests/lossless/test_lossless.py tests/lossless/test_families.py \
 	tests/browser/test_fit_browser.py tests/browser/test_presenting_browser.py \
 	tests/browser/test_present_browser.py tests/package/test_wheel.py \
 	tests/browser/test_every_lane_fits_browser.py tests/browser/test_live_lanes_browser.py \
-	tests/browser/test_race_file_browser.py \
 	tests/browser/test_sampled_race_browser.py tests/unit/test_memory.py tests/lossless/test_processors.py \
 	tests/lossless/test_fixed_shape.py tests/app/test_load.py tests/app/test_explorer_moves.py
 TEST_FILES := $(LONGEST) $(filter-out $(LONGEST),$(sort $(wildcard $(addsuffix /test_*.py,\

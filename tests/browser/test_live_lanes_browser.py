@@ -7,9 +7,12 @@ with all seven boxes, then each lane checked on that one page.
   sources, Lookahead's window and pool and REST's continuations are drawn beside the tree, Token
   Recycling's tree has recycled boxes;
 - at 390 px (a phone) the race figure keeps its plot under the legend of nine lanes, and every
-  box, table and figure fits the screen.
+  box, table and figure fits the screen;
+- its download, uploaded into a new visitor's page at 1440 and at 390 px, shows the same table
+  rows, the same verdict (judged on the machine it was recorded on), an explorer offering every
+  lane and the debugger's table.
 
-Sampled races: test_sampled_race_browser.py; the rivals sampled in process: tests/lossless.
+Screenshots of the uploaded race: race-file-<width>.png. Sampled races: test_sampled_race_browser.py; the rivals sampled in process: tests/lossless.
 REST's datastore (the standard library, a few seconds to build) is made at the first race and kept
 on disk. Screenshots go to artifacts/browser/ (live-*.png).
 """
@@ -22,9 +25,12 @@ import pytest
 from helpers.browser import DESKTOP, MODEL_WAIT_MS, counter_rows, fresh_page, next_step, resize, settle, \
     set_max_new, shot, text_of
 from logitspec.analysis.lanes import label, race_order, sources_of
+from logitspec.analysis.race import read_race
 from test_every_lane_fits_browser import LEGEND_JS, TABLE_JS
 from test_fit_browser import PHONE, assert_fits, assert_no_text_over_text, wait_for_plots
+from ui.files import RACE_FILE_PREFIX
 from ui.form import lane_boxes
+from visual.verdict import RECORDED_WORDS
 from visual.style import PALETTE
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -59,6 +65,8 @@ DRAWN_LINES_JS = "(id) => document.querySelectorAll('#' + id + ' .scatterlayer .
 PAYS_JS = """() => { const gd = document.querySelector('#race-pays-plot .js-plotly-plot');
   return gd && gd.data ? gd.data.map((d) => ({name: d.name || '', x: Array.from(d.x), y: Array.from(d.y)})) : null; }"""
 PAYS_FOLD = "Where it pays"
+LANE_PICK_JS = """() => Array.from(document.querySelectorAll('#explore-lane label'))
+    .filter((l) => l.offsetParent !== null).map((l) => l.innerText.trim())"""
 PLOT_HEIGHT_JS = "() => document.querySelector('#race-plot .nsewdrag').getBoundingClientRect().height"
 
 
@@ -228,7 +236,7 @@ def test_where_it_pays_prices_the_paper_trees_passes_here_and_on_the_h200(raced)
 
 
 def test_the_race_of_every_lane_fits_a_desktop_and_a_phone(raced):
-    """Last: it leaves the page at a phone's width, Lookahead explored."""
+    """It leaves the page at a phone's width, Lookahead explored."""
     assert_fits(raced, PLOTS, "desktop after the race")
     assert_no_text_over_text(raced, ("race-passes-plot",), "desktop after the race")
     for box in lane_boxes():
@@ -251,3 +259,52 @@ def test_the_race_of_every_lane_fits_a_desktop_and_a_phone(raced):
     assert raced.evaluate("() => document.documentElement.scrollWidth") <= PHONE["width"]
     raced.locator("#race-plot").scroll_into_view_if_needed()
     shot(raced, "live-phone", "#race-plot", 1800)
+
+
+def _shown(page) -> dict:
+    """What the race's end shows: the table's rows, the verdict and the explorer's lanes."""
+    page.get_by_role("tab", name="Step explorer").click()
+    return {"rows": counter_rows(page), "verdict": text_of(page, "#counters .verdict"),
+            "lanes": page.evaluate(LANE_PICK_JS)}
+
+
+@pytest.mark.parametrize("viewport", [PHONE, DESKTOP], ids=["390", "1440"])
+def test_a_downloaded_race_uploads_back_to_the_same_results(raced, browser, app_url, viewport, tmp_path):
+    page = raced
+    if page.viewport_size != viewport:
+        resize(page, viewport)
+    ran = _shown(page)
+    assert list(ran["rows"]) == race_order() and ran["verdict"], ran
+    assert len(ran["lanes"]) == len(race_order()), ran
+    page.get_by_role("tab", name="Traces").click()
+    with page.expect_download(timeout=30_000) as info:
+        page.locator("#download").click()
+    name = info.value.suggested_filename
+    assert name == f"{RACE_FILE_PREFIX}{'_'.join(race_order()).replace('+', 'plus')}-{RACE_TOKENS}tok.json", name
+    path = tmp_path / name
+    info.value.save_as(path)
+    assert list(read_race(path).lanes) == race_order()  # every lane's trace in the one file
+
+    # A new visitor's page at this width (it opens on the recorded race), then the file through the upload box.
+    fresh = fresh_page(browser, app_url, viewport)
+    fresh.errors = []
+    fresh.on("pageerror", lambda e: fresh.errors.append(str(e)))
+    fresh.wait_for_selector("#tree-plot .js-plotly-plot", state="attached", timeout=240_000)
+    fresh.get_by_role("tab", name="Traces").click()
+    fresh.locator("#upload input[type=file]").set_input_files(str(path))
+    fresh.wait_for_function("(n) => (document.querySelector('#status')?.innerText || '').includes('Exploring ' + n)",
+                            arg=name, timeout=120_000)
+    back = _shown(fresh)
+    assert back["rows"] == ran["rows"], (back["rows"], ran["rows"])
+    # the same verdict, judged on the machine the file was recorded on rather than "this CPU"
+    recorded = ran["verdict"].replace("on this CPU", RECORDED_WORDS)
+    assert back["verdict"] == recorded.replace(" here)", " there)"), (back["verdict"], ran["verdict"])
+    assert back["lanes"] == ran["lanes"], (back["lanes"], ran["lanes"])
+    wait_for_plots(fresh, PLOTS)  # the uploaded lanes drawn, not the recorded race's
+    for plot in PLOTS:
+        assert fresh.evaluate(DRAWN_LINES_JS, plot) == 2 * len(race_order()), plot
+    assert fresh.errors == [], fresh.errors
+    fresh.get_by_role("tab", name="Retrieval debugger").click()
+    fresh.wait_for_selector("#debug-table table tr", timeout=60_000)
+    shot(fresh, f"race-file-{viewport['width']}", "#counters")
+    fresh.context.close()

@@ -107,11 +107,17 @@ BUNDLED_PROMPTS = [p for p in lossless_prompts() if p.id in ("code-121", "summar
 SMALL_CORPUS = 300_000  # characters of the standard library: REST's datastore in seconds, not minutes
 
 
+@pytest.fixture(scope="module")
+def small_store(bundled):
+    """A small standard-library datastore for the bundled model, built once for the module."""
+    return rest.build_datastore(bundled.tokenizer, SMALL_CORPUS)
+
+
 @pytest.fixture
-def bundled_store(bundled):
-    """The bundled model with a small standard-library datastore, its own source restored after."""
+def bundled_store(bundled, small_store):
+    """The bundled model with the small datastore, its own source restored after."""
     before = vars(bundled.model).get(rest.ATTRIBUTE)
-    rest.attach(bundled.model, store=rest.build_datastore(bundled.tokenizer, SMALL_CORPUS))
+    rest.attach(bundled.model, store=small_store)
     yield bundled
     vars(bundled.model)[rest.ATTRIBUTE] = before
 

@@ -112,7 +112,18 @@ def _switch_brings_every_tab_to_the_floor(page, viewport) -> None:
     assert _small_on_every_tab(page, floor) == {}
 
 
-def test_a_present_link_opens_large_a_step_move_keeps_it_and_off_gives_the_normal_figure(browser, app_url):
+@pytest.fixture(scope="module")
+def normal_1920(browser, app_url):
+    """A page in normal type at 1920, opened at step 6 of the explorer, and its figures' fonts as it
+    opened: the present link's check compares with them, the turning-off check runs on the page."""
+    page = _open(browser, app_url, SCREENS["1920"], f"trace={RUN}&step=6&tab=explorer")
+    _settled(page)
+    yield page, page.evaluate(FONTS_JS)
+    page.context.close()
+
+
+def test_a_present_link_opens_large_a_step_move_keeps_it_and_off_gives_the_normal_figure(browser, app_url,
+                                                                                          normal_1920):
     viewport = SCREENS["1920"]
     page = _open(browser, app_url, viewport, f"trace={RUN}&step=5&tab=explorer&present=1")
     _settled(page)
@@ -125,17 +136,13 @@ def test_a_present_link_opens_large_a_step_move_keeps_it_and_off_gives_the_norma
     # Off again, the step drawn in large type is the figure a page in normal type draws, height and all.
     page.locator("#present-switch").click()
     _settled(page)
-    normal = _open(browser, app_url, viewport, f"trace={RUN}&step=6&tab=explorer")
-    _settled(normal)
-    got, want = page.evaluate(FONTS_JS), normal.evaluate(FONTS_JS)
+    got, want = page.evaluate(FONTS_JS), normal_1920[1]  # a page opened in normal type at step 6
     assert got["tree-plot"] == want["tree-plot"]
-    normal.context.close()
     page.context.close()
 
 
-def test_turning_it_off_gives_back_each_figure_and_no_slide_changes_then_the_switch_at_1920(browser, app_url):
-    page = _open(browser, app_url, SCREENS["1920"])
-    _settled(page)
+def test_turning_it_off_gives_back_each_figure_and_no_slide_changes_then_the_switch_at_1920(normal_1920):
+    page = normal_1920[0]  # as it opened: the present link's check only read its fonts
     before = page.evaluate(FONTS_JS)
     assert any(f["slide"] for f in before.values())
     page.locator("#present-switch").click()
@@ -148,7 +155,6 @@ def test_turning_it_off_gives_back_each_figure_and_no_slide_changes_then_the_swi
     assert "present" not in page.url and page.evaluate(FONTS_JS) == before
     # Back as it opened: the switch check at 1920 (the parametrized test above, for 1280) on this page.
     _switch_brings_every_tab_to_the_floor(page, SCREENS["1920"])
-    page.context.close()
 
 
 def test_a_phone_in_present_type_keeps_its_width(browser, app_url):

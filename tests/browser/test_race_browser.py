@@ -134,11 +134,9 @@ def status_above_the_fold_on_a_desktop(page) -> None:
     assert text_of(page, "#status"), "the run's status is empty on the first screen"
 
 
-@pytest.mark.slow
-@pytest.mark.browser
-def test_model_status_above_the_fold_on_a_phone(browser, app_url):
-    """The model's load state and Run on a phone's first screen (the desktop's: in the second-tab test)."""
-    phone = fresh_page(browser, app_url, PHONE)
+def model_status_above_the_fold_on_a_phone(phone) -> None:
+    """The model's load state and Run on a new phone page's first screen (the desktop's: in the
+    second-tab test); checked on the page of the phone's first-screen test below, before its race."""
     phone.wait_for_function("() => /Model /.test(document.querySelector('#model-status')?.innerText || '')",
                             timeout=60_000)
     phone.wait_for_selector("#tree-plot .js-plotly-plot", timeout=60_000)
@@ -150,7 +148,6 @@ def test_model_status_above_the_fold_on_a_phone(browser, app_url):
         assert box is not None and box["height"] > 0, f"{sel} is not shown on a phone ({report})"
         assert box["y"] + box["height"] <= 2 * PHONE["height"], (
             f"{sel} is below the first screen and one scroll at 390×844 ({report})")
-    phone.context.close()
 
 
 @pytest.mark.slow
@@ -297,9 +294,11 @@ def in_view(page, selector: str) -> dict:
 @pytest.mark.browser
 def test_a_phones_first_screen_shows_the_result_and_a_race_its_counters(browser, app_url):
     """At 390×844 the recorded race's verdict and speed-up are on the first screen, its table above
-    the form and its figure just below it; Run brings the live counters into view."""
+    the form and its figure just below it; Run brings the live counters into view. Before that, on
+    the same new page: the model's status and Run near the top."""
     page = browser.new_context(viewport=PHONE, has_touch=True, is_mobile=True).new_page()
     page.goto(app_url, wait_until="domcontentloaded")
+    model_status_above_the_fold_on_a_phone(page)
     page.wait_for_selector("#counters .verdict", timeout=60_000)
     page.wait_for_timeout(500)
     shot(page, "phone-first-screen")

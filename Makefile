@@ -69,13 +69,13 @@ PYTEST := OMP_WAIT_POLICY=PASSIVE $(BIN)/python -m pytest -q --durations=25 --no
 # The longest files first (measured: docs/testing.md), so that no worker ends alone on a long one:
 # pytest keeps the order of files named one by one (a folder named too would drop it), and
 # --no-loadscope-reorder keeps pytest-xdist from handing out the files with the most tests first.
-LONGEST := tests/lossless/test_lossless.py tests/lossless/test_families.py \
+LONGEST := tests/browser/test_live_lanes_browser.py tests/lossless/test_lossless.py tests/lossless/test_families.py \
 	tests/lossless/test_half_precision.py tests/browser/test_teach_browser.py tests/package/test_gpu_kit.py \
 	tests/browser/test_one_truth_browser.py tests/unit/test_bench.py tests/lossless/test_sampling.py \
 	tests/browser/test_workbench_browser.py tests/lossless/test_recycling.py tests/browser/test_race_browser.py \
 	tests/browser/test_fit_browser.py tests/browser/test_presenting_browser.py \
 	tests/browser/test_present_browser.py tests/package/test_wheel.py \
-	tests/browser/test_every_lane_fits_browser.py tests/browser/test_live_lanes_browser.py \
+	tests/browser/test_every_lane_fits_browser.py \
 	tests/browser/test_sampled_race_browser.py tests/unit/test_memory.py tests/lossless/test_processors.py \
 	tests/lossless/test_fixed_shape.py tests/app/test_load.py tests/app/test_explorer_moves.py
 TEST_FILES := $(LONGEST) $(filter-out $(LONGEST),$(sort $(wildcard $(addsuffix /test_*.py,\

@@ -23,6 +23,8 @@ FAILED=0
 CURVE_DTYPES=float32,bfloat16
 CONTEXT=512  # the cache c(n) is timed over
 SHORT=60  # the limit of the short steps; a dry run on a busy CPU takes more
+# The kit's tests use no installed pytest plugin (hypothesis, anyio, xdist): not loading them saves a second a step.
+PYTEST="env PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $PY -m pytest -q -p no:cacheprovider"
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 export PYTHONPATH="$PWD:$STASH/site${PYTHONPATH:+:$PYTHONPATH}"  # the project, then the kit's packages
 
@@ -42,15 +44,15 @@ call1() {
     step stash "$SHORT" $PY scripts/gpu_kit/kit.py stash "$KIT/call1" "$STASH" || return
     [ "$DEV" = cpu ] || step nvidia-smi 30 nvidia-smi
     step versions "$SHORT" $PY -c "import sys, torch, transformers; print('python', sys.version.split()[0], '| torch', torch.__version__, '| transformers', transformers.__version__, transformers.__file__); print('device:', torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'cpu')"
-    step tiny-families-cuda "$1" $PY -m pytest -q -p no:cacheprovider tests/lossless/test_fixed_shape.py -k "cuda and tiny"
+    step tiny-families-cuda "$1" $PYTEST tests/lossless/test_fixed_shape.py -k "cuda and tiny"
     step curves-llama-1b "$2" $PY scripts/gpu_kit/curves.py --model "$3" --device "$DEV" --max-n "$4" --context "$CONTEXT" --dtypes "$CURVE_DTYPES" --out "$OUT/curves-$3.json"
 }
 
 # call2 TESTS_S BENCH_S TOKENS MAX_N "DTYPE:CATEGORIES:METHODS ..." [zerogpu]
 call2() {
     step join "$SHORT" $PY scripts/gpu_kit/kit.py join "$KIT/call2" "$STASH" || return
-    step bundled-cuda "$1" $PY -m pytest -q -p no:cacheprovider tests/lossless/test_fixed_shape.py -k "cuda and bundled"
-    [ "${6:-}" = zerogpu ] && step zerogpu-lanes "$SHORT" $PY -m pytest -q -p no:cacheprovider tests/app/test_zerogpu.py -k lanes_from_one_gpu_call
+    step bundled-cuda "$1" $PYTEST tests/lossless/test_fixed_shape.py -k "cuda and bundled"
+    [ "${6:-}" = zerogpu ] && step zerogpu-lanes "$SHORT" $PYTEST tests/app/test_zerogpu.py -k lanes_from_one_gpu_call
     step curves-bundled "$SHORT" $PY scripts/gpu_kit/curves.py --model bundled --device "$DEV" --max-n "$4" --context "$CONTEXT" --dtypes "$CURVE_DTYPES" --out "$OUT/curves-bundled.json"
     for run in $5; do
         dtype=${run%%:*} rest=${run#*:}

@@ -46,7 +46,7 @@ def test_the_duration_is_sized_to_the_run():
 @pytest.mark.slow
 @pytest.mark.lossless
 def test_lanes_from_one_gpu_call_equal_the_model_threads(bundled):
-    settings = DecodeSettings(max_new_tokens=24)
+    settings = DecodeSettings(max_new_tokens=12)  # enough for the lanes to take different numbers of steps
     methods = ["vanilla", "logitspec", "pld", "logitspec-static"]
     prompt = "List the planets of the solar system, one per line."
 

@@ -129,12 +129,12 @@ def price(lanes: dict[str, RunTrace], curves: list[PassCosts], baseline: str = "
     base_s = base.decode_seconds / len(base.tokens)
     out = []
     for name, t in lanes.items():
-        if name == baseline or not t.tokens:
-            continue
         steps = passes(t)
+        if name == baseline or not t.tokens or not steps:
+            continue  # a lane with no decoding pass (one token, from the prefill) has nothing to price
         rows = [rows_of(s) for s in steps]
         own_s = t.decode_seconds / len(t.tokens)
-        predicted = {c.name: _per_token_ms(base, c) / _per_token_ms(t, c) for c in usable}
+        predicted = {c.name: _per_token_ms(base, c) / own for c in usable if (own := _per_token_ms(t, c)) > 0}
         out.append(Priced(name, len(t.tokens), len(steps), sum(rows) / len(rows) if rows else 0.0,
                           base_s / own_s if own_s > 0 else 0.0, predicted))
     return out

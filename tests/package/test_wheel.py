@@ -48,8 +48,7 @@ def test_the_wheel_installs_into_a_fresh_venv_and_decodes_outside_the_checkout(t
     assert "logitspec/runtime/csrc/few_linear.cpp" in names and "visual/tree.py" in names  # sources ship
     assert not any(n.startswith(("tests/", "app.py", "ui/", "serve/")) for n in names)  # the app stays out
     venv = tmp_path / "venv"
-    # A venv without pip, filled by this pip run on its Python: installing pip into every fresh
-    # venv cost seconds, and what is checked is the package, not pip.
+    # No pip in the venv (this pip installs into it): that took seconds, and what is checked is the package.
     run([sys.executable, "-m", "venv", "--without-pip", str(venv)], tmp_path)
     # No bytecode compiled at install: Python compiles what the import reads, and the
     # thousands of modules torch and transformers ship took most of the install's time.

@@ -141,3 +141,13 @@ def test_every_lanes_passes_by_the_tokens_each_committed(race):
         assert sum(k * v for k, v in shares.items()) * t.forward_steps == pytest.approx(
             sum(len(s.tokens) for s in t.steps if s.forward))
     assert committed_shares(race["vanilla"]) == {1: 1.0}
+
+
+def test_a_race_of_one_token_prices_no_lane_and_draws(race):
+    """One token comes from the prefill: no lane made a decoding pass, so none is priced, and the figures draw."""
+    short = copy.deepcopy(race)
+    for t in short.values():
+        t.steps = [dataclasses.replace(t.steps[0], forward=False, tokens=t.steps[0].tokens[:1], bonus=None)]
+    assert price(short, read_pass_costs(H200)) == []
+    assert not pays_figure(short, read_pass_costs(H200), fit=True).data
+    assert committed_figure(short, fit=True).data is not None

@@ -22,8 +22,7 @@ def test_no_two_test_modules_share_a_basename():
 @pytest.mark.slow
 def test_pytest_collects_every_test_module_under_tests():
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "COV_"))}
-    # Plain asserts: a module imports or fails alike without pytest rewriting its asserts, and
-    # rewriting all of them was a fifth of the collection (the run itself rewrites them).
+    # Plain asserts: a module imports or fails alike unrewritten, and rewriting them all was a fifth of the collection.
     proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
                            "--assert=plain", "-m", "", "tests"], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=600)

@@ -17,12 +17,10 @@ from logitspec.analysis.pays import PassCosts, Priced, curves_for, price
 from logitspec.core.trace import RunTrace
 
 from .fit import SLIDE_H, SLIDE_W, for_app, frame
+from .race import APP_HEIGHT, LEGEND_LINE_PX, PAGE_SIZE  # drawn as the race's figures: tall enough for the legend
 from .style import base_layout, lane_color, pretty, theme_colors
 
 TITLE = "Where it pays: tokens per pass against the pass's cost"
-PAGE_SIZE = (1240, 560)
-APP_HEIGHT = 460
-LEGEND_LINE_PX = 24  # as the race figures: drawn tall enough for the whole legend, then fitted
 MAX_ROWS = 256
 CURVE_DASH = ("solid", "dash", "dot", "dashdot")
 

@@ -13,10 +13,9 @@ from types import SimpleNamespace
 import pytest
 
 from helpers.paths import FIXTURES
-from helpers.race import replay_lanes
+from helpers.race import replayed_race
 from logitspec.analysis.race import RaceFile, load_race, read_race
 from logitspec.core.trace import RunTrace
-from serve.race import RaceStopped, interleave
 from ui.debugger import OUTCOMES
 from ui.files import shipped_traces
 from ui.page import Page
@@ -37,17 +36,8 @@ def ui() -> Page:
 
 
 def _race(stop_after: int | None) -> View:
-    """A race of the four recorded lanes, replayed step by step as the app interleaves them; stopped
-    after `stop_after` steps when given, as Stop stops it."""
-    lanes = replay_lanes(load_race(FOUR_LANES)[0])
-    view = View(traces={ln.name: ln.trace for ln in lanes}, lane="logitspec", source="run on the bundled model")
-    taken = []
-    try:
-        for u in interleave(lanes, should_stop=lambda: stop_after is not None and len(taken) >= stop_after):
-            taken.append(u)
-    except RaceStopped as e:
-        view.stop_reason = e.reason
-    return view
+    """A race of the four recorded lanes, stopped after `stop_after` steps when given."""
+    return replayed_race(load_race(FOUR_LANES)[0], stop_after)
 
 
 def _downloaded(ui: Page, view: View) -> tuple[dict, Path]:

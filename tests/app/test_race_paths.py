@@ -16,10 +16,9 @@ import gradio as gr
 import pytest
 
 from helpers.paths import FIXTURES
-from helpers.race import replay_lanes
+from helpers.race import replayed_race
 from logitspec.analysis.lanes import label
 from logitspec.analysis.race import load_race
-from serve.race import RaceStopped, interleave
 from ui.debugger import OUTCOMES
 from ui.page import Page
 from ui.services import Services
@@ -41,16 +40,11 @@ def ui() -> Page:
 
 
 def _live(ui: Page, reason: str | None) -> dict:
-    """A live race's end, replayed step by step as the app interleaves its lanes; cut after STOP_AFTER
-    steps for `reason`, as Stop or the time limit cuts it."""
-    lanes = replay_lanes(load_race(FOUR_LANES)[0])
-    view = View(traces={ln.name: ln.trace for ln in lanes}, lane="logitspec", source="run on the bundled model")
-    taken = []
-    try:
-        for u in interleave(lanes, should_stop=lambda: reason is not None and len(taken) >= STOP_AFTER):
-            taken.append(u)
-    except RaceStopped as e:
-        view.stop_reason = reason if reason == "time limit" else e.reason
+    """A live race's end, replayed as the app interleaves its lanes; cut after STOP_AFTER steps for
+    `reason`, as Stop or the time limit cuts it."""
+    view = replayed_race(load_race(FOUR_LANES)[0], None if reason is None else STOP_AFTER)
+    if reason is not None:
+        view.stop_reason = reason
     return ui.race._final_outputs(view, OUTCOMES, LM)
 
 

@@ -22,3 +22,20 @@ def _appending(trace: RunTrace, steps: list[StepRecord]) -> Iterator[StepRecord]
     for s in steps:
         trace.steps.append(s)
         yield s
+
+
+def replayed_race(traces: dict[str, RunTrace], stop_after: int | None = None):
+    """A race's view after replaying `traces` step by step as the app interleaves its lanes; cut
+    after `stop_after` steps of all lanes together when given, as Stop cuts it (its stop_reason set)."""
+    from serve.race import RaceStopped, interleave
+    from ui.view import View
+
+    lanes = replay_lanes(traces)
+    view = View(traces={ln.name: ln.trace for ln in lanes}, lane="logitspec", source="run on the bundled model")
+    taken = []
+    try:
+        for u in interleave(lanes, should_stop=lambda: stop_after is not None and len(taken) >= stop_after):
+            taken.append(u)
+    except RaceStopped as e:
+        view.stop_reason = e.reason
+    return view

@@ -5,29 +5,9 @@ import argparse
 import json
 import sys
 
+from . import workbench
+from .arguments import add_processor_options, number, parse_ngrams, processor_options
 from .core.settings import METHODS, POOLS, DecodeSettings
-
-
-def parse_ngrams(text: str) -> tuple[int, ...]:
-    """'1,2,3' or '1-3' -> (1, 2, 3)."""
-    try:
-        if "-" in text:
-            lo, hi = (int(x) for x in text.split("-", 1))
-            return tuple(range(lo, hi + 1))
-        return tuple(int(x) for x in text.split(",") if x.strip())
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(f"n-gram sizes must look like 1,2,3 or 1-3, got {text!r}") from e
-
-
-def number(text: str) -> int | float | str:
-    """A number as typed (int if whole), or the text itself, which check_settings then refuses
-    in one line: argparse's own refusal prints a usage block as well."""
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,25 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("folder", help="where to write it (new or empty)")
     e.add_argument("--model", default="bundled", help="'bundled', a local folder or .gguf, or a hub id")
     e.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
-    from .workbench import add_parser
-
-    add_parser(sub)
+    workbench.add_parser(sub)
     return p
-
-
-def add_processor_options(p: argparse.ArgumentParser) -> None:
-    """generate's most used logits processors, applied to every tree node with its own prefix;
-    left out, each applies nothing (logitspec.core.settings.INERT)."""
-    p.add_argument("--repetition-penalty", type=number, help="above 1 makes tokens already in the text less likely")
-    p.add_argument("--no-repeat-ngram-size", type=number, help="no n-gram of this size appears twice")
-    p.add_argument("--min-new-tokens", type=number, help="no end of text before this many new tokens")
-
-
-def processor_options(args: argparse.Namespace) -> dict:
-    """The logits-processor options given on the command line, by their generate names."""
-    given = {"repetition_penalty": args.repetition_penalty, "no_repeat_ngram_size": args.no_repeat_ngram_size,
-             "min_new_tokens": args.min_new_tokens}
-    return {name: value for name, value in given.items() if value is not None}
 
 
 def generate(args: argparse.Namespace) -> int:
@@ -157,9 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.command == "workbench":
-            from .workbench import run
-
-            return run(args)
+            return workbench.run(args)
         return export_model(args) if args.command == "export-model" else generate(args)
     except (InputError, ModelLoadError, DecodeError) as e:
         print(f"error: {one_line(e)}", file=sys.stderr)

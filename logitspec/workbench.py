@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .arguments import parse_ngrams
 from .core.settings import METHODS, POOLS, DecodeSettings
 
 if TYPE_CHECKING:  # decoding imports torch; reading the run specs must not
@@ -63,8 +64,6 @@ class SetStopped(Exception):
 
 def add_parser(sub) -> None:
     """The workbench subcommand's options on the CLI's subparsers."""
-    from .cli import parse_ngrams
-
     d = DecodeSettings()
     w = sub.add_parser("workbench", help="decode a set of prompts with one or more methods into one set file")
     w.add_argument("--questions", default="all",
@@ -204,7 +203,7 @@ def decode_set(lm: LoadedModel, questions: list[dict], prompts: list[str], runs:
 
 def set_header(lm: LoadedModel, questions: str, runs: list[SetRun]) -> dict:
     """A set file's header: the model, the machine, where the prompts came from and each run's settings."""
-    from .bench.run import hardware
+    from .bench.machine import hardware
 
     return {"model": lm.name, "dtype": lm.dtype, "machine": hardware(lm.device), "questions": questions,
             "methods": [r.label for r in runs], "runs": {r.label: r.method for r in runs},

@@ -37,7 +37,7 @@ def machine() -> str:
     import os
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from logitspec.bench.run import ISA_CAP_VARIABLES, instruction_sets
+    from logitspec.bench.machine import ISA_CAP_VARIABLES, instruction_sets
     from logitspec.runtime.fewrows import cpu_model
 
     caps = [f"{v}={os.environ[v]}" for v in ISA_CAP_VARIABLES if os.environ.get(v)]

@@ -210,7 +210,7 @@ def api_race(url: str, max_new: int) -> dict:
 
 
 def cpu() -> dict:
-    from logitspec.bench.run import instruction_sets
+    from logitspec.bench.machine import instruction_sets
 
     name = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
                  if ln.startswith("model name")), platform.processor())

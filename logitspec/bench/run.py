@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import sys
 import time
 from collections import defaultdict
@@ -24,6 +22,7 @@ from ..analysis.parting import Choices, parting
 from ..runtime.fewrows import kernel_status
 from ..core.settings import POOLS, DecodeSettings
 from ..core.trace import G2_RESCUED, RunTrace
+from .machine import hardware, instruction_sets, isa_caps, torch_version
 from .questions import QuestionFileError, load_questions
 
 
@@ -101,23 +100,6 @@ def measure(lm, prompt_ids: list[int], method: str, settings: DecodeSettings) ->
     if name not in ("vanilla", "pld"):
         row["tree_nodes"] = sum(len(st.verified_nodes) for st in fwd)
     return row
-
-
-def hardware(device: str) -> str:
-    """The machine in words: the GPU's name on CUDA, else the CPU's model and count."""
-    import torch
-
-    if device.startswith("cuda") and torch.cuda.is_available():
-        return torch.cuda.get_device_name(torch.device(device))
-    from ..runtime.fewrows import cpu_model
-
-    return f"{cpu_model()}, {os.cpu_count()} cores ({platform.machine()})"
-
-
-def torch_version() -> str:
-    import torch
-
-    return torch.__version__
 
 
 def timed_runs(lm, questions: list[dict], prompts: dict, methods: list[str], settings: DecodeSettings,
@@ -375,30 +357,6 @@ def make_report(args: argparse.Namespace, lm, questions: list[dict], settings: D
     return report
 
 
-def instruction_sets() -> list[str]:
-    """The vector instruction sets the CPU offers of those the kernels can use."""
-    from ..runtime.fewrows import cpu_flags
-
-    flags = cpu_flags()
-    return [name for name in ("avx512f", "avx512bw", "avx512vl", "avx512_bf16", "amx_bf16", "avx2", "fma", "f16c",
-                              "asimd") if name in flags]
-
-
-# Variables that hold a library below the CPU's best instruction set (`make bench-avx2`).
-ISA_CAP_VARIABLES = ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_ISA",
-                     "LOGITSPEC_FEW_ROWS_ISA")
-
-
-def isa_caps() -> dict:
-    """The instruction-set caps in force: those variables that are set, and the level torch's
-    own CPU kernels dispatch to."""
-    import torch
-
-    caps = {v: os.environ[v] for v in ISA_CAP_VARIABLES if os.environ.get(v)}
-    caps["torch_cpu_capability"] = torch.backends.cpu.get_cpu_capability()
-    return caps
-
-
 def print_table(report: dict) -> None:
     """A plain-text table of speed-up and mean accepted tokens per method."""
     methods = report["methods"]
@@ -466,7 +424,7 @@ def print_versus(method: str, vs: dict, cats: list[str]) -> None:
 
 def decode_settings(args: argparse.Namespace) -> DecodeSettings:
     """The settings every method decodes with, checked (InputError for bad sampling values)."""
-    from ..cli import processor_options
+    from ..arguments import processor_options
     from ..core.limits import checked_settings
 
     return checked_settings(dict(max_new_tokens=args.max_new_tokens, temperature=args.temperature,
@@ -475,7 +433,7 @@ def decode_settings(args: argparse.Namespace) -> DecodeSettings:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from ..cli import add_processor_options, number
+    from ..arguments import add_processor_options, number
 
     d = DecodeSettings()
     p = argparse.ArgumentParser(prog="python -m logitspec.bench", description=__doc__.splitlines()[0])

@@ -196,7 +196,7 @@ def test_bench_with_background_load_times_a_loaded_phase_then_an_idle_one(tmp_pa
 
 
 def test_isa_caps_name_the_caps_in_force(monkeypatch):
-    from logitspec.bench.run import ISA_CAP_VARIABLES, isa_caps
+    from logitspec.bench.machine import ISA_CAP_VARIABLES, isa_caps
 
     for v in ISA_CAP_VARIABLES:
         monkeypatch.delenv(v, raising=False)

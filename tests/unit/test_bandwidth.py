@@ -79,7 +79,7 @@ def test_pass_cost_times_c_of_n_up_to_64_and_reports_it_against_the_floor():
 
 
 def test_bench_refuses_an_unknown_pass_cost_dtype_in_one_line(capsys):
-    from logitspec.bench.run import main
+    from logitspec.bench.command import main
 
     assert main(["--questions", str(SPEC_BENCH), "--pass-cost-dtypes", "float32,int8"]) == 2
     err = capsys.readouterr().err

@@ -7,7 +7,7 @@ import pytest
 
 from helpers.commands import bench, visual_bench
 from helpers.paths import ROOT
-from logitspec.bench.run import main
+from logitspec.bench.command import main
 
 
 def refused(capsys, *argv: str) -> str:
@@ -39,7 +39,8 @@ def test_unknown_method_and_bad_counts_are_refused(capsys):
 
 
 def test_processor_options_reach_every_methods_settings_and_bad_ones_are_refused(capsys):
-    from logitspec.bench.run import build_parser, decode_settings
+    from logitspec.bench.command import build_parser
+    from logitspec.bench.run import decode_settings
 
     q = str(ROOT / "data" / "spec_bench_subset.jsonl")
     args = build_parser().parse_args(["--questions", q, "--repetition-penalty", "1.2", "--no-repeat-ngram-size", "4"])
@@ -115,7 +116,7 @@ def test_bench_end_to_end_reports_lossless_and_every_figure(tmp_path):
 
 
 def test_the_head_to_head_with_prompt_lookup_counts_each_repetition_alone():
-    from logitspec.bench.run import method_figures
+    from logitspec.bench.summary import method_figures
 
     def row(seconds):
         return {"tokens": 10, "seconds": seconds, "steps": 5, "overhead": 0.1, "decode_seconds": seconds}
@@ -247,7 +248,7 @@ def test_several_dtypes_run_one_after_another_and_sit_side_by_side(monkeypatch):
 
 
 def test_an_unknown_or_empty_dtype_is_refused_in_one_line(capsys):
-    from logitspec.bench.run import main
+    from logitspec.bench.command import main
 
     q = str(ROOT / "data" / "spec_bench_subset.jsonl")
     for given, message in (("float32,float8", "unknown dtype(s) float8 in --dtype"), (",", "--dtype needs a dtype")):
@@ -257,7 +258,7 @@ def test_an_unknown_or_empty_dtype_is_refused_in_one_line(capsys):
 
 
 def test_the_printed_sameness_says_whether_every_parting_was_a_near_tie():
-    from logitspec.bench.run import sameness_note
+    from logitspec.bench.command import sameness_note
 
     assert sameness_note([]) == ""
     ties = [{"near_tie": True}, {"near_tie": True}]

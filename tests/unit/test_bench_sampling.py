@@ -7,7 +7,8 @@ import pytest
 
 from helpers.commands import bench
 from helpers.paths import ROOT
-from logitspec.bench.run import build_parser, decode_settings, main
+from logitspec.bench.command import build_parser, main
+from logitspec.bench.run import decode_settings
 
 QUESTIONS = str(ROOT / "data" / "spec_bench_subset.jsonl")
 

@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from logitspec.bench.run import summarise
+from logitspec.bench.summary import summarise
 from logitspec.analysis.lanes import run_spec
 from logitspec.sizing.costcurve import CostCurve
 from logitspec.core.settings import DecodeSettings

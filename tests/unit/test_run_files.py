@@ -112,7 +112,7 @@ def test_the_bench_questions_reader_says_what_a_file_is_in_one_line(kind, tmp_pa
 @pytest.mark.parametrize("kind", ["race", "folder"])
 def test_the_bench_refuses_a_run_file_as_questions_before_loading_a_model(kind, tmp_path, capsys, monkeypatch):
     from logitspec import models
-    from logitspec.bench.run import main
+    from logitspec.bench.command import main
 
     def no_load(*a, **kw):
         raise AssertionError("a model was loaded before the questions were read")

@@ -10,7 +10,7 @@ path. The run's steps are replayed one by one for B = 1..BUDGET_MAX, in three or
   continuation, then each candidate's branch by rank, cut by the rank rule), rebuilt from
   the step's own candidates and queries. Its nodes become verified in insertion order, so
   the tree of capacity B is the first B verified nodes of the tree of capacity 64.
-- cost: the cost-aware tree's own ranking (costtree.best_prefix: greedily by path chance,
+- cost: the cost-aware tree's own ranking (sizing.trie.best_prefix: greedily by path chance,
   a child never before its parent), from the chance each node of the trace records.
 - pld: prompt lookup's chain of B nodes: the root and the B - 1 tokens that followed the
   longest matching n-gram (n <= 3), looked up again in the step's context (the prompt and
@@ -103,7 +103,7 @@ def paper_order(step: StepRecord, g1_len: int, rule: PruningRule) -> list[TreeNo
 
 
 def cost_order(step: StepRecord) -> list[TreeNode]:
-    """The step's recorded nodes as the cost tree ranks them (costtree.best_prefix): the root,
+    """The step's recorded nodes as the cost tree ranks them (sizing.trie.best_prefix): the root,
     then greedily the likeliest node whose parent is taken; ties to the chosen, then lower id."""
     if step.sizing is None or step.sizing.mode != "cost" or not step.tree:
         return []

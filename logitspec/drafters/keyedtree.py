@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 
 from ..core.trace import TreeNode, TreeSizing
 from ..core.tree import DraftTree
-from ..sizing.costtree import AcceptanceStats, CostAwareDrafter, _Trie
+from ..sizing.costtree import AcceptanceStats, CostAwareDrafter
+from ..sizing.trie import Trie
 
 
 @dataclass
@@ -37,8 +38,8 @@ class KeyedCostTree(CostAwareDrafter):
         self.branches = branches
         return self.build(root, None, (), capacity, 0, context_len)
 
-    def _grow(self, root: int, g1, g2, g1_len: int, floor: float) -> _Trie:
-        trie, self.skipped, self._chances = _Trie(root), [], {}
+    def _grow(self, root: int, g1, g2, g1_len: int, floor: float) -> Trie:
+        trie, self.skipped, self._chances = Trie(root), [], {}
         for b in self.branches:
             node, prob = 0, 1.0
             for j, (tok, key) in enumerate(zip(b.tokens, b.keys)):

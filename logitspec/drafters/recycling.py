@@ -28,7 +28,8 @@ from ..core.drafter import Draft, Drafter, cost_capacity
 from ..core.profile import profile_of
 from ..core.retrieval import NgramPool
 from ..core.settings import DecodeSettings
-from ..sizing.costtree import AcceptanceStats, CostAwareDrafter, _Trie, rank_bucket, temperature_bucket
+from ..sizing.costtree import AcceptanceStats, CostAwareDrafter, rank_bucket, temperature_bucket
+from ..sizing.trie import Trie
 from ..core.trace import Candidate, SourceLookup, TreeNode, TreeSizing
 
 if TYPE_CHECKING:
@@ -161,10 +162,10 @@ class RecycledCostTree(CostAwareDrafter):
         self.capacity = capacity
         return self.build(root, None, (), capacity, 0, context_len)
 
-    def _grow(self, root: int, g1, g2, g1_len: int, floor: float) -> _Trie:
+    def _grow(self, root: int, g1, g2, g1_len: int, floor: float) -> Trie:
         """Expand nodes best first until `capacity` are taken; their children form the frontier
         the sizing may still reach. Children under `floor` stay out."""
-        trie, self._rows = _Trie(root), {}
+        trie, self._rows = Trie(root), {}
         heap, taken = [(-1.0, 0)], 0
         while heap and taken < self.capacity:
             negp, node = heapq.heappop(heap)

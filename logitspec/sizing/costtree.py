@@ -11,16 +11,15 @@ Two measured inputs drive it:
 from __future__ import annotations
 
 import functools
-import heapq
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..core.profile import profile_of
-from .costcurve import CostCurve, LiveCost, live_for, observe_forward
 from ..core.trace import Candidate, QueryRecord, TreeNode, TreeSizing
-from ..core.tree import TreeIndex
+from .costcurve import CostCurve, LiveCost, live_for, observe_forward
+from .trie import Prefix, Trie, best_prefix
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -111,30 +110,6 @@ def stats_for(model: PreTrainedModel, temperature: float = 0.0) -> AcceptanceSta
         return profile_of(model).acceptance.setdefault(temperature_bucket(temperature), AcceptanceStats())
 
 
-# ---------------------------------------------------------------- the tree
-class _Trie(TreeIndex):
-    """Every drafted branch in one trie, with what the search needs per node (rebuilt every step)."""
-
-    def __init__(self, root: int) -> None:
-        super().__init__()
-        self.add(0, -1, root, 0)
-        self.token: list[int] = [root]
-        self.origin: list[str] = ["root"]
-        self.rank: list[int | None] = [None]
-        self.query: list[int | None] = [None]
-        self.key: list[tuple | None] = [None]  # the node's kind in AcceptanceStats
-        self.p: list[float] = [1.0]  # chance the whole path to the node is accepted
-
-    def grow(self, parent: int, token: int, origin: str, rank: int | None, query: int, key: tuple,
-             p: float) -> int:
-        """Add a child of `parent`; returns its id."""
-        nid = len(self.token)
-        self.add(nid, parent, token, self.depth[parent] + 1)
-        self.token.append(token), self.origin.append(origin), self.rank.append(rank)
-        self.query.append(query), self.key.append(key), self.p.append(p)
-        return nid
-
-
 @dataclass
 class ChainTail:
     """What a drafted chain held past the deepest node the truth reached: its next tokens,
@@ -158,16 +133,6 @@ class ChainTail:
         used = min(len(self.tokens), len(text))
         rest = self.tokens[used:]
         return ChainTail(rest, self.n, self.origin, self.depth + used) if rest else None
-
-
-@dataclass
-class Prefix:
-    """The greedy search's result: nodes by falling path chance, and the best cut of them."""
-
-    order: list[int]  # trie nodes in the order taken, root excluded
-    gains: list[float]  # expected accepted tokens of each prefix size (index = size - 1)
-    size: int  # the size (root included) that gains the most over the run's rate (`best_prefix`)
-    after: int | None  # the likeliest node left untaken when the search stopped (None: none left)
 
 
 FIT_PRIOR = 4.0  # weight, in observations, of the process-wide chances against the run's record
@@ -266,7 +231,7 @@ class CostAwareDrafter:
         self.model = model
         self.stats = stats or (stats_for(model) if model is not None else AcceptanceStats())
         self.curve = curve
-        self.trie: _Trie | None = None  # the last built step's trie, until its truth is observed
+        self.trie: Trie | None = None  # the last built step's trie, until its truth is observed
         self.skipped: list[tuple[int, tuple]] = []  # first tokens left out of the trie, for learning
         self.tail: ChainTail | None = None  # the last step's chain past the truth, for learning
         self._chains: tuple = (None, 0, ())  # the step's g1 query, its length and g2 pairs
@@ -338,9 +303,9 @@ class CostAwareDrafter:
         return self._select({0, *best.order[: size - 1]}, paid), sizing
 
     def _grow(self, root: int, g1: QueryRecord | None, g2: Sequence[tuple[Candidate, QueryRecord]],
-              g1_len: int, floor: float) -> _Trie:
+              g1_len: int, floor: float) -> Trie:
         """The trie of g1's chain and every candidate's branch, nodes under `floor` left out."""
-        trie, self.skipped, self._chances = _Trie(root), [], {}
+        trie, self.skipped, self._chances = Trie(root), [], {}
         self._chains = (g1, g1_len, g2)
         g1n = evidence(g1)
         if g1 is not None and g1.continuation:
@@ -354,7 +319,7 @@ class CostAwareDrafter:
                 trie.p[nid] = trie.p[par]
         return trie
 
-    def _add_g1(self, trie: _Trie, chain: Sequence[int], g1n: int, floor: float) -> None:
+    def _add_g1(self, trie: Trie, chain: Sequence[int], g1n: int, floor: float) -> None:
         """g1's continuation as one chain under the root; its first token guesses x_{i+2}."""
         node, prob = 0, 1.0
         for d, tok in enumerate(chain):
@@ -364,7 +329,7 @@ class CostAwareDrafter:
                 break
             node = trie.grow(node, int(tok), "g1", None, 0, key, prob)
 
-    def _add_candidate(self, trie: _Trie, cand: Candidate, q: QueryRecord, query: int, g1n: int,
+    def _add_candidate(self, trie: Trie, cand: Candidate, q: QueryRecord, query: int, g1n: int,
                        floor: float) -> None:
         """A candidate and its g2 continuation. A candidate under `floor` stays out of the
         trie but is kept in `skipped`, to learn from."""
@@ -478,31 +443,6 @@ class CostAwareDrafter:
         if not tail.tokens or (after and (node, tail.tokens[0]) in t.child):
             return None  # nothing past it, or its next node was in the trie and tested already
         return tail.test(after, tests) if after else tail
-
-
-def best_prefix(trie: _Trie, cost: Sequence[float], capacity: int, rate: float) -> Prefix:
-    """Take nodes greedily by path chance (a child never beats its parent, so parents come
-    first) up to `capacity`, and find the prefix whose expected tokens most exceed what the
-    run's `rate` (tokens per second, `RunRate`) earns in its cost: c(0..capacity)."""
-    p = trie.p
-    heap = [(-p[c], c) for c in trie.children.get(0, [])]
-    heapq.heapify(heap)
-    expected, size = 1.0, 1
-    best_value, best = expected - rate * cost[1], 1
-    order: list[int] = []
-    gains = [1.0]
-    while heap and size < capacity:
-        negp, nid = heapq.heappop(heap)
-        order.append(nid)
-        size += 1
-        expected -= negp
-        gains.append(expected)
-        value = expected - rate * cost[size]
-        if value > best_value:
-            best_value, best = value, size
-        for c in trie.children.get(nid, ()):
-            heapq.heappush(heap, (-p[c], c))
-    return Prefix(order, gains, best, heap[0][1] if heap else None)
 
 
 def node_bar(cost: Sequence[float], size: int, rate: float) -> float:

@@ -41,8 +41,7 @@ TOP = 65  # logits kept per output token: k = 64 candidates besides the root
 
 def fixed_curve(report: Path | None):
     """The shortest-context curve of a bench report, or the built-in default, as a CostCurve."""
-    from logitspec.sizing.calibration import DEFAULT_MS, DEFAULT_SIZES
-    from logitspec.sizing.costcurve import CostCurve
+    from logitspec.sizing.curve import DEFAULT_MS, DEFAULT_SIZES, CostCurve
 
     if report is None:
         return CostCurve(list(DEFAULT_SIZES), [ms / 1e3 for ms in DEFAULT_MS], 512, "cpu", "float32")

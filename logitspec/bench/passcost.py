@@ -18,7 +18,7 @@ class PassCost:
     floor: dict  # MemoryFloor.to_dict()
 
     def c(self, n: int) -> float:
-        from ..sizing.costcurve import interp_sorted
+        from ..sizing.curve import interp_sorted
 
         return interp_sorted([n], self.curve["sizes"], self.curve["seconds"])[0]
 

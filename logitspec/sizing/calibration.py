@@ -22,34 +22,13 @@ import torch
 
 from ..runtime import measuring_allowed
 from ..runtime.files import written_whole
-from .costcurve import CONTEXT_BUCKETS, CostCurve, CurveMeasurement, install_curve, measure_context
+from .costcurve import CONTEXT_BUCKETS, CurveMeasurement, install_curve, measure_context
+from .curve import CostCurve, default_curve, model_dtype
 
 log = logging.getLogger(__name__)
 
-# The bundled model's c(n) over a 512-token context on the 2-core development machine
-# (docs/performance.md, "c(n) at every size"), as a shape: only ratios to c(1) are used
-# until decoding has set the level. Past 64 tokens it grows by the last measured slope.
-DEFAULT_SIZES = [*range(1, 17), 17, 24, 32, 48, 64]
-DEFAULT_MS = [32.3, 34.9, 35.4, 35.7, 40.5, 40.5, 41.9, 41.9, 43.2, 43.2, 44.2, 46.4, 52.8, 57.0, 61.5,
-              65.8, 96.9, 108.7, 123.9, 157.9, 186.5]
 IDLE_SECONDS = 1.0  # the model thread must have been idle this long before a chunk runs
 FORMAT = "logitspec-cost-curve/2"  # /2: every size to 16 measured
-
-
-def default_curve(model, bucket: int, max_n: int) -> CostCurve:
-    """The default shape, cut or extended to max_n tokens."""
-    sizes = [n for n in DEFAULT_SIZES if n < max_n] + [max(max_n, 1)]
-    import numpy as np
-
-    secs = [float(np.interp(n, DEFAULT_SIZES, DEFAULT_MS)) / 1e3 for n in sizes]
-    if max_n > DEFAULT_SIZES[-1]:  # the last slope, for trees beyond the table
-        slope = (DEFAULT_MS[-1] - DEFAULT_MS[-2]) / (DEFAULT_SIZES[-1] - DEFAULT_SIZES[-2]) / 1e3
-        secs[-1] = DEFAULT_MS[-1] / 1e3 + slope * (max_n - DEFAULT_SIZES[-1])
-    return CostCurve(sizes, secs, bucket, str(model.device), _dtype(model), measurements=0)
-
-
-def _dtype(model) -> str:
-    return str(model.dtype).replace("torch.", "")
 
 
 def curve_key(model, bucket: int, max_n: int) -> dict:
@@ -64,7 +43,7 @@ def curve_key(model, bucket: int, max_n: int) -> dict:
         "params": int(sum(p.numel() for p in model.parameters())),
         "cpu": cpu_model(), "threads": torch.get_num_threads(), "kernel": isa,
         "kernel_build": build_directory(isa).name if isa else None,  # a changed kernel is re-timed
-        "device": str(model.device), "dtype": _dtype(model), "torch": torch.__version__,
+        "device": str(model.device), "dtype": model_dtype(model), "torch": torch.__version__,
         "context": bucket, "max_n": max_n,
     }
 

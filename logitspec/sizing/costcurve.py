@@ -2,7 +2,8 @@
 
 It is held as a measured shape c(n)/c(1), corrected by real passes of different sizes,
 times the load level c(1) that every step re-estimates (`LiveCost`), so it stays right when
-other work comes and goes on the machine. The cost-aware tree (`logitspec.sizing.costtree`) reads it.
+other work comes and goes on the machine. The cost-aware tree (`logitspec.sizing.costtree`) reads it;
+one curve's record and the default shape are in `logitspec.sizing.curve`.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from ..core.profile import profile_of
 from ..runtime import measuring_allowed
 from ..runtime.tuner import thread_tuner
 from ..core.trace import TreeNode
+from .curve import CostCurve, default_curve, interp_sorted
 
 if TYPE_CHECKING:
     from transformers import Cache, PreTrainedModel
@@ -32,39 +34,6 @@ SIZES = (*range(1, 17), 17, 24, 32, 48, 64, 128, 256)
 
 
 # ---------------------------------------------------------------- forward cost c(n)
-@dataclass
-class CostCurve:
-    """Median seconds of one forward pass of n tree tokens, at a given context length."""
-
-    sizes: list[int]
-    seconds: list[float]
-    context_len: int
-    device: str
-    dtype: str
-    measurements: int = 1  # measured this many times; each size keeps its fastest
-    threads: int | None = None  # the intra-op thread count it was timed on (runtime.tuner)
-    _table: list[float] | None = field(default=None, repr=False, compare=False)
-
-    def __call__(self, n: int) -> float:
-        cached = self._table
-        if cached is not None and type(n) is int and 0 < n < len(cached):
-            return cached[n]
-        return float(np.interp(n, self.sizes, self.seconds))
-
-    def table(self, max_n: int) -> list[float]:
-        """c(0..max_n) as a list, computed once per curve: the tree search reads it per node."""
-        cached = self._table
-        if cached is None or len(cached) <= max_n:
-            cached = [0.0, *interp_sorted(range(1, max_n + 1), self.sizes, self.seconds)]
-            self._table = cached
-        return cached
-
-    def to_dict(self) -> dict:
-        return {"sizes": self.sizes, "seconds": self.seconds, "context_len": self.context_len,
-                "device": self.device, "dtype": self.dtype, "measurements": self.measurements,
-                "threads": self.threads}
-
-
 class CurveMeasurement:
     """Times tree forward passes of n = 1..max_n tokens over a cache of `context_len` tokens,
     one pass per `step()`, so the work can be cut into chunks that fit between other work.
@@ -152,21 +121,6 @@ def measure_cost_curve(model: PreTrainedModel, context_len: int = 256, max_n: in
 
 
 # ---------------------------------------------------------------- c(n) under a changing load
-def interp_sorted(xs: Sequence[float], xp: Sequence[float], fp: Sequence[float]) -> list[float]:
-    """np.interp for ascending `xs` in plain Python: f at each x, linear between the points
-    (xp ascending), held flat outside them."""
-    out, j, last = [], 0, len(xp) - 1
-    for x in xs:
-        while j < last and xp[j + 1] <= x:
-            j += 1
-        if x <= xp[0] or j == last:
-            out.append(float(fp[0] if x <= xp[0] else fp[last]))
-        else:
-            x0, x1 = xp[j], xp[j + 1]
-            out.append(float(fp[j] + (fp[j + 1] - fp[j]) * (x - x0) / (x1 - x0)))
-    return out
-
-
 def isotonic(values: Sequence[float], weights: Sequence[float]) -> list[float]:
     """The weighted least-squares non-decreasing fit of `values` (pool adjacent violators)."""
     blocks: list[list[float]] = []  # [mean, weight, count]
@@ -426,8 +380,6 @@ def live_for(model: PreTrainedModel, context_len: int, max_n: int,
     with _LOCK:
         live = profile_of(model).curves.get(bucket)
         if (live is None or live.base.sizes[-1] < max_n) and not measuring_allowed():
-            from .calibration import default_curve
-
             return install_curve(model, bucket, default_curve(model, bucket, max(max_n, 8)))
         if live is None or live.base.sizes[-1] < max_n:
             t = time.perf_counter()

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING
 
 from ..core.profile import profile_of
 from ..core.trace import Candidate, QueryRecord, TreeNode, TreeSizing
-from .costcurve import CostCurve, LiveCost, live_for, observe_forward
+from .costcurve import LiveCost, live_for, observe_forward
+from .curve import CostCurve
 from .trie import Prefix, Trie, best_prefix
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from logitspec.sizing import calibration, costcurve
-from logitspec.sizing.costcurve import CostCurve
+from logitspec.sizing.curve import DEFAULT_MS, CostCurve
 from helpers.tiny_models import tiny_llama
 
 pytestmark = pytest.mark.usefixtures("one_thread", "curve_timing")
@@ -93,7 +93,7 @@ def test_the_app_starts_on_the_default_shape_without_measuring(cache_dir, measur
     starts = calibration.start_curves(model, max_context=1024, capacity=8)
     assert [s.stored for s in starts] == [False]
     curve = costcurve.cost_curve_for(model, 100, 8)
-    assert curve(4) / curve(1) == pytest.approx(calibration.DEFAULT_MS[3] / calibration.DEFAULT_MS[0], rel=1e-6)
+    assert curve(4) / curve(1) == pytest.approx(DEFAULT_MS[3] / DEFAULT_MS[0], rel=1e-6)
     prompt = [5, 17, 99, 3, 5, 17, 42, 8] * 4
     steps = list(decode(model, prompt, "logitspec", DecodeSettings(max_new_tokens=12, tree="cost", capacity=8)))
     assert steps and not measured and sum(s.calibration_seconds for s in steps) == 0
@@ -214,4 +214,4 @@ def test_a_run_that_times_nothing_starts_from_the_default_shape_though_a_curve_w
     monkeypatch.setenv("LOGITSPEC_MEASURE_CURVES", "0")
     starts = calibration.start_curves(tiny_llama(seed=10), max_context=100, capacity=8)
     assert [s.stored for s in starts] == [False] and starts[0].curve.measurements == 0
-    assert starts[0].curve(8) / starts[0].curve(1) == pytest.approx(calibration.DEFAULT_MS[7] / calibration.DEFAULT_MS[0])
+    assert starts[0].curve(8) / starts[0].curve(1) == pytest.approx(DEFAULT_MS[7] / DEFAULT_MS[0])

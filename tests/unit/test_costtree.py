@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from logitspec.sizing.costcurve import CostCurve
+from logitspec.sizing.curve import CostCurve
 from logitspec.sizing.costtree import (FIT_EVIDENCE, AcceptanceStats, CostAwareDrafter, RunFit, RunRate, evidence,
                                        fit_group)
 from logitspec.core.retrieval import NgramPool

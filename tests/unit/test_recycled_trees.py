@@ -9,7 +9,7 @@ import torch
 
 from logitspec.bench.summary import summarise
 from logitspec.analysis.lanes import run_spec
-from logitspec.sizing.costcurve import CostCurve
+from logitspec.sizing.curve import CostCurve
 from logitspec.core.settings import DecodeSettings
 from logitspec.drafters.recycling import RecyclingDrafter
 from logitspec.core.loop import computed_rows

@@ -35,10 +35,24 @@ TREE_AT_JS = """([n, key]) => { const el = document.querySelector('#tree-plot .j
 
 @pytest.fixture(scope="module")
 def shared_page(browser, app_url):
-    """One page for the module's checks (one load, not three): each starts at step 5 in the lanes view."""
+    """One page for the module's checks (one load, not three): each starts in the lanes view at the
+    step the one before left (step 5 first), so none has to move the page back."""
     page = _open(browser, app_url, "trace=coding-122&step=5&tab=explorer")  # steps 0–39
     yield page
     page.context.close()
+
+
+def _step_shown(page) -> int:
+    """The step the explorer shows, once its label, box and tree agree on it."""
+    _wait_label(page, "Step ")
+    page.wait_for_function(
+        """() => { const m = (document.querySelector('#step-label')?.innerText || '').match(/^Step (\\d+) /);
+            const box = document.querySelector('#step-slider input[type=number]');
+            const el = document.querySelector('#tree-plot .js-plotly-plot');
+            return !!(m && box && box.value === m[1] && el && el.layout && el.layout.meta
+                      && el.layout.meta.step === +m[1] && el.layout.meta.n_lanes !== undefined); }""",
+        timeout=30_000)
+    return int(text_of(page, "#step-label").split()[1])
 
 
 @pytest.mark.slow
@@ -46,41 +60,31 @@ def shared_page(browser, app_url):
 @pytest.mark.parametrize("typed", ["65", "-4"])
 def test_a_step_typed_past_the_run_is_held_to_it(shared_page, typed):
     page = shared_page
-    _wait_label(page, "Step 5 (steps 0–39)")
+    held = "39" if typed == "65" else "0"
+    assert _step_shown(page) != int(held)  # the move to the held step is seen, not assumed
     box = page.locator("#step-slider input[type=number]")
     box.fill(typed)
     box.press("Enter")
-    held = "39" if typed == "65" else "0"
     _wait_label(page, f"Step {held} (steps 0–39)")
     page.wait_for_function("(v) => document.querySelector('#step-slider input[type=number]').value === v",
                            arg=held, timeout=10_000)
     page.wait_for_timeout(1000)  # an error badge would come with the reply
     assert page.evaluate(ERROR_BADGE) == 0
     assert "Error" not in text_of(page, "#tree-plot") and tree_data(page)
-    # The tree view radio still answers: the trie of the step held.
+    # The tree view radio still answers: the trie of the step held, then the lanes again.
     page.locator("#tree-view").get_by_label("trie").check()
     page.wait_for_function(TREE_AT_JS, arg=[int(held), "shared"], timeout=30_000)
     assert page.evaluate(ERROR_BADGE) == 0
     shot(page, "step-past-the-end")
-    _back_to_step_5(page, int(held))
-
-
-def _back_to_step_5(page, at: int) -> None:
-    """The page as the module's next check expects it: step 5, the lanes view."""
     page.locator("#tree-view").get_by_label("lanes").check()
-    page.wait_for_function(TREE_AT_JS, arg=[at, "n_lanes"], timeout=30_000)
-    box = page.locator("#step-slider input[type=number]")
-    box.fill("5")
-    box.press("Enter")
-    _wait_label(page, "Step 5 (steps 0–39)")
-    page.wait_for_function(TREE_AT_JS, arg=[5, "n_lanes"], timeout=30_000)
+    page.wait_for_function(TREE_AT_JS, arg=[int(held), "n_lanes"], timeout=30_000)
 
 
 @pytest.mark.slow
 @pytest.mark.browser
 def test_a_refused_upload_says_why_beside_the_box(shared_page, tmp_path):
     page = shared_page  # last: it opens another run
-    _wait_label(page, "Step 5 (steps 0–39)")
+    _step_shown(page)
     label, tree = text_of(page, "#step-label"), tree_data(page)
     page.get_by_role("tab", name="Traces").click()
     assert "coding-122.json" in page.locator("#shipped input").input_value()

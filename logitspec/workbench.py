@@ -236,8 +236,7 @@ def run(args: argparse.Namespace) -> int:
                 q = p.question
                 for label, summary in p.written.items():
                     print(f"[{p.prompt + 1}/{p.total}] {q.get('category', '')} {q.get('question_id', '')} {label}: "
-                          f"{summary.tokens} tokens, {summary.tokens_per_pass:.2f} per pass, "
-                          f"{summary.failed_share:.0%} of steps failed", file=sys.stderr, flush=True)
+                          f"{summary.words()}", file=sys.stderr, flush=True)
                 done += bool(p.written)
         except KeyboardInterrupt:
             print(f"stopped: {done} of {len(questions)} prompts written whole to {out}", file=sys.stderr)

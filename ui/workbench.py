@@ -54,9 +54,11 @@ def csv_button(name: str, text: str) -> gr.DownloadButton:
     return gr.DownloadButton(value=str(path), visible=True)
 
 
-def worst_words(longest_failed: int) -> str:
+def worst_words(longest_failed: int, looks_up: bool = True) -> str:
     """What a row's opening step is: where its longest run of failed steps starts, or the first step
-    when no step failed (never "0 failed steps in a row")."""
+    when no step failed (never "0 failed steps in a row") or the run looks nothing up."""
+    if not looks_up:
+        return "it looks nothing up, so it opens at the first step"
     if longest_failed == 0:
         return "no step failed, so it opens at the first"
     if longest_failed == 1:
@@ -172,7 +174,7 @@ class WorkbenchTab:
         out.update(page.explorer.step_outputs(new, entry.summary.worst_step))
         out[page.race.status_md] = (f"**Exploring** prompt {prompt + 1} ({entry.category} {entry.question_id}) of "
                                     f"{s.path.name}, {method}, at step {entry.summary.worst_step}: "
-                                    f"{worst_words(entry.summary.longest_failed)}.")
+                                    f"{worst_words(entry.summary.longest_failed, entry.summary.looks_up)}.")
         machine = str(s.header.get("machine", ""))
         # The results above are this prompt's runs now, as a race file's are: never the last race's.
         out[page.race.counters] = counters_html(lanes, False, recorded_note(machine), recorded_on=machine)

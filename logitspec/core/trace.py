@@ -24,6 +24,10 @@ TRACE_FORMAT = "logitspec-trace/2"
 G1_MATCHED, G2_RESCUED, BOTH_FAILED = "g1 matched", "g2 rescued", "both failed"
 PLD_MATCHED, PLD_FAILED = "matched", "failed"
 NO_RETRIEVAL = "no retrieval"
+# What a forward step's draft came to, for every drafter: retrieval can match and still draft nothing
+# (a cost tree may cut every branch), or draft and have every token rejected.
+DRAFT_ACCEPTED, DRAFT_REJECTED, NO_DRAFT = "draft accepted", "draft rejected", "no draft"
+DRAFT_OUTCOMES = (DRAFT_ACCEPTED, DRAFT_REJECTED, NO_DRAFT)
 # Drafters whose step makes one lookup, matched or failed: prompt lookup, Lookahead's pool, REST's datastore.
 ONE_QUERY_KINDS = ("pld", "lookahead", "rest")
 
@@ -203,6 +207,14 @@ class StepRecord:
         if any(q.matched for q in self.queries if q.kind == "g2"):
             return G2_RESCUED
         return BOTH_FAILED
+
+    @property
+    def draft_outcome(self) -> str:
+        """draft accepted: it committed a draft token; draft rejected: draft tokens were verified and
+        none held; no draft: nothing past the root was sent to the model."""
+        if self.drafts_accepted:
+            return DRAFT_ACCEPTED
+        return DRAFT_REJECTED if any(n.depth > 0 for n in self.verified_nodes) else NO_DRAFT
 
     @property
     def retrieved(self) -> bool:

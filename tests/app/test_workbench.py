@@ -157,6 +157,7 @@ def test_a_rows_opening_step_is_said_in_words_that_hold_for_any_count():
     assert worst_words(0) == "no step failed, so it opens at the first"
     assert worst_words(1) == "1 failed step in a row starts there"
     assert worst_words(5) == "5 failed steps in a row start there"
+    assert worst_words(0, looks_up=False) == "it looks nothing up, so it opens at the first step"
 
 
 def test_the_outcome_legend_tells_every_outcome_apart():

@@ -2,7 +2,9 @@
 set file (logitspec/analysis/sets.py): its round trip and its refusals."""
 from __future__ import annotations
 
+import csv
 import gzip
+import io
 import json
 
 import pytest
@@ -10,7 +12,8 @@ import pytest
 from helpers.paths import FIXTURES
 from logitspec.analysis.failures import FAILED, summarise_run, summarise_set
 from logitspec.analysis.sets import SetFileError, SetWriter, read_set
-from logitspec.core.trace import BOTH_FAILED, G1_MATCHED, G2_RESCUED, PLD_FAILED, PLD_MATCHED, QueryRecord, RunTrace, StepRecord
+from logitspec.core.trace import (BOTH_FAILED, DRAFT_ACCEPTED, DRAFT_REJECTED, G1_MATCHED, G2_RESCUED, NO_DRAFT, PLD_FAILED,
+                                  PLD_MATCHED, QueryRecord, RunTrace, StepRecord)
 
 
 def q(kind: str, ngram: tuple[int, ...], matched: bool, rank: int | None = None) -> QueryRecord:
@@ -150,6 +153,16 @@ def _recount(s: StepRecord) -> bool:
     return not any(lk.offered for lk in s.lookups)
 
 
+def _draft_recount(forward: list[StepRecord]) -> dict[str, int]:
+    """What each step's draft came to, read from its tree and the tokens it committed."""
+    counts: dict[str, int] = {}
+    for s in forward:
+        drafted = any(n.depth > 0 and not n.pruned for n in s.tree)
+        o = DRAFT_ACCEPTED if len(s.tokens) > 1 else DRAFT_REJECTED if drafted else NO_DRAFT
+        counts[o] = counts.get(o, 0) + 1
+    return counts
+
+
 @pytest.mark.parametrize("tree", ["cost", "static"])
 def test_every_lanes_failure_count_is_what_its_steps_record(tree):
     """Each race lane on a tiny model: the workbench's failed steps are recounted from the steps, and a
@@ -162,13 +175,51 @@ def test_every_lanes_failure_count_is_what_its_steps_record(tree):
     lm = char_lm(tiny_llama(seed=0))  # its own: SuffixDecoding's output tree is the model's
     prompt = "abcabcabc the cat sat on the mat, the cat sat on the mat, the cat"
     settings = DecodeSettings(max_new_tokens=24, tree=tree, recycle_across_runs=False)
-    # vanilla looks nothing up, the static lane is LogitSpec's, REST needs its datastore (one query a step, like pld)
+    vanilla = summarise_run(run_trace(lm, prompt, "vanilla", settings))
+    assert vanilla.drafts_nothing and vanilla.drafts == {NO_DRAFT: vanilla.steps}
+    assert "no drafting" in vanilla.words() and "%" not in vanilla.words()
+    # the static lane is LogitSpec's, REST needs its datastore (one query a step, like pld)
     for method in (m for m in race_order() if m not in ("vanilla", "logitspec-static", "rest")):
         t = run_trace(lm, prompt, method, settings)
         forward = [s for s in t.steps if s.forward]
         summary = summarise_run(t)
         assert summary.failed_steps == sum(_recount(s) for s in forward), method
+        assert summary.drafts == _draft_recount(forward), method
+        assert summary.looks_up and not summary.drafts_nothing, method
+        no_draft = sum(not any(n.depth > 0 and not n.pruned for n in s.tree) for s in forward)
+        assert f"no draft on {no_draft / len(forward):.0%}" in summary.words(), (method, summary.words())
         undrafted = [s for s in forward if not any(n.depth > 0 for n in s.tree)
                      and not any(lk.offered for lk in s.lookups) and not any(q.matched for q in s.queries)]
         assert summary.failed_steps >= len(undrafted), (method, summary.failed_steps, len(undrafted))
         assert summary.outcomes.get("no retrieval", 0) == 0, (method, summary.outcomes)
+
+
+def test_the_tables_say_what_vanilla_cannot_fail_and_what_each_draft_came_to(tmp_path):
+    """A set of vanilla and prompt lookup: vanilla's failure cells are empty, never 0; every run's draft
+    columns are recounted from its steps, in the app's table and the CLI's CSV alike."""
+    from helpers.tiny_models import char_lm, tiny_llama
+    from logitspec.analysis.set_tables import overall_rows, position_rows, prompt_rows, summary_csv
+    from logitspec.core.settings import DecodeSettings
+    from logitspec.runner import run_trace
+
+    lm = char_lm(tiny_llama(seed=0))
+    settings = DecodeSettings(max_new_tokens=16)
+    traces = {m: run_trace(lm, "the cat sat on the mat, the cat sat on the", m, settings) for m in ("vanilla", "pld")}
+    p = tmp_path / "two.jsonl"
+    with SetWriter(p, {"model": "m", "machine": "test box", "methods": list(traces)}) as w:
+        for label, t in traces.items():
+            w.add(0, {"question_id": 1, "category": "coding"}, t, label)
+    s = read_set(p)
+    rows = {r["method"]: r for r in prompt_rows(s)}
+    assert rows["vanilla"]["failed %"] is None and rows["vanilla"]["longest failed run"] is None
+    assert rows["vanilla"]["no draft %"] == 100.0 and rows["vanilla"]["draft accepted %"] == 0.0
+    for m, t in traces.items():
+        fwd = [x for x in t.steps if x.forward]
+        for o, n in _draft_recount(fwd).items():
+            assert rows[m][o + " %"] == round(100 * n / len(fwd), 1), (m, o)
+    pld = [x for x in traces["pld"].steps if x.forward]
+    assert rows["pld"]["failed %"] == round(100 * sum(map(_recount, pld)) / len(pld), 1)
+    assert [r["method"] for r in position_rows(s)] and {r["method"] for r in position_rows(s)} == {"pld"}
+    assert {r["method"]: r["no draft %"] for r in overall_rows(s)} == {m: r["no draft %"] for m, r in rows.items()}
+    csv_rows = list(csv.DictReader(io.StringIO(summary_csv(s))))
+    assert [(r["method"], r["failed %"]) for r in csv_rows if r["method"] == "vanilla"] == [("vanilla", "")] * 2

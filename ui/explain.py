@@ -1,6 +1,6 @@
 """The Explain tab: one step of the visitor's own last run (else a recorded one), panel by panel.
 
-Layout and wiring only: the step is chosen and every panel drawn by visual.explain.
+Layout and wiring only: the step is chosen by visual.explain_words and every panel drawn by visual.explain.
 """
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ import gradio as gr
 
 from logitspec.core.trace import RunTrace
 from visual.counts import run_counts, run_words
-from visual.explain import TITLES, Panel, choose_step, walkthrough
+from visual.explain import Panel, walkthrough
+from visual.explain_words import TITLES, choose_step
 from visual.style import sub_x
 
 from .drawings import Drawings, trace_key

@@ -18,7 +18,7 @@ import pytest
 from helpers.browser import DESKTOP, MODEL_WAIT_MS, fresh_page, set_max_new, settle, shot, text_of
 from helpers.paths import ROOT
 from logitspec.analysis.lanes import label
-from visual.explain import TITLES, step_facts, title_of
+from visual.explain_words import TITLES, step_facts, title_of
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -26,7 +26,7 @@ HEAD_STEP_JS = "() => (document.querySelector('#explain-head')?.innerText || '')
 
 def _panels_say(page, trace: RunTrace, step: int) -> dict:
     """Each panel's sentences on the page against those of `step`, where they differ."""
-    from visual.explain import sentences
+    from visual.explain_words import sentences
     from visual.style import sub_x
 
     wrong = {}

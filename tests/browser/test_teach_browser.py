@@ -311,7 +311,7 @@ def test_explain_walks_through_the_visitors_fresh_run(coding_step5):
 
 def _check_panels(page, trace: RunTrace, step: int) -> None:
     """Six panels, each a drawn figure and the two sentences computed from the downloaded trace."""
-    from visual.explain import sentences
+    from visual.explain_words import sentences
     from visual.style import sub_x
 
     want = sentences(trace, step)

@@ -22,7 +22,7 @@ from logitspec.analysis.race import load_race, result_of
 from logitspec.core.trace import G2_RESCUED, RunTrace
 from logitspec.analysis.whatif import RetrievalSetting, own_setting, recorded_k, what_if
 from visual import accepted_hist_figure, retrieval_success_figure, step_summary_md
-from visual.explain import choose_step, sentences
+from visual.explain_words import choose_step, sentences
 from visual.fit import caption_html
 from visual.debug_table import debugger_note, failure_rows
 from visual.verdict import counters_html, verdict_text

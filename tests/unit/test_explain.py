@@ -8,7 +8,8 @@ import pytest
 
 from helpers.paths import FIXTURES
 from logitspec.core.trace import RunTrace
-from visual.explain import TITLES, choose_step, sentences, walkthrough
+from visual.explain import walkthrough
+from visual.explain_words import TITLES, choose_step, sentences
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,8 @@ import pytest
 from helpers.paths import FIXTURES
 from logitspec.core.trace import RunTrace
 from visual.candidates import candidates_figure, probability_ticks
-from visual.explain import choose_step, walkthrough
+from visual.explain import walkthrough
+from visual.explain_words import choose_step
 
 
 @pytest.mark.parametrize("lo, hi", [(-5.3, -0.2), (-1.4, 0.1), (-2.2, -0.6), (-0.9, -0.3)])

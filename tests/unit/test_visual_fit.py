@@ -15,7 +15,8 @@ from helpers.paths import ROOT
 
 import visual
 from visual import fit
-from visual.explain import ACCEPT_BOX, choose_step, walkthrough
+from visual.explain import ACCEPT_BOX, walkthrough
+from visual.explain_words import choose_step
 from visual.style import MIN_FONT, MONO_CHAR_EM, lane_color, sub_x
 from visual.tree_lanes import lane_count, shown_lanes, wanted_ids
 from visual.tree_layout import BOX_H, BOX_W, LABEL_FONT, label_chars, tree_layout, TreeLook

@@ -35,7 +35,7 @@ def _counts(s: RunSummary | Any, outcomes: list[str], drafts: bool) -> dict[str,
     """The columns every row shares: steps, tokens, tokens per pass, the outcome shares, failures and
     what the drafts came to. A run that looks nothing up has no failure share: empty, not 0."""
     row: dict[str, Any] = {"steps": s.steps, "tokens": s.tokens, "tokens/pass": round(s.tokens_per_pass, 2)}
-    row.update({OUTCOME_COLUMN[o]: round(100 * s.share(o), 1) for o in outcomes})
+    row.update({OUTCOME_COLUMN[o]: round(100 * s.share(o), 1) if s.looks_up else None for o in outcomes})
     row["failed %"] = round(100 * s.failed_steps / s.steps, 1) if s.steps and s.looks_up else None
     row["longest failed run"] = s.longest_failed if s.looks_up else None
     if drafts:

@@ -212,6 +212,7 @@ def test_the_tables_say_what_vanilla_cannot_fail_and_what_each_draft_came_to(tmp
     s = read_set(p)
     rows = {r["method"]: r for r in prompt_rows(s)}
     assert rows["vanilla"]["failed %"] is None and rows["vanilla"]["longest failed run"] is None
+    assert rows["vanilla"]["lookup matched %"] is None and rows["pld"]["lookup matched %"] is not None
     assert rows["vanilla"]["no draft %"] == 100.0 and rows["vanilla"]["draft accepted %"] == 0.0
     for m, t in traces.items():
         fwd = [x for x in t.steps if x.forward]

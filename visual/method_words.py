@@ -130,7 +130,8 @@ WORDS: dict[str, MethodWords] = {
     "suffix": MethodWords(
         name="SuffixDecoding",
         intro=("SuffixDecoding matches the text's suffixes in its prompt tree and in the tree of this model's "
-               "earlier outputs, and drafts the likeliest continuations of the better match by their counts. "
+               "earlier outputs, and drafts the likeliest continuations of the better match by their counts, "
+               "as a tree (the paper's tree mode; vLLM's `suffix` drafts one chain). "
                "Steps by whether **a tree offered a draft** or **neither did** (no match, or no continuation "
                "likely enough); the tree's colours say which tree drafted." + _ROW),
         filters=(("a tree offered a draft", PLD_MATCHED), ("neither offered one", PLD_FAILED)),

@@ -93,7 +93,8 @@ LANES: tuple[LaneSpec, ...] = (
     LaneSpec("rest", "rest", None, False, "REST", "#882255", True, REST_SOURCES),
     # The rivals published since, in Paul Tol's teal and rose: apart from every colour above.
     LaneSpec("racer", "racer", None, True, "RACER (cost tree)", "#44AA99", True, RACER_SOURCES),
-    LaneSpec("suffix", "suffix", None, False, "SuffixDecoding", "#CC6677", True, SUFFIX_SOURCES),
+    # Its draft's shape by DecodeSettings.suffix_tree, a tree by default (vLLM's `suffix` drafts a chain).
+    LaneSpec("suffix", "suffix", None, False, "SuffixDecoding (tree)", "#CC6677", True, SUFFIX_SOURCES),
 )
 
 
@@ -126,10 +127,17 @@ def label(name: str, trace: RunTrace | None = None) -> str:
     ran = trace.method, ran_tree(trace)
     found = next((x for x in ([ln] if ln else []) + list(LANES) if _runs(x) == ran), None)
     if found is not None:
-        return found.label
+        return suffix_shape(found.label, trace)
     base = ln or lane(trace.method)
     said = base.label if base else name
     return f"{said}, {ran[1]} tree" if ran[1] else said  # a decoder and tree no row holds
+
+
+def suffix_shape(said: str, trace: RunTrace) -> str:
+    """A SuffixDecoding run named by the draft it drew: a trace that drafted chains says so."""
+    if trace.method == "suffix" and trace.settings.get("suffix_tree") is False:
+        return said.replace("(tree)", "(chain)")
+    return said
 
 
 def ran_tree(trace: RunTrace) -> str | None:

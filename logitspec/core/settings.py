@@ -76,13 +76,16 @@ class DecodeSettings:
     racer_drafts: int = 64
     # SuffixDecoding (suffix.py), vLLM's `suffix` defaults: the trees' depth, the draft's length per
     # matched token (max_spec_factor), the least path probability drafted (min_token_prob), and the
-    # runs' outputs the model's output tree keeps (max_cached_requests; the oldest go first), and
-    # at most so many tokens of them (its trie is not path-compressed: memory grows with depth x tokens).
+    # runs' outputs the model's output tree keeps (max_cached_requests; the oldest go first). Not
+    # vLLM's: the draft is a tree (the paper's mode, arctic-inference's use_tree_spec; False: vLLM's
+    # chain), and a bound on the finished outputs' tokens may be set (None: none, as vLLM's; this
+    # trie is not path-compressed, so its memory grows with depth x tokens).
     suffix_depth: int = 24
     suffix_spec_factor: float = 1.0
     suffix_min_prob: float = 0.1
     suffix_cache_requests: int = 10_000
-    suffix_cache_tokens: int = 100_000
+    suffix_tree: bool = True
+    suffix_cache_tokens: int | None = None
     rule: PruningRule = field(default_factory=PruningRule)
     # Sampling (logitspec/core/sampling.py): temperature 0 is greedy and draws no noise at all.
     temperature: float = 0.0

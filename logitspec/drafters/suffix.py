@@ -6,24 +6,32 @@ occurrences (a suffix tree truncated at that depth, as arctic-inference's):
 - the prompt tree: this run's prompt and the tokens generated so far;
 - the output tree: the outputs of earlier runs of the same model in this process, and this run's
   as it goes, kept on the model's profile (`OutputTree`) and bounded by `suffix_cache_requests`
-  (the oldest outputs go first, as vLLM's `max_cached_requests`) and by `suffix_cache_tokens`.
+  (the oldest outputs go first, as vLLM's `max_cached_requests`); `suffix_cache_tokens`, off by
+  default, bounds its tokens too (finished outputs go first).
 Each step matches every suffix of the text (the root last) against each tree; from the node a
-match of m tokens reaches, it drafts best first by path probability (the product of
-count(child) / count(parent)) while the probability stays at least `suffix_min_prob` and the
-draft holds at most `suffix_spec_factor` * m tokens; the draft of highest score (the sum of its
-tokens' probabilities) over both trees and every match length is verified.
+match of m tokens reaches, it drafts by path probability (the product of count(child) /
+count(parent)) while the probability stays at least `suffix_min_prob` and the draft holds at most
+`suffix_spec_factor` * m tokens: best first as a tree (`suffix_tree`, the paper's mode and
+arctic-inference's `use_tree_spec`) or the likeliest child each time as a chain (vLLM's `suffix`).
+The draft of highest score (the sum of its tokens' probabilities) over both trees and every match
+length is verified; ties go to the longer match and to the prompt tree, as arctic-inference's.
+
+Children of equal counts are ranked as arctic-inference's sibling lists rank them, and the tree's
+best-first queue breaks equal probabilities as libstdc++'s `std::priority_queue` does, so the
+drafts are arctic-inference's node for node (tests/engines/test_suffix_reference.py).
 
 arctic-inference is not a dependency: it is a C++ source build of minutes on these machines
 (docs/performance.md); this is the same rule in Python, small enough to read beside the paper.
 """
 from __future__ import annotations
 
-import heapq
-import itertools
 import threading
+import weakref
+from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -42,11 +50,17 @@ F32 = np.float32
 
 
 class SuffixTrie:
-    """Every substring of the sequences added, up to `depth` tokens, with its count (node ids reused)."""
+    """Every substring of the sequences added, up to `depth` tokens, with its count (node ids reused).
+
+    `order[n]` holds n's children as arctic-inference's sibling list holds them: by decreasing
+    count; a new child last; a child counted again first among its new equals if it led its old
+    ones, else last among them; a child uncounted first among its new equals."""
 
     def __init__(self, depth: int) -> None:
         self.depth = depth
         self.children: list[dict[int, int]] = [{}]
+        self.order: list[list[int]] = [[]]
+        self.token: list[int] = [-1]
         self.count: list[int] = [0]
         self.level: list[int] = [0]
         self.free: list[int] = []
@@ -54,15 +68,29 @@ class SuffixTrie:
     def __len__(self) -> int:
         return len(self.children) - len(self.free)
 
-    def _child(self, node: int, token: int) -> int:
-        nxt = self.children[node].get(token)
-        if nxt is None:
-            nxt = self.free.pop() if self.free else len(self.children)
-            if nxt == len(self.children):
-                self.children.append({}), self.count.append(0), self.level.append(0)
-            self.children[nxt], self.count[nxt], self.level[nxt] = {}, 0, self.level[node] + 1
-            self.children[node][token] = nxt
+    def _new(self, node: int, token: int) -> int:
+        nxt = self.free.pop() if self.free else len(self.children)
+        if nxt == len(self.children):
+            self.children.append({}), self.order.append([]), self.token.append(0)
+            self.count.append(0), self.level.append(0)
+        self.children[nxt], self.order[nxt], self.level[nxt] = {}, [], self.level[node] + 1
+        self.token[nxt], self.count[nxt] = token, 1
+        self.children[node][token] = nxt
+        self.order[node].append(nxt)  # arctic's Case 1b: inserted after the tail child
         return nxt
+
+    def _recount(self, node: int, child: int, by: int) -> None:
+        """count[child] += by (1 or -1), moved in its parent's list as arctic's _increment_count and
+        _decrement_count move it."""
+        siblings, was = self.order[node], self.count[child]
+        self.count[child] = was + by
+        if len(siblings) == 1:
+            return
+        i = siblings.index(child)
+        led = i == 0 or self.count[siblings[i - 1]] > was  # it headed its group of equal counts
+        del siblings[i]
+        find = bisect_left if by < 0 or led else bisect_right
+        siblings.insert(find(siblings, -(was + by), key=lambda n: -self.count[n]), child)
 
     def extend(self, active: list[int], tokens: Sequence[int]) -> list[int]:
         """Append tokens to a sequence whose suffixes end at the `active` nodes (shorter than the
@@ -72,8 +100,11 @@ class SuffixTrie:
             self.count[0] += 1
             nxt = []
             for node in [0, *active]:
-                child = self._child(node, t)
-                self.count[child] += 1
+                child = self.children[node].get(t)
+                if child is None:
+                    child = self._new(node, t)
+                else:
+                    self._recount(node, child, 1)
                 if self.level[child] < self.depth:
                     nxt.append(child)
             active = nxt
@@ -86,11 +117,12 @@ class SuffixTrie:
             node = 0
             for t in tokens[i:i + self.depth]:
                 child = self.children[node][int(t)]
-                self.count[child] -= 1
-                if self.count[child] == 0:
+                if self.count[child] == 1:
                     del self.children[node][int(t)]
+                    self.order[node].remove(child)
                     self._drop(child)
                     break
+                self._recount(node, child, -1)
                 node = child
 
     def _drop(self, node: int) -> None:
@@ -109,6 +141,117 @@ class SuffixTrie:
                 return None
         return node
 
+    def ranked(self, node: int) -> list[tuple[int, int]]:
+        """(token, child) by decreasing count, equals as arctic-inference's sibling list holds them."""
+        return [(self.token[c], c) for c in self.order[node]]
+
+    def in_edge(self, node: int) -> tuple[int, int] | None:
+        """The one child every suffix through `node` goes on to (arctic-inference's path-compressed
+        node goes on: the same probability, no queueing), else None."""
+        kids = self.children[node]
+        if node == 0 or len(kids) != 1:
+            return None
+        tok, child = next(iter(kids.items()))
+        return (tok, child) if self.count[child] == self.count[node] else None
+
+
+class QueueItem(NamedTuple):
+    """An entry of the tree's best-first queue: a node to draft (`emit`) or to open (its children)."""
+
+    prob: float
+    node: int
+    token: int
+    parent: int  # index in the draft of the node's parent, -1 for the match
+    emit: bool
+
+
+class StdHeap:
+    """libstdc++'s std::priority_queue on `prob` alone (push_heap, pop_heap), so equal probabilities
+    leave in the order arctic-inference's C++ queue gives them."""
+
+    def __init__(self) -> None:
+        self.a: list[QueueItem] = []
+
+    def __bool__(self) -> bool:
+        return bool(self.a)
+
+    def push(self, item: QueueItem) -> None:
+        self.a.append(item)
+        self._up(len(self.a) - 1, 0, item)
+
+    def pop(self) -> QueueItem:
+        a, n = self.a, len(self.a)
+        if n > 1:
+            value, a[n - 1] = a[n - 1], a[0]
+            self._down(n - 1, value)
+        return a.pop()
+
+    def _up(self, hole: int, top: int, value: QueueItem) -> None:
+        a = self.a
+        parent = (hole - 1) // 2
+        while hole > top and a[parent].prob < value.prob:
+            a[hole], hole = a[parent], parent
+            parent = (hole - 1) // 2
+        a[hole] = value
+
+    def _down(self, size: int, value: QueueItem) -> None:
+        a, hole, second = self.a, 0, 0
+        while second < (size - 1) // 2:
+            second = 2 * (second + 1)
+            if a[second].prob < a[second - 1].prob:
+                second -= 1
+            a[hole], hole = a[second], second
+        if size % 2 == 0 and second == (size - 2) // 2:
+            second = 2 * (second + 1)
+            a[hole], hole = a[second - 1], second - 1
+        self._up(hole, 0, value)
+
+
+def _opened(trie: SuffixTrie, node: int, prob: float, parent: int) -> QueueItem:
+    """What the queue holds after `node`: its in-edge child to draft, or the node to open."""
+    nxt = trie.in_edge(node)
+    return QueueItem(prob, nxt[1], nxt[0], parent, True) if nxt else QueueItem(prob, node, -1, parent, False)
+
+
+def speculate_tree(trie: SuffixTrie, start: int, most: int, min_prob: float) -> list[tuple[int, int, float]]:
+    """Best first from `start` by path probability, at most `most` nodes, none under `min_prob`:
+    (token, index of its parent in the list or -1 for the root, path probability) each."""
+    out: list[tuple[int, int, float]] = []
+    queue, floor = StdHeap(), F32(min_prob)
+    queue.push(_opened(trie, start, 1.0, -1))
+    while queue and len(out) < most:
+        it = queue.pop()
+        if it.emit:
+            out.append((it.token, it.parent, it.prob))
+            queue.push(_opened(trie, it.node, it.prob, len(out) - 1))
+            continue
+        total = F32(trie.count[it.node])
+        for tok, child in trie.ranked(it.node):
+            p = F32(F32(it.prob) * F32(trie.count[child])) / total  # single precision, as the C++ computes it
+            if p < floor:
+                break  # the rest are less likely still
+            queue.push(QueueItem(float(p), child, tok, it.parent, True))
+    return out
+
+
+def speculate_chain(trie: SuffixTrie, start: int, most: int, min_prob: float) -> list[tuple[int, int, float]]:
+    """The likeliest child each time from `start` (vLLM's `suffix`), as `speculate_tree` returns nodes."""
+    out: list[tuple[int, int, float]] = []
+    p, floor, node = F32(1.0), F32(min_prob), start
+    while len(out) < most and p >= floor:
+        nxt = trie.in_edge(node)
+        if nxt is None:
+            kids = trie.ranked(node)
+            if not kids:
+                break
+            nxt = kids[0]
+            p = F32(p * (F32(trie.count[nxt[1]]) / F32(trie.count[node])))  # as `prob *= count / node->count`
+            if p < floor:
+                break
+        out.append((nxt[0], len(out) - 1, float(p)))
+        node = nxt[1]
+    return out
+
 
 @dataclass
 class Speculation:
@@ -126,43 +269,22 @@ class Speculation:
         return float(total)
 
 
-def speculate_tree(trie: SuffixTrie, start: int, most: int, min_prob: float) -> list[tuple[int, int, float]]:
-    """Best first from `start` by path probability, at most `most` nodes, none under `min_prob`:
-    (token, index of its parent in the list or -1 for the root, path probability) each."""
-    out: list[tuple[int, int, float]] = []
-    heap: list[tuple[float, int, int, int, int]] = []
-    order = itertools.count()  # equal probabilities: the first pushed first
-
-    def push(u: int, p_u: float, at: int) -> None:
-        total, floor = F32(trie.count[u]), F32(min_prob)
-        for tok, child in trie.children[u].items():
-            p = F32(F32(p_u) * F32(trie.count[child])) / total  # single precision, as the C++ computes it
-            if p >= floor:
-                heapq.heappush(heap, (-float(p), next(order), child, tok, at))
-
-    push(start, 1.0, -1)
-    while heap and len(out) < most:
-        negp, _, u, tok, at = heapq.heappop(heap)
-        out.append((tok, at, -negp))
-        push(u, -negp, len(out) - 1)
-    return out
-
-
 def tree_speculation(origin: str, trie: SuffixTrie, tail: Sequence[int], s: DecodeSettings,
                      most: int) -> tuple[Speculation | None, int]:
     """One tree's highest-scoring draft over every match length (the longer of equals), and the
     longest suffix of `tail` it holds (0: not even its last token)."""
     best: Speculation | None = None
     longest = 0
+    speculate = speculate_tree if s.suffix_tree else speculate_chain
     for m in range(1, len(tail) + 1):
         node = trie.walk(tail[-m:])
         if node is None:
             break  # a longer suffix holds this one: it is missing too
         longest = m
-        room = min(most, int(m * s.suffix_spec_factor + 1e-6))
+        room = min(most, int(float(F32(m) * F32(s.suffix_spec_factor)) + 1e-6))  # as the C++ rounds it
         if room <= 0:
             continue
-        spec = Speculation(origin, m, speculate_tree(trie, node, room, s.suffix_min_prob))
+        spec = Speculation(origin, m, speculate(trie, node, room, s.suffix_min_prob))
         if spec.nodes and (best is None or spec.score >= best.score):
             best = spec
     return best, longest
@@ -190,12 +312,12 @@ def best_of(specs: Sequence[Speculation | None]) -> Speculation | None:
 
 class OutputTree:
     """Earlier outputs of one model in one tree, at most `max_outputs` of them (vLLM's
-    `max_cached_requests`: the oldest are uncounted first, as arctic-inference evicts a response
-    when a new request starts) and at most `max_tokens` tokens: this trie is not path-compressed
-    (a node for each of a token's `depth` suffixes), so its memory is bounded in tokens too. Held
-    on the model's profile (`output_tree_for`), so every run of the process shares it."""
+    `max_cached_requests`: the oldest are uncounted first when a run starts, still writing or not,
+    as arctic-inference evicts; 0 keeps none) and, if `max_tokens` is set, at most so many tokens
+    of the finished ones (this trie is not path-compressed: a node for each of a token's `depth`
+    suffixes). Held on the model's profile (`output_tree_for`), so every run of the process shares it."""
 
-    def __init__(self, depth: int, max_outputs: int, max_tokens: int) -> None:
+    def __init__(self, depth: int, max_outputs: int, max_tokens: int | None = None) -> None:
         self.trie = SuffixTrie(depth)
         self.max_outputs, self.max_tokens = max_outputs, max_tokens
         self.outputs: deque[OutputSequence] = deque()  # oldest first; the last ones may still grow
@@ -205,8 +327,11 @@ class OutputTree:
     def start(self) -> "OutputSequence":
         with self.lock:
             seq = OutputSequence(self, [])
+            if self.max_outputs == 0:  # vLLM's 0: no tree of past outputs at all
+                seq.evicted = True
+                return seq
             self.outputs.append(seq)
-            while len(self.outputs) > max(1, self.max_outputs):
+            while 0 < self.max_outputs < len(self.outputs):  # below 0: unbounded, as arctic-inference's -1
                 self._evict(self.outputs.popleft())
             return seq
 
@@ -223,22 +348,34 @@ class OutputTree:
             seq.active = self.trie.extend(seq.active, tokens)
             seq.tokens.extend(int(t) for t in tokens)
             self.tokens += len(tokens)
-            while self.tokens > self.max_tokens and self.outputs[0] is not seq:
-                self._evict(self.outputs.popleft())
+            if self.max_tokens is not None and self.tokens > self.max_tokens:
+                self._shed()
+
+    def _shed(self) -> None:
+        """Uncount the oldest finished outputs down to `max_tokens`: no run still writing loses its nodes."""
+        for seq in [o for o in self.outputs if not o.writing]:
+            if self.tokens <= self.max_tokens:
+                break
+            self.outputs.remove(seq)
+            self._evict(seq)
 
 
 @dataclass
 class OutputSequence:
-    """One run's output as it enters the output tree."""
+    """One run's output as it enters the output tree; `writing` until its run lets it go."""
 
     tree: OutputTree
     tokens: list[int]
     active: list[int] = field(default_factory=list)
     evicted: bool = False
+    writing: bool = True
 
     def append(self, tokens: Sequence[int]) -> None:
         if tokens:
             self.tree._append(self, tokens)
+
+    def finish(self) -> None:
+        self.writing = False
 
 
 _LOCK = threading.Lock()
@@ -267,6 +404,7 @@ class SuffixDrafter(Drafter):
         shared = output_tree_for(model, s) if model is not None else \
             OutputTree(s.suffix_depth, s.suffix_cache_requests, s.suffix_cache_tokens)
         self.output = shared.start()
+        weakref.finalize(self, self.output.finish)  # the run has ended once its drafter is gone
         self.outputs = shared
         self.read = 0  # tokens of the text the trees hold: the context and the last step's root
         self.prompt_len: int | None = None

@@ -3,6 +3,8 @@ the race's own lanes, greedy and sampled, with vanilla's output; their colours a
 explorer draws where each node came from, and the debugger speaks of them in their own words."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from helpers.tiny_models import char_lm
@@ -55,7 +57,10 @@ def test_the_rival_lanes_sampled_equal_vanilla_sampled(tiny_llama):
 def test_the_rival_lanes_have_their_own_colours_and_labels(raced):
     colours = {m: lane_color(m, raced[m].method) for m in raced}
     assert len(set(colours.values())) == len(colours)
-    assert label("racer", raced["racer"]) == "RACER (cost tree)" and label("suffix") == "SuffixDecoding"
+    assert label("racer", raced["racer"]) == "RACER (cost tree)" and label("suffix") == "SuffixDecoding (tree)"
+    assert label("suffix", raced["suffix"]) == "SuffixDecoding (tree)" and DecodeSettings().suffix_tree
+    chain = replace(raced["suffix"], settings={**raced["suffix"].settings, "suffix_tree": False})
+    assert label("suffix", chain) == "SuffixDecoding (chain)"  # a run that drafted chains is named so
 
 
 def test_the_explorer_draws_where_each_rival_node_came_from(raced):

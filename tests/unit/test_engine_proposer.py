@@ -11,7 +11,8 @@ import torch
 from logitspec.core.retrieval import NgramPool
 from logitspec.core.settings import DecodeSettings
 from logitspec.core.trace import Candidate
-from logitspec.engines.vllm_proposer import NO_VLLM, RULE_ENV, ChainRule, LogitSpecProposer, best_chain, last_rows, rule_of
+from logitspec.engines.vllm_proposer import (NO_VLLM, RULE_ENV, ChainRule, LogitSpecProposer, best_chain, last_rows,
+                                             rule_of, spec_budget)
 
 
 def test_last_rows_count_each_earlier_requests_drafts_plus_one():
@@ -115,7 +116,7 @@ def test_a_bench_method_names_the_proposers_rule():
     assert rule_of(rule_text("logitspec@g1=8/g2=4")) == ChainRule(g1=8, g2=4)
     check_methods(["none", "ngram", "logitspec@precise", "logitspec@g1=3/rank=2"])
     for bad, said in (("eagle", "unknown method 'eagle'"), ("ngram@precise", "unknown method"),
-                      ("logitspec@g1=0", RULE_ENV)):
+                      ("ngram@3-1", "unknown method"), ("ngram@0-2", "unknown method"), ("logitspec@g1=0", RULE_ENV)):
         with pytest.raises(SystemExit, match=said):
             check_methods([bad])
 
@@ -132,3 +133,45 @@ def test_the_top_k_probabilities_are_the_softmaxs_without_a_softmax_over_the_voc
     top = torch.topk(logits.float(), 9, dim=-1)
     assert ids == top.indices.tolist() and vals == top.values.tolist()
     assert torch.allclose(torch.tensor(probs), want.gather(-1, top.indices), rtol=1e-5, atol=1e-7)
+
+
+def test_the_draft_budget_is_the_schedulers_at_most_k():
+    """vLLM's scheduler output says how many drafts the next step schedules; a runner without it keeps K."""
+    from types import SimpleNamespace
+
+    assert spec_budget(SimpleNamespace(num_spec_tokens_to_schedule=3), 5) == 3
+    assert spec_budget(SimpleNamespace(num_spec_tokens_to_schedule=9), 5) == 5
+    assert spec_budget(SimpleNamespace(num_spec_tokens_to_schedule=0), 5) == 0
+    assert spec_budget(None, 5) == spec_budget([1, 2], 5) == 5
+
+
+def test_the_ngram_rivals_are_vllms_ngram_at_other_lookup_sizes():
+    from logitspec.bench.engines import METHODS, check_methods, spec_config
+
+    check_methods(list(METHODS))
+    assert {"ngram@1-3", "ngram@2-5"} <= set(METHODS)
+    assert spec_config("ngram@1-3", 5) == {"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_min": 1,
+                                           "prompt_lookup_max": 3}
+    assert spec_config("ngram", 5) == {"method": "ngram", "num_speculative_tokens": 5}  # vLLM's default, 5-5
+
+
+def test_the_report_leads_with_tokens_per_step_over_all_steps():
+    """The headline column counts every target pass; vLLM's accepted length (drafted steps) stands beside it."""
+    from logitspec.bench.engines import markdown, summarise
+
+    def result(method, tokens, drafts, accepted):
+        spec = {"vllm:spec_decode_num_drafts": drafts, "vllm:spec_decode_num_draft_tokens": 5 * drafts,
+                "vllm:spec_decode_num_accepted_tokens": accepted}
+        return {"method": method, "phases": [{"batch": 1, "seconds": 2.0, "tokens": tokens, "spec": spec,
+                                              "logitspec": None}]}
+
+    toks = [list(range(100))]
+    rows = summarise([result("none", toks, 0, 0), result("ngram@1-3", toks, 10, 20)])
+    assert list(rows[1])[:3] == ["method", "batch", "tokens_per_step"]
+    assert rows[1]["tokens_per_step"] == 1.25 and rows[1]["mean_accepted_length"] == 3.0  # 100 / 80; 1 + 20 / 10
+    report = {"vllm": "0.32.0", "cpu": "x", "cores": 2, "load_before": [0], "load_after": [0], "model_name": "m",
+              "max_new_tokens": 100, "k": 5, "questions": 1, "rows": rows, "resumed": [],
+              "methods": [{"method": "none"}, {"method": "ngram@1-3"}]}
+    table = [line for line in markdown(report).splitlines() if line.startswith("|")]
+    assert table[0].startswith("| method | batch | tokens/step (all steps) | tok/s | mean accepted length (drafted steps only)")
+    assert table[3].startswith("| ngram@1-3 | 1 | 1.25 | 50.0 | 3.0 |")

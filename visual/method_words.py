@@ -248,6 +248,8 @@ def source_found(trace: RunTrace, lk: SourceLookup) -> str:
             return "matrix: no row for x_{i+1} yet (no pass has run on it)"
         return f"matrix: x_{{i+1}}'s row of successors from an earlier pass, {nodes} offered"
     if lk.source == "copied":
+        if not lk.matched and lk.offered:  # racer_unseen_rows="zeros": the reference's matrix starts all zeros
+            return f"copied logits: no pass has run on x_{{i+1}} yet; its row reads as zeros (token 0), {nodes} offered"
         if not lk.matched:
             return "copied logits: no pass has run on x_{i+1} yet, so it has no logits to copy"
         return f"copied logits: x_{{i+1}}'s top-{_setting(trace, 'racer_breadth')} from the last pass on it, {nodes} offered"

@@ -56,6 +56,12 @@ class DecodeSettings:
     recycle_k: int = 8  # successors kept per token in the matrix (the paper's top-8)
     recycle_depth: int = 6  # the cost-aware recycled tree's deepest node below the root
     recycle_across_runs: bool = True  # the paper's hot start: the matrix (and its rank chances) outlive a run
+    # Each the authors' code's by default: the verified nodes whose rows update the matrix ("every":
+    # each one, its head row computed where the lazy head skipped it; "computed": those the walk
+    # computed), and in the static template a token with no row yet ("zeros": token 0 in every
+    # rank, their zero-filled matrix; "none": no children; the cost tree grows from rows seen only).
+    recycle_rows: str = "every"
+    recycle_unseen_rows: str = "zeros"
     # Lookahead decoding (lookahead.py), the authors' defaults: window W, n-gram size N, guess set G.
     lookahead_window: int = 7
     lookahead_ngram: int = 5
@@ -74,6 +80,16 @@ class DecodeSettings:
     racer_min_depth: int = 2
     racer_breadth: int = 8
     racer_drafts: int = 64
+    # Each the reference's by default (racer.py, racer_automaton.py cite its lines): the Logits Tree's
+    # breadths ("reference": the root's children 4, 2, 1...; "paper": 8, 4, 2...), the automaton's fail
+    # links ("reference": built after the prompt, reset to the root as nodes are touched; "exact":
+    # kept exact), a token with no row ("zeros": read as token 0's top-k, the reference's zero-filled
+    # matrix; "none": no children), and the verified nodes whose rows are kept ("every": each one,
+    # its head row computed where the lazy head skipped it; "computed": those the walk computed).
+    racer_logits_rule: str = "reference"
+    racer_links: str = "reference"
+    racer_unseen_rows: str = "zeros"
+    racer_rows: str = "every"
     # SuffixDecoding (suffix.py), vLLM's `suffix` defaults: the trees' depth, the draft's length per
     # matched token (max_spec_factor), the least path probability drafted (min_token_prob), and the
     # runs' outputs the model's output tree keeps (max_cached_requests; the oldest go first). Not

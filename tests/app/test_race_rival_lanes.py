@@ -95,6 +95,16 @@ def test_the_debugger_speaks_of_the_rivals_in_their_words(raced):
         assert all(r["lookup"] for r in rows), lane  # each row says what its sources found
 
 
+def race_racer_without_zero_rows():
+    """RACER alone, a token with no row offering no children (racer_unseen_rows="none"): steps that draft nothing."""
+    from helpers.tiny_models import tiny_llama
+
+    lanes = model_lanes(char_lm(tiny_llama(seed=0)), PROMPT, ["racer"], DecodeSettings(max_new_tokens=32,
+                                                                                          racer_unseen_rows="none"))
+    list(interleave(lanes))
+    return lanes[0].trace
+
+
 def test_a_rival_step_says_what_its_sources_found_and_why_it_drafted_nothing(raced):
     from logitspec.core.trace import RunTrace
     from visual.data import context_before
@@ -112,6 +122,9 @@ def test_a_rival_step_says_what_its_sources_found_and_why_it_drafted_nothing(rac
         for s in found:
             drawn = {n.origin for n in s.tree if n.depth and not n.pruned}
             assert drawn <= {lk.source for lk in s.lookups if lk.offered}, (lane, s.index)
+        if lane == "racer":  # a token never run on reads the reference's zero row: the copied logits always offer
+            assert all(s.lookups[1].offered for s in found)
+            trace = race_racer_without_zero_rows()
         empty = next(i for i, s in enumerate(trace.steps) if s.forward and len(s.tree) == 1)
         said = lookup_line(trace, trace.steps[empty], context_before(trace, empty))
         assert "nothing drafted: no source offered a node" in said, said

@@ -41,11 +41,17 @@ def test_automaton_counts_every_prefix_of_its_ngrams():
         assert len(ac) == len(want) + 1  # the root and nothing else
 
 
+def _longest_proper_suffix(ac: Automaton, node: int) -> int:
+    path = ac.path(node)
+    return next((n for i in range(1, len(path)) if (n := ac.walk(path[i:])) is not None), 0)
+
+
 def test_the_automatons_matches_are_every_suffix_followed_by_the_token():
-    """Fed a text, the fail chain lists exactly the suffixes of the text (n-gram prefixes) that the token extends."""
+    """Fed a text with exact links, the fail chain lists exactly the suffixes of the text (n-gram
+    prefixes) that the token extends, the longest first."""
     for seed in range(8):
         ctx = _text(seed, 50)
-        ac = Automaton(100_000)
+        ac = Automaton(100_000, links="exact")
         patterns = _grams(ctx, 5)
         for g in patterns:
             ac.insert(g)
@@ -58,24 +64,37 @@ def test_the_automatons_matches_are_every_suffix_followed_by_the_token():
             for tok in range(5):
                 want = sorted(len(text) - i + 1 for i in range(len(text) + 1)
                               if tuple(text[i:] + [tok]) in counts)
-                got = sorted(ac.depth[v] for v in ac.matches(tok, 1))
-                assert got == want, (seed, upto, tok)
-                assert [ac.path(v) for v in ac.matches(tok, 1)] == [text[len(text) - d + 1:] + [tok]
-                                                                   for d in sorted(want, reverse=True)]
+                got, _ = ac.matches(tok, 1)
+                assert sorted(ac.depth[v] for v in got) == want, (seed, upto, tok)
+                assert [ac.path(v) for v in got] == [text[len(text) - d + 1:] + [tok] for d in sorted(want, reverse=True)]
 
 
-def test_resync_finds_the_state_feeding_finds():
-    ctx = _text(3, 80)
-    ac = Automaton(100_000)
-    for g in _grams(ctx, 6):
+def test_exact_links_stay_the_longest_proper_suffix_as_nodes_come_and_go():
+    """Inserted one n-gram at a time, and evicted past 60 nodes, every node's link is the longest
+    proper suffix of its path in the trie, as a rebuild from scratch finds."""
+    for seed in range(4):
+        ac = Automaton(60, links="exact")
+        for g in _grams(_text(seed, 120, vocab=4), 4):
+            ac.insert(g)
+            live = [n for n in range(1, len(ac.children)) if n not in set(ac.free)]
+            assert all(ac.fail(n) == _longest_proper_suffix(ac, n) for n in live), seed
+
+
+def test_reference_links_are_built_once_then_reset_to_the_root_where_touched():
+    """automaton.cpp: `build` links every node (308-330); a node made later links to the root
+    (166-170); a transition that fails resets the node it reaches and its ancestors (140-153, 340)."""
+    ac = Automaton(1000)
+    for g in _grams([1, 2, 3, 1, 2, 4, 2, 3, 5], 3):
         ac.insert(g)
-    query = _text(4, 30)
-    for upto in range(1, len(query)):
-        ac.state = 0
-        ac.feed(query[:upto])
-        fed = ac.state
-        ac.resync(query[:upto], 5)
-        assert ac.state == fed, upto
+    ac.build()
+    live = [n for n in range(1, len(ac.children))]
+    assert all(ac.fail(n) == _longest_proper_suffix(ac, n) for n in live)
+    ac.insert([2, 3, 9])
+    assert ac.fail(ac.walk([2, 3, 9])) == 0
+    ac.feed([1, 2, 3])  # 1 2 3 is a path: no failure, links kept
+    assert ac.state == ac.walk([1, 2, 3]) and ac.fail(ac.walk([1, 2, 3])) == ac.walk([2, 3])
+    ac.feed([5])  # fails over to "2 3", which holds 5: "2 3" and "2" link to the root now
+    assert ac.state == ac.walk([2, 3, 5]) and ac.fail(ac.walk([2, 3])) == 0
 
 
 def test_the_automaton_evicts_least_recently_used_leaves_and_stays_a_trie():
@@ -103,11 +122,13 @@ def test_retrieval_keeps_the_most_frequent_nodes_and_logits_tree_halves_its_brea
     m.rows = {0: tuple(range(10, 18)), **{t: tuple(range(100 * t, 100 * t + 8)) for t in range(10, 18)}}
     tree = logits_branches(m, 0, 64, 8)
     firsts = [b.tokens[0] for b in tree]
-    # the root's 8 successors (breadths 8, 4, 2, 1...): the first has 8 children, the second 4, the
-    # third 2, the rest 1 (at least 1); the paper's figure 9 shape, not the first release's 4, 2, 1
+    # the root's 8 successors, breadths halved at the root and kept at depth 1 (automaton.cpp:99):
+    # the first has 4 children, the second 2, the rest 1; the paper's rule (8, 4, 2...) on request
     assert sorted(set(firsts)) == list(range(10, 18))
-    assert [firsts.count(t) for t in range(10, 18)] == [8, 4, 2, 1, 1, 1, 1, 1]
-    # 12 nodes: the root's 8 children first (breadth first), then the first child's first 4
+    assert [firsts.count(t) for t in range(10, 18)] == [4, 2, 1, 1, 1, 1, 1, 1]
+    paper = [b.tokens[0] for b in logits_branches(m, 0, 64, 8, "paper")]
+    assert [paper.count(t) for t in range(10, 18)] == [8, 4, 2, 1, 1, 1, 1, 1]
+    # 12 nodes: the root's 8 children first (breadth first), then the first child's 4
     short = sorted(b.tokens for b in logits_branches(m, 0, 12, 8))
     assert short == [[10, 1000 + i] for i in range(4)] + [[t] for t in range(11, 18)]
 

@@ -1,0 +1,108 @@
+"""RACER's lane drafts, node for node, what hkr04/RACER's own automaton drafted over the same token
+histories and logits rows (tests/fixtures/racer_reference.json.gz, scripts/racer_reference_fixtures.py)."""
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from logitspec.core.settings import DecodeSettings
+from logitspec.drafters.racer import RacerDrafter, logits_branches
+from logitspec.drafters.recycling import SuccessorMatrix
+
+ROOT = Path(__file__).resolve().parents[2]
+_spec = importlib.util.spec_from_file_location("racer_reference_fixtures", ROOT / "scripts" / "racer_reference_fixtures.py")
+fixtures = importlib.util.module_from_spec(_spec)
+sys.modules.setdefault(_spec.name, fixtures)  # its dataclass looks its module up there
+_spec.loader.exec_module(fixtures)
+
+
+class Lane:
+    """The lane's drafter fed as the reference's loop feeds its automaton (rows stored as heard)."""
+
+    def __init__(self, **settings) -> None:
+        self.s = DecodeSettings(tree="static", **settings)
+
+    def start(self, prompt: list[int], rows) -> None:
+        self.d = RacerDrafter(self.s)
+        for tok, r in rows:
+            self.d.matrix.rows[tok] = tuple(r)
+        self.text, self.first = list(prompt), torch.zeros(49152)
+        self.first[list(rows[-1][1])] = torch.arange(len(rows[-1][1]), 0, -1, dtype=torch.float)  # its top-k: the row
+
+    def draft(self, root: int) -> list[list[int]]:
+        nodes = self.d.draft(root, self.first, SimpleNamespace(tokens=self.text), len(self.text)).nodes
+        paths = {0: [nodes[0].token]}
+        for n in nodes[1:]:
+            paths[n.id] = paths[n.parent] + [n.token]
+        return list(paths.values())
+
+    def heard(self, text: list[int], rows) -> None:
+        for tok, r in rows:
+            self.d.matrix.rows[tok] = tuple(r)
+        self.text = list(text)
+
+
+def _fixture() -> dict:
+    return json.loads(gzip.decompress(fixtures.FIXTURE.read_bytes()))
+
+
+def test_the_fixture_covers_enough_contexts_and_categories():
+    doc = _fixture()
+    assert doc["reference"] == "hkr04/RACER" and len(doc["commit"]) == 40
+    assert len(doc["contexts"]) >= 200
+    assert len({c["name"].rsplit("-", 1)[0] for c in doc["contexts"]}) >= 8
+
+
+def test_the_lane_drafts_what_the_reference_drafted_step_by_step():
+    doc, lane, bad = _fixture(), Lane(), []
+    for c in doc["contexts"]:
+        ctx = fixtures.Context(c["name"], c["tokens"], c["prompt"], c["seed"])
+        got = fixtures.replay(ctx, lane)
+        want = [tuple(s) for s in c["steps"]]
+        if got != want:
+            first = next((i for i, (g, w) in enumerate(zip(got, want)) if g != w), min(len(got), len(want)))
+            bad.append((c["name"], first, got[first:first + 1], want[first:first + 1]))
+    assert not bad, f"{len(bad)} of {len(doc['contexts'])} contexts differ; first: {bad[:5]}"
+
+
+def test_the_logits_tree_breadths_follow_the_reference_or_the_paper():
+    """The reference halves at the root and keeps the breadth at depth 1 (automaton.cpp:99): the root's
+    8 children get 4, 2, 1, 1...; the first child's 4 children 4, 2, 1, 1. The paper's rule: 8, 4, 2..."""
+    m = SuccessorMatrix(8)
+    m.rows = {0: tuple(range(10, 18)), **{t: tuple(range(100 * t, 100 * t + 8)) for t in range(10, 18)}}
+    firsts = [b.tokens[0] for b in logits_branches(m, 0, 64, 8)]
+    assert [firsts.count(t) for t in range(10, 18)] == [4, 2, 1, 1, 1, 1, 1, 1]
+    paper = [b.tokens[0] for b in logits_branches(m, 0, 64, 8, "paper")]
+    assert [paper.count(t) for t in range(10, 18)] == [8, 4, 2, 1, 1, 1, 1, 1]
+    with pytest.raises(ValueError):
+        logits_branches(m, 0, 64, 8, "halved")
+
+
+def test_a_token_with_no_row_reads_zeros_as_the_reference_or_nothing():
+    """The reference's matrix starts all zeros (automaton.cpp:59-62): a token never run on has token 0 x k as its top-k."""
+    m = SuccessorMatrix(8)
+    m.rows = {5: (7, 8)}
+    assert sorted(tuple(b.tokens) for b in logits_branches(m, 5, 3, 8, unseen=(0,) * 8)) == [(7, 0), (8,)]
+    assert sorted(tuple(b.tokens) for b in logits_branches(m, 5, 3, 8)) == [(7,), (8,)]
+
+
+def test_every_verified_nodes_row_is_asked_for_and_kept_deepest_last():
+    """inference_racer.py:108-110: each tree node's row after the pass, rejected nodes too."""
+    from logitspec.core.trace import TreeNode
+
+    d = RacerDrafter(DecodeSettings(tree="static"))
+    draft = d.draft(5, torch.zeros(32), SimpleNamespace(tokens=[1, 2, 3, 4]), 4)
+    assert draft.read_rows == list(range(len(draft.nodes))) and not d.wants_logits
+    nodes = [TreeNode(id=1, token=7, parent=0, depth=2, origin="copied"), TreeNode(id=0, token=7, parent=-1, depth=1, origin="copied")]
+    rows = torch.zeros(2, 32)
+    rows[0, 9], rows[1, 8] = 1.0, 1.0  # the deeper node's row puts 9 first, the shallower's 8
+    d.observe_rows(nodes, rows)
+    assert d.matrix.successors(7)[0] == 9
+    assert RacerDrafter(DecodeSettings(tree="static", racer_rows="computed")).wants_logits

@@ -56,6 +56,12 @@ class DecodeSettings:
     recycle_k: int = 8  # successors kept per token in the matrix (the paper's top-8)
     recycle_depth: int = 6  # the cost-aware recycled tree's deepest node below the root
     recycle_across_runs: bool = True  # the paper's hot start: the matrix (and its rank chances) outlive a run
+    # Each the authors' code's by default: the verified nodes whose rows update the matrix ("every":
+    # each one, its head row computed where the lazy head skipped it; "computed": those the walk
+    # computed), and in the static template a token with no row yet ("zeros": token 0 in every
+    # rank, their zero-filled matrix; "none": no children; the cost tree grows from rows seen only).
+    recycle_rows: str = "every"
+    recycle_unseen_rows: str = "zeros"
     # Lookahead decoding (lookahead.py), the authors' defaults: window W, n-gram size N, guess set G.
     lookahead_window: int = 7
     lookahead_ngram: int = 5
@@ -84,7 +90,6 @@ class DecodeSettings:
     racer_links: str = "reference"
     racer_unseen_rows: str = "zeros"
     racer_rows: str = "every"
-    racer_across_runs: bool = True  # one automaton and matrix for every run on the model (inference_racer.py:262, 285)
     # SuffixDecoding (suffix.py), vLLM's `suffix` defaults: the trees' depth, the draft's length per
     # matched token (max_spec_factor), the least path probability drafted (min_token_prob), and the
     # runs' outputs the model's output tree keeps (max_cached_requests; the oldest go first). Not

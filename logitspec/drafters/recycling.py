@@ -66,8 +66,13 @@ class SuccessorMatrix:
     k: int = 8
     rows: dict[int, tuple[int, ...]] = field(default_factory=dict)
 
-    def successors(self, token: int) -> tuple[int, ...]:
-        return self.rows.get(token, ())
+    def successors(self, token: int, unseen: tuple[int, ...] = ()) -> tuple[int, ...]:
+        return self.rows.get(token, unseen)
+
+    def unseen(self, rule: str) -> tuple[int, ...]:
+        """What a token without a row reads as: token 0 in each rank (the authors' zero-filled
+        matrix, "zeros"), or nothing ("none")."""
+        return (0,) * self.k if rule == "zeros" else ()
 
     def update(self, tokens: Sequence[int], logits: torch.Tensor) -> None:
         """Row tokens[j] := the top-k of logits[j] ([n, V]); a later row of one token wins,
@@ -92,14 +97,15 @@ def matrix_for(model: PreTrainedModel, k: int) -> SuccessorMatrix:
         return prof.successors
 
 
-def static_tree(root: int, matrix: SuccessorMatrix,
-                widths: dict[tuple[int, ...], int] = TEMPLATE_WIDTHS) -> list[TreeNode]:
+def static_tree(root: int, matrix: SuccessorMatrix, widths: dict[tuple[int, ...], int] = TEMPLATE_WIDTHS,
+                unseen: tuple[int, ...] = ()) -> list[TreeNode]:
     """The template filled breadth first from the matrix: parents come before children, and a
-    node whose row is empty (or shorter than its width) has fewer children, or none."""
+    node whose row is empty (or shorter than its width) has fewer children, or none; a token with
+    no row reads as `unseen`."""
     nodes = [TreeNode(id=0, token=int(root), parent=-1, depth=0, origin="root")]
     queue = [(0, ())]  # (node id, its path of ranks)
     for nid, path in queue:  # the queue grows as it is read: breadth first
-        row = matrix.successors(nodes[nid].token)
+        row = matrix.successors(nodes[nid].token, unseen)
         for rank, tok in enumerate(row[: widths.get(path, 0)], start=1):
             child = len(nodes)
             nodes.append(TreeNode(id=child, token=int(tok), parent=nid, depth=nodes[nid].depth + 1,
@@ -255,19 +261,27 @@ class RecyclingDrafter(Drafter):
                      if s.tree == "cost" else None)
         self.cost_capacity = cost_capacity(s, model)
         self.tree_room = TEMPLATE_NODES + 1 if self.cost is None else 0
+        self.unseen = self.matrix.unseen(s.recycle_unseen_rows)
+        # "every": each verified node's row updates the matrix (read_rows), as the authors' code does.
+        self.wants_logits = s.recycle_rows == "computed"
         self.started = False
 
     def draft(self, root: int, logits: torch.Tensor, pool: NgramPool, context_len: int) -> Draft:
-        if not self.started:  # the prefill's row: the only one it computed (later rows come from observe_logits)
+        if not self.started:  # the prefill's row of the prompt's last token, the one their first pass computes
             self.matrix.update(pool.tokens[-1:], logits[None])
             self.started = True
         if self.cost is None:
-            nodes = static_tree(root, self.matrix)
-            return Draft(nodes=nodes, sizing=static_sizing(nodes), lookups=self._lookups(root, nodes))
+            nodes = static_tree(root, self.matrix, unseen=self.unseen)
+            return Draft(nodes=nodes, sizing=static_sizing(nodes), lookups=self._lookups(root, nodes),
+                         read_rows=self._rows(nodes))
         before = self.cost.calibration_seconds
         nodes, sizing = self.cost.draft(root, self.cost_capacity, context_len)
         return Draft(nodes=nodes, sizing=sizing, calibration_seconds=self.cost.calibration_seconds - before,
-                     lookups=self._lookups(root, nodes))
+                     lookups=self._lookups(root, nodes), read_rows=self._rows(nodes))
+
+    def _rows(self, nodes: list[TreeNode]) -> list[int]:
+        """Every verified node's place among the verified (pruned nodes are not verified), under "every"."""
+        return [] if self.wants_logits else list(range(sum(not n.pruned for n in nodes)))
 
     def _lookups(self, root: int, nodes: list[TreeNode]) -> list[SourceLookup]:
         """The matrix as the step's one source: whether it held a row for the root, and what it drafted."""
@@ -281,3 +295,6 @@ class RecyclingDrafter(Drafter):
 
     def observe_logits(self, tokens: Sequence[int], logits: torch.Tensor) -> None:
         self.matrix.update(tokens, logits)
+
+    def observe_rows(self, nodes: Sequence[TreeNode], logits: torch.Tensor) -> None:
+        self.matrix.update([n.token for n in nodes], logits)

@@ -23,11 +23,12 @@ def test_cli_defaults_equal_decode_settings():
 def test_every_settings_field_is_either_an_option_or_internal():
     # Not offered on the command line: the baselines' own parameters keep their authors' defaults,
     # and one run a process has no earlier run's prefill to share.
-    internal = {"pld_tokens", "rule", "recycle_k", "recycle_depth", "recycle_across_runs", "processors",
+    internal = {"pld_tokens", "rule", "recycle_k", "recycle_depth", "recycle_across_runs", "recycle_rows",
+                "recycle_unseen_rows", "processors",
                 "lookahead_window", "lookahead_ngram", "lookahead_guesses",
                 "rest_suffix", "rest_matches", "rest_span", "rest_drafts", "share_prefill",
                 "racer_ngram", "racer_nodes", "racer_min_depth", "racer_breadth", "racer_drafts",
-                "racer_logits_rule", "racer_links", "racer_unseen_rows", "racer_rows", "racer_across_runs",
+                "racer_logits_rule", "racer_links", "racer_unseen_rows", "racer_rows",
                 "suffix_depth", "suffix_spec_factor", "suffix_min_prob", "suffix_cache_requests", "suffix_cache_tokens",
                 "suffix_tree"}
     assert {f.name for f in fields(DecodeSettings)} == set(OPTION_OF) | internal

@@ -12,19 +12,21 @@ their loop (evaluation/inference_racer.py), drafted node for node alike (tests/u
   breadths (`racer_logits_rule`), in the room the Retrieval Tree left.
 Both merge into one trie under the root, at most `racer_drafts` tokens with the root (the reference's
 max_num_draft). On a CPU the cost tree sizes the merged tree (keyedtree.py), as LogitSpec's lane is sized.
-Not the reference's: the prompt's rows (the shared prefill keeps its last row only), one automaton a
-run (the reference's one for every question, inference_racer.py:262), and eviction's order (its
-least recently used node may have children, cpp:157, 197-208; here it is a leaf).
+Not the reference's: the prompt's rows (the shared prefill keeps its last row only) and eviction's
+order (its least recently used node may have children, cpp:157, 197-208; here it is a leaf).
 """
 from __future__ import annotations
 
 import heapq
+import threading
 from collections import deque
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import torch
 
 from ..core.drafter import Draft, Drafter, cost_capacity
+from ..core.profile import profile_of
 from ..core.retrieval import NgramPool
 from ..core.settings import DecodeSettings
 from ..sizing.costtree import evidence, rank_bucket
@@ -126,6 +128,32 @@ def offered(branches: Sequence[Branch]) -> int:
     return len({tuple(b.tokens[:j]) for b in branches for j in range(1, len(b.tokens) + 1)})
 
 
+_MADE = threading.Lock()  # one memory per model when two lanes start at once
+
+
+@dataclass
+class RacerMemory:
+    """What RACER learns, kept on the model across runs as the reference keeps one automaton for every
+    question (inference_racer.py:262, 285; its state too); `key`: the settings it was made under."""
+
+    key: tuple
+    ac: Automaton
+    matrix: SuccessorMatrix
+    lock: threading.Lock = field(default_factory=threading.Lock)  # concurrent lanes take turns at it
+
+
+def memory_for(s: DecodeSettings, model) -> RacerMemory:
+    """The model's memory, made anew when absent, across runs is off, or the settings it holds differ."""
+    key = (s.racer_nodes, s.racer_links, s.racer_breadth)
+    if not s.racer_across_runs or model is None:
+        return RacerMemory(key, Automaton(s.racer_nodes, s.racer_links), SuccessorMatrix(s.racer_breadth))
+    with _MADE:
+        prof = profile_of(model)
+        if prof.racer is None or prof.racer.key != key:
+            prof.racer = RacerMemory(key, Automaton(s.racer_nodes, s.racer_links), SuccessorMatrix(s.racer_breadth))
+        return prof.racer
+
+
 class RacerDrafter(Drafter):
     """RACER: the Retrieval Tree from the context's automaton and the Logits Tree from copied logits, merged."""
 
@@ -133,8 +161,8 @@ class RacerDrafter(Drafter):
 
     def __init__(self, s: DecodeSettings, model=None) -> None:
         self.s = s
-        self.ac = Automaton(s.racer_nodes, s.racer_links)
-        self.matrix = SuccessorMatrix(s.racer_breadth)
+        self.memory = memory_for(s, model)
+        self.ac, self.matrix = self.memory.ac, self.memory.matrix
         self.cost = KeyedCostTree(model) if s.tree == "cost" else None
         self.cost_capacity = cost_capacity(s, model)
         self.most = min(s.racer_drafts, s.capacity)  # the reference's max_num_draft: the tree's tokens, the root's counted
@@ -158,7 +186,11 @@ class RacerDrafter(Drafter):
         self.read = len(text)
 
     def draft(self, root: int, logits: torch.Tensor, pool: NgramPool, context_len: int) -> Draft:
-        s, text, root = self.s, pool.tokens, int(root)
+        with self.memory.lock:
+            return self._draft(int(root), logits, pool.tokens, context_len)
+
+    def _draft(self, root: int, logits: torch.Tensor, text: Sequence[int], context_len: int) -> Draft:
+        s = self.s
         if self.read == 0:  # the prefill's row: the only prompt row the loop computes
             self.matrix.update(text[-1:], logits[None])
         self.absorb(text)
@@ -185,9 +217,11 @@ class RacerDrafter(Drafter):
             self.cost.observe(truth, verified, seconds, threads)
 
     def observe_logits(self, tokens: Sequence[int], logits: torch.Tensor) -> None:
-        self.matrix.update(tokens, logits)
+        with self.memory.lock:
+            self.matrix.update(tokens, logits)
 
     def observe_rows(self, nodes, logits: torch.Tensor) -> None:
         """Rows stored shallow first, so a token's deepest row wins, as the reference's breadth-first update."""
         order = sorted(range(len(nodes)), key=lambda i: nodes[i].depth)
-        self.matrix.update([nodes[i].token for i in order], logits[order])
+        with self.memory.lock:
+            self.matrix.update([nodes[i].token for i in order], logits[order])

@@ -106,3 +106,16 @@ def test_every_verified_nodes_row_is_asked_for_and_kept_deepest_last():
     d.observe_rows(nodes, rows)
     assert d.matrix.successors(7)[0] == 9
     assert RacerDrafter(DecodeSettings(tree="static", racer_rows="computed")).wants_logits
+
+
+def test_the_automaton_and_matrix_outlive_a_run_as_the_references_one_ac():
+    """inference_racer.py:262, 285: one automaton (and its state) for every question; off, each run its own."""
+    model = SimpleNamespace(device=SimpleNamespace(type="cpu"))
+    s = DecodeSettings(tree="static")
+    first, second = RacerDrafter(s, model), RacerDrafter(s, model)
+    assert first.ac is second.ac and first.matrix is second.matrix
+    first.draft(3, torch.zeros(32), SimpleNamespace(tokens=list(range(12))), 12)
+    assert second.ac.walk(list(range(10))) is not None  # the first run's prompt n-grams, for the next run
+    assert RacerDrafter(DecodeSettings(tree="static", racer_nodes=500), model).ac is not first.ac  # other settings
+    alone = DecodeSettings(tree="static", racer_across_runs=False)
+    assert RacerDrafter(alone, model).ac is not RacerDrafter(alone, model).ac

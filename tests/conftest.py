@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from helpers.marks import FOLDER_MARKS
-from helpers.paths import FIXTURES
+from helpers.paths import TRACE_FIXTURES
 from helpers.threads import TEST_THREADS, WORKERS
 from helpers.tiny_models import tiny_gpt2 as _build_tiny_gpt2
 from helpers.tiny_models import tiny_llama as _build_tiny_llama
@@ -116,8 +116,8 @@ def one_thread():
 @pytest.fixture(scope="session")
 def fixture_traces() -> list[Path]:
     """The real traces recorded on the bundled model."""
-    paths = sorted(FIXTURES.glob("*.json"))
-    assert paths, f"no trace fixtures in {FIXTURES}"
+    paths = list(TRACE_FIXTURES.values())
+    assert all(p.is_file() for p in paths), f"a trace fixture is missing: {paths}"
     return paths
 
 

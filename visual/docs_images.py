@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     a.out.mkdir(parents=True, exist_ok=True)
     with Shooter() as shoot:
         for name, fixture, draw in IMAGES:
-            fig = draw(RunTrace.load(FIXTURES / f"{fixture}.json"))
+            fig = draw(RunTrace.load(FIXTURES / f"{fixture}.json.gz"))
             print(shoot.figure(fig, a.out / name))
     return 0
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -347,7 +348,8 @@ class RunTrace:
 
     @classmethod
     def load(cls, path: str | Path) -> "RunTrace":
-        return cls.from_json(Path(path).read_text(encoding="utf-8"))
+        """A trace file, gzipped or not."""
+        return cls.from_json(unzipped(Path(path).read_bytes()).decode("utf-8"))
 
 
 def _columns(rows: list[dict[str, Any]]) -> dict[str, list] | list:
@@ -418,6 +420,7 @@ def read_json_file(path: str | Path, max_bytes: int | None = None) -> object:
         raise TraceFileError("no such file") from None
     except OSError as e:
         raise TraceFileError(f"the trace file could not be read ({e.strerror or e})") from None
+    raw = unzipped(raw, max_bytes)
     if not raw.strip():
         raise TraceFileError("the trace file is empty")
     try:
@@ -430,6 +433,21 @@ def read_json_file(path: str | Path, max_bytes: int | None = None) -> object:
         if _cut_short(text, e):
             raise TraceFileError("the trace file is truncated: the JSON ends early") from e
         raise TraceFileError(f"the trace file is not JSON ({e.msg} at line {e.lineno})") from e
+
+
+def unzipped(raw: bytes, max_bytes: int | None = None) -> bytes:
+    """The bytes of a file, gunzipped when they are gzip's (a trace saved as .json.gz); within
+    `max_bytes` once unpacked too, else TraceFileError."""
+    if raw[:2] != b"\x1f\x8b":
+        return raw
+    inflate = zlib.decompressobj(wbits=31)
+    try:
+        out = inflate.decompress(raw, (max_bytes or 0) and max_bytes + 1)
+    except zlib.error as e:
+        raise TraceFileError(f"the trace file is gzip but cannot be unpacked ({e})") from None
+    if max_bytes is not None and (len(out) > max_bytes or inflate.unconsumed_tail):
+        raise TraceFileError(f"the trace file unpacks to more than {size_words(max_bytes)}, the limit")
+    return out
 
 
 def _cut_short(text: str, e: json.JSONDecodeError) -> bool:

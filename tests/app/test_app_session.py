@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.paths import FIXTURES
+from helpers.paths import FIXTURES, fixture_text
 from logitspec.core.limits import InputError, Limits
 from logitspec.core.errors import ModelLoadError
 from logitspec.runtime.heap import freeze_heap
@@ -155,8 +155,8 @@ def test_a_session_knows_its_own_race_from_another_visitors():
 # ---------------------------------------------------------------- uploaded traces
 
 def test_a_recorded_trace_loads_and_equals_the_file():
-    t = read_trace_file(FIXTURES / "coding-121.json", LIMIT)
-    ref = json.loads((FIXTURES / "coding-121.json").read_text())
+    t = read_trace_file(FIXTURES / "coding-121.json.gz", LIMIT)
+    ref = json.loads(fixture_text(FIXTURES / "coding-121.json.gz"))
     assert t.tokens == [tok for s in ref["steps"] for tok in s["tokens"]]
     assert t.model == "SmolLM2-135M-Instruct"
 
@@ -173,7 +173,7 @@ def test_not_json(tmp_path):
 
 
 def test_truncated(tmp_path):
-    text = (FIXTURES / "coding-121.json").read_text()
+    text = fixture_text(FIXTURES / "coding-121.json.gz")
     with pytest.raises(InputError, match="truncated"):
         read_trace_file(_write(tmp_path, text[: len(text) // 2]), LIMIT)
 
@@ -186,7 +186,7 @@ def test_wrong_shape(tmp_path, data):
 
 
 def test_wrong_shape_inside_steps(tmp_path):
-    d = json.loads((FIXTURES / "coding-121.json").read_text())
+    d = json.loads(fixture_text(FIXTURES / "coding-121.json.gz"))
     d["steps"][0]["tree"] = [{"id": 0}]
     with pytest.raises(InputError, match="wrong shape"):
         read_trace_file(_write(tmp_path, json.dumps(d)), LIMIT)
@@ -194,11 +194,11 @@ def test_wrong_shape_inside_steps(tmp_path):
 
 def test_over_the_size_limit(tmp_path):
     with pytest.raises(InputError, match=r"the limit is 98 kB"):  # 100,000 bytes
-        read_trace_file(FIXTURES / "coding-121.json", 100_000)
+        read_trace_file(FIXTURES / "coding-121.json.gz", 100_000)
 
 
 def test_token_ids_outside_the_vocabulary(tmp_path):
-    d = json.loads((FIXTURES / "coding-121.json").read_text())
+    d = json.loads(fixture_text(FIXTURES / "coding-121.json.gz"))
     d["steps"][2]["tokens"][0] = 49152  # the bundled model's vocabulary is 0..49151
     with pytest.raises(InputError, match="outside the vocabulary"):
         read_trace_file(_write(tmp_path, json.dumps(d)), LIMIT)
@@ -208,7 +208,7 @@ def test_token_ids_outside_the_vocabulary(tmp_path):
 
 
 def test_a_field_the_format_does_not_know_is_named_in_the_files_terms(tmp_path):
-    d = json.loads((FIXTURES / "coding-121.json").read_text())
+    d = json.loads(fixture_text(FIXTURES / "coding-121.json.gz"))
     d["steps"][0]["nonsense"] = 1
     with pytest.raises(InputError, match="a field the format does not know: 'nonsense'") as e:
         read_trace_file(_write(tmp_path, json.dumps(d)), LIMIT)
@@ -216,14 +216,14 @@ def test_a_field_the_format_does_not_know_is_named_in_the_files_terms(tmp_path):
 
 
 def test_a_file_cut_mid_string_is_called_truncated(tmp_path):
-    text = (FIXTURES / "coding-121.json").read_text()
+    text = fixture_text(FIXTURES / "coding-121.json.gz")
     cut = text.index('"', len(text) // 3) + 3  # inside a string, far from the end
     with pytest.raises(InputError, match="truncated"):
         read_trace_file(_write(tmp_path, text[:cut]), LIMIT)
 
 
 def test_unknown_model_ids_must_be_in_the_traces_own_table(tmp_path):
-    d = json.loads((FIXTURES / "coding-121.json").read_text())
+    d = json.loads(fixture_text(FIXTURES / "coding-121.json.gz"))
     d["model"] = "someone/else"
     assert read_trace_file(_write(tmp_path, json.dumps(d)), LIMIT).model == "someone/else"
     d["steps"][0]["tokens"][0] = 900_000

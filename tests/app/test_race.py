@@ -19,12 +19,12 @@ from logitspec.core.trace import RunTrace
 
 @pytest.fixture(scope="module")
 def summ() -> RunTrace:
-    return RunTrace.load(FIXTURES / "summarization-241.json")
+    return RunTrace.load(FIXTURES / "summarization-241.json.gz")
 
 
 @pytest.fixture(scope="module")
 def writing() -> RunTrace:
-    return RunTrace.load(FIXTURES / "writing-81.json")
+    return RunTrace.load(FIXTURES / "writing-81.json.gz")
 
 
 def _as(trace: RunTrace, method: str) -> RunTrace:

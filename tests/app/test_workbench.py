@@ -25,7 +25,7 @@ NAMES = ("coding-121", "summarization-241", "writing-81")
 
 @pytest.fixture(scope="module")
 def traces() -> list[RunTrace]:
-    return [RunTrace.load(FIXTURES / f"{n}.json") for n in NAMES]
+    return [RunTrace.load(FIXTURES / f"{n}.json.gz") for n in NAMES]
 
 
 @pytest.fixture(scope="module")

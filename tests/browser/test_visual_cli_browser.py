@@ -14,7 +14,7 @@ from helpers.paths import FIXTURES
 @pytest.mark.slow
 def test_cli_renders_pngs_with_chromium(tmp_path):
     chromium_path()  # the renderer finds chromium itself: fail here, clearly, if it is missing
-    res = visual_cli(str(FIXTURES / "summarization-241.json"), "--step", "31", "--out", str(tmp_path), "--png", "yes")
+    res = visual_cli(str(FIXTURES / "summarization-241.json.gz"), "--step", "31", "--out", str(tmp_path), "--png", "yes")
     assert res.returncode == 0, res.stderr
     for name in FIGURES + PAGES:
         png = tmp_path / f"{name}.png"

@@ -5,7 +5,7 @@ import functools
 import json
 import struct
 
-from helpers.paths import FIXTURES, ROOT
+from helpers.paths import FIXTURES, ROOT, TRACE_FIXTURES
 from logitspec.core.trace import RunTrace
 
 FIXTURE_NAMES = ("summarization-241", "coding-121", "writing-81")
@@ -17,13 +17,13 @@ PAGES = ("retrieval", "text")
 @functools.lru_cache(maxsize=None)
 def load(name: str) -> RunTrace:
     """A fixture trace (cached: treat it as read-only)."""
-    return RunTrace.load(FIXTURES / f"{name}.json")
+    return RunTrace.load(TRACE_FIXTURES[name])
 
 
 def shipped_traces() -> list[tuple[str, RunTrace]]:
     """Every trace the project ships, by name: the fixtures (greedy and sampled), traces/ and
     each lane of the recorded races."""
-    paths = sorted([*FIXTURES.glob("*.json"), *FIXTURES.glob("sampled/*.json"), *(ROOT / "traces").glob("*.json")])
+    paths = sorted([*TRACE_FIXTURES.values(), *FIXTURES.glob("sampled/*.json"), *(ROOT / "traces").glob("*.json")])
     out = [(p.name, RunTrace.load(p)) for p in paths]
     for path in sorted((ROOT / "traces" / "races").glob("*.json")):
         for lane, d in json.loads(path.read_text())["lanes"].items():

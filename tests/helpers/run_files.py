@@ -29,7 +29,7 @@ def saved_trace(tmp: Path) -> Path:
     from logitspec.core.trace import RunTrace
 
     path = tmp / "saved-trace.json"
-    RunTrace.load(FIXTURES / "writing-81.json").save(path)
+    RunTrace.load(FIXTURES / "writing-81.json.gz").save(path)
     return path
 
 

@@ -17,7 +17,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from helpers.paths import FIXTURES, ROOT
+from helpers.paths import FIXTURES, ROOT, TRACE_FIXTURES
 from logitspec.analysis.race import load_race, result_of
 from logitspec.core.trace import G2_RESCUED, RunTrace
 from logitspec.analysis.whatif import RetrievalSetting, own_setting, recorded_k, what_if
@@ -60,7 +60,7 @@ def _cut(t: RunTrace, steps: int) -> RunTrace:
 
 def _runs() -> dict[str, RunTrace]:
     runs = {p.stem: RunTrace.load(p) for p in sorted((ROOT / "traces").glob("*.json"))}
-    runs |= {f"fixture {p.stem}": RunTrace.load(p) for p in sorted(FIXTURES.glob("*.json"))}
+    runs |= {f"fixture {name}": RunTrace.load(p) for name, p in TRACE_FIXTURES.items()}
     runs |= {f"sampled {p.stem}": RunTrace.load(p) for p in sorted(SAMPLED.glob("*.json"))}
     lanes, _ = load_race(RACE)
     runs |= {f"race {name}": t for name, t in lanes.items()}

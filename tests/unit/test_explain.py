@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from helpers.paths import FIXTURES
+from helpers.paths import TRACE_FIXTURES
 from logitspec.core.trace import RunTrace
 from visual.explain import walkthrough
 from visual.explain_words import TITLES, choose_step, sentences
@@ -14,7 +14,7 @@ from visual.explain_words import TITLES, choose_step, sentences
 
 @pytest.fixture(scope="module")
 def traces() -> dict[str, RunTrace]:
-    return {p.stem: RunTrace.load(p) for p in sorted(FIXTURES.glob("*.json"))}
+    return {name: RunTrace.load(p) for name, p in TRACE_FIXTURES.items()}
 
 
 def _rescued(step) -> bool:

@@ -73,7 +73,7 @@ def test_set_summary_pools_runs_and_buckets_positions():
 
 
 def test_summary_agrees_with_each_steps_outcome_on_a_recorded_trace():
-    t = RunTrace.load(FIXTURES / "coding-121.json")
+    t = RunTrace.load(FIXTURES / "coding-121.json.gz")
     s = summarise_run(t)
     fwd = [st for st in t.steps if st.forward]
     assert s.steps == len(fwd) and s.tokens == len(t.tokens)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.paths import FIXTURES, ROOT
+from helpers.paths import FIXTURES, ROOT, TRACE_FIXTURES
 from logitspec.analysis.race import load_race
 from logitspec.core.trace import RunTrace
 from visual.counts import run_counts
@@ -28,7 +28,7 @@ NO_G2 = {"coding-122-every-lane.json"}  # a layout fixture of 20 tokens, whose L
 
 def _shipped() -> list[Path]:
     found = sorted((ROOT / "traces").glob("*.json")) + sorted((ROOT / "traces" / "races").glob("*.json")) + \
-        sorted(FIXTURES.glob("**/*.json"))
+        sorted(FIXTURES.glob("**/*.json")) + list(TRACE_FIXTURES.values())
     return [p for p in found if p.name not in NO_LOGITSPEC | NO_G2]
 
 

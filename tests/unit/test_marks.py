@@ -16,7 +16,7 @@ from visual.style import marks_note, visible
 
 def _with_carriage_return() -> tuple[RunTrace, int]:
     """A recorded run whose lesson step has a carriage return for its first guess and top candidate."""
-    t = RunTrace.load(FIXTURES / "coding-121.json")
+    t = RunTrace.load(FIXTURES / "coding-121.json.gz")
     f = lesson_facts(t)
     t = dataclasses.replace(t, token_bytes={**t.token_bytes, str(f.chain[0].token): "0d",
                                             str(f.s.candidates[0].token): "0d"})
@@ -49,7 +49,7 @@ def test_the_lessons_note_explains_every_mark_it_shows():
 
 
 def test_the_lessons_note_explains_the_hex_of_a_split_character():
-    t = RunTrace.load(FIXTURES / "coding-121.json")
+    t = RunTrace.load(FIXTURES / "coding-121.json.gz")
     f = lesson_facts(t)
     t = dataclasses.replace(t, token_bytes={**t.token_bytes, str(f.chain[0].token): "e381"})
     guess = next(st for st in lesson(t) if st.key == "guess")

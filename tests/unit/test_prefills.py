@@ -137,7 +137,7 @@ def test_where_the_time_went_says_when_the_prefill_was_a_shared_pass():
     from logitspec.core.trace import RunTrace
     from visual.observations import time_breakdown_figure
 
-    own = RunTrace.load(FIXTURES / "writing-81.json")
+    own = RunTrace.load(FIXTURES / "writing-81.json.gz")
     for trace, said in ((own, False), (dataclasses.replace(own, prefill_reused=True), True)):
         words = time_breakdown_figure(trace, fit=True).layout.meta["caption"]["subtitle"]
         assert ("one pass shared with an earlier run" in words) == said, words

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from helpers.paths import FIXTURES
+from helpers.paths import TRACE_FIXTURES
 from logitspec.core.trace import RunTrace
 from visual.candidates import candidates_figure, probability_ticks
 from visual.explain import walkthrough
@@ -24,7 +24,7 @@ def test_ticks_are_one_two_or_five_times_a_power_of_ten_inside_the_range(lo, hi)
     assert ticks["minor"]["ticks"] == ""  # no unlabelled minor ticks either
 
 
-@pytest.mark.parametrize("path", sorted(FIXTURES.glob("*.json"))[:3], ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", list(TRACE_FIXTURES.values()), ids=lambda p: p.name.split(".")[0])
 def test_the_figures_log_axes_use_those_ticks_and_explains_stops_near_one(path):
     t = RunTrace.load(path)
     step = choose_step(t).step

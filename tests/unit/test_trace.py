@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers.paths import fixture_text
 from logitspec.core.trace import (TRACE_FORMAT, Candidate, NgramAttempt, QueryRecord, RunTrace, StepRecord, TreeNode,
                                   TreeSizing)
 from logitspec.core.tree import PruningRule
@@ -27,7 +28,7 @@ def only_keys_of(out, raw):
 
 def test_fixture_round_trips_exactly(fixture_traces):
     for path in fixture_traces:
-        raw = path.read_text(encoding="utf-8")
+        raw = fixture_text(path)
         trace = RunTrace.load(path)
         text = trace.to_json()
         again = RunTrace.from_json(text)

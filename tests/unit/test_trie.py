@@ -14,7 +14,7 @@ from visual.trie import drafted_graph, node_link_json, step_graph, tidy_position
 
 @pytest.fixture(scope="module")
 def summ() -> RunTrace:
-    return RunTrace.load(FIXTURES / "summarization-241.json")
+    return RunTrace.load(FIXTURES / "summarization-241.json.gz")
 
 
 def _chains(step) -> list[tuple[str, list[int]]]:

@@ -7,7 +7,7 @@ from helpers.paths import FIXTURES
 
 
 def test_cli_renders_every_figure_to_offline_html(tmp_path):
-    res = visual_cli(str(FIXTURES / "writing-81.json"), "--step", "3", "--out", str(tmp_path), "--png", "no")
+    res = visual_cli(str(FIXTURES / "writing-81.json.gz"), "--step", "3", "--out", str(tmp_path), "--png", "no")
     assert res.returncode == 0, res.stderr
     js = tmp_path / "plotly.min.js"
     assert js.stat().st_size > 1_000_000  # plotly.js itself, beside the pages: no network needed
@@ -27,6 +27,6 @@ def test_cli_renders_every_figure_to_offline_html(tmp_path):
 
 
 def test_cli_rejects_a_step_out_of_range(tmp_path, capsys):
-    res = visual_main(capsys, str(FIXTURES / "coding-121.json"), "--step", "999", "--out", str(tmp_path), "--png", "no")
+    res = visual_main(capsys, str(FIXTURES / "coding-121.json.gz"), "--step", "999", "--out", str(tmp_path), "--png", "no")
     assert res.returncode != 0
     assert "out of range" in res.stderr

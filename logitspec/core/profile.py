@@ -22,7 +22,6 @@ class ModelProfile:
     successors: Any = None  # SuccessorMatrix (recycling)
     suffix_outputs: Any = None  # OutputTree: earlier outputs' suffix tree (drafters.suffix)
     racer: Any = None  # RacerMemory: the automaton and copied logits kept across runs (drafters.racer)
-    racer: Any = None  # RacerMemory: the automaton and copied logits kept across runs (drafters.racer)
     head_rows: int | None = None  # rows the output head maps at the cost of one (verify)
     layout: Any = None  # AttentionLayout (families)
     prefills: Any = None  # PrefillStore: the latest prompts' prefills (runtime.prefills)

@@ -91,7 +91,6 @@ class DecodeSettings:
     racer_unseen_rows: str = "zeros"
     racer_rows: str = "every"
     racer_across_runs: bool = True  # one automaton and matrix for every run on the model (inference_racer.py:262, 285)
-    racer_across_runs: bool = True  # one automaton and matrix for every run on the model (inference_racer.py:262, 285)
     # SuffixDecoding (suffix.py), vLLM's `suffix` defaults: the trees' depth, the draft's length per
     # matched token (max_spec_factor), the least path probability drafted (min_token_prob), and the
     # runs' outputs the model's output tree keeps (max_cached_requests; the oldest go first). Not

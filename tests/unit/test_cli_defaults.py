@@ -28,7 +28,7 @@ def test_every_settings_field_is_either_an_option_or_internal():
                 "lookahead_window", "lookahead_ngram", "lookahead_guesses",
                 "rest_suffix", "rest_matches", "rest_span", "rest_drafts", "share_prefill",
                 "racer_ngram", "racer_nodes", "racer_min_depth", "racer_breadth", "racer_drafts",
-                "racer_logits_rule", "racer_links", "racer_unseen_rows", "racer_rows", "racer_across_runs", "racer_across_runs",
+                "racer_logits_rule", "racer_links", "racer_unseen_rows", "racer_rows", "racer_across_runs",
                 "suffix_depth", "suffix_spec_factor", "suffix_min_prob", "suffix_cache_requests", "suffix_cache_tokens",
                 "suffix_tree"}
     assert {f.name for f in fields(DecodeSettings)} == set(OPTION_OF) | internal

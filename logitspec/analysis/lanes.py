@@ -60,9 +60,9 @@ SUFFIX_SOURCES = (
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LaneSpec:
-    """One row of the table."""
+    """One row of the table, written with its fields' names."""
 
     name: str  # the key a bench report, a race and a trace file use
     method: str  # the decoder (logitspec.decoders)
@@ -75,26 +75,35 @@ class LaneSpec:
 
 
 LANES: tuple[LaneSpec, ...] = (
-    LaneSpec("vanilla", "vanilla", None, False, "vanilla", "#8C8C8C", True),
-    LaneSpec("pld", "pld", None, False, "prompt lookup", "#E69F00", True, PLD_SOURCES),
-    LaneSpec("logitspec", "logitspec", None, True, "LogitSpec (cost tree)", "#0072B2", True, LOGITSPEC_SOURCES),
-    LaneSpec("logitspec-static", "logitspec", "static", True, "LogitSpec, the paper's static tree", "#56B4E9", True,
-             LOGITSPEC_SOURCES),
+    LaneSpec(name="vanilla", method="vanilla", tree=None, drafts=False, label="vanilla", colour="#8C8C8C",
+             race=True),
+    LaneSpec(name="pld", method="pld", tree=None, drafts=False, label="prompt lookup", colour="#E69F00", race=True,
+             sources=PLD_SOURCES),
+    LaneSpec(name="logitspec", method="logitspec", tree=None, drafts=True, label="LogitSpec (cost tree)",
+             colour="#0072B2", race=True, sources=LOGITSPEC_SOURCES),
+    LaneSpec(name="logitspec-static", method="logitspec", tree="static", drafts=True,
+             label="LogitSpec, the paper's static tree", colour="#56B4E9", race=True, sources=LOGITSPEC_SOURCES),
     # Paul Tol's purple, apart from Okabe-Ito's eight, which all mean something else here.
-    LaneSpec("recycling", "recycling", None, True, "Token Recycling (cost tree)", "#AA4499", True, RECYCLING_SOURCES),
+    LaneSpec(name="recycling", method="recycling", tree=None, drafts=True, label="Token Recycling (cost tree)",
+             colour="#AA4499", race=True, sources=RECYCLING_SOURCES),
     # Its static 80-node template: a pale twin, as LogitSpec's static tree is.
-    LaneSpec("recycling-static", "recycling", "static", True, "Token Recycling, static 80-node tree", "#E2B6DA", False,
-             RECYCLING_SOURCES),
+    LaneSpec(name="recycling-static", method="recycling", tree="static", drafts=True,
+             label="Token Recycling, static 80-node tree", colour="#E2B6DA", race=False, sources=RECYCLING_SOURCES),
     # The hybrid: Paul Tol's indigo, apart from both parents.
-    LaneSpec("logitspec+recycling", "logitspec+recycling", None, True, "LogitSpec + recycling", "#332288", False,
-             LOGITSPEC_SOURCES + RECYCLING_SOURCES),
+    LaneSpec(name="logitspec+recycling", method="logitspec+recycling", tree=None, drafts=True,
+             label="LogitSpec + recycling", colour="#332288", race=False,
+             sources=LOGITSPEC_SOURCES + RECYCLING_SOURCES),
     # The paper's other baselines, in Paul Tol's olive and wine: apart from every colour above.
-    LaneSpec("lookahead", "lookahead", None, False, "Lookahead decoding", "#999933", True, LOOKAHEAD_SOURCES),
-    LaneSpec("rest", "rest", None, False, "REST", "#882255", True, REST_SOURCES),
+    LaneSpec(name="lookahead", method="lookahead", tree=None, drafts=False, label="Lookahead decoding",
+             colour="#999933", race=True, sources=LOOKAHEAD_SOURCES),
+    LaneSpec(name="rest", method="rest", tree=None, drafts=False, label="REST", colour="#882255", race=True,
+             sources=REST_SOURCES),
     # The rivals published since, in Paul Tol's teal and rose: apart from every colour above.
-    LaneSpec("racer", "racer", None, True, "RACER (cost tree)", "#44AA99", True, RACER_SOURCES),
+    LaneSpec(name="racer", method="racer", tree=None, drafts=True, label="RACER (cost tree)", colour="#44AA99",
+             race=True, sources=RACER_SOURCES),
     # Its draft's shape by DecodeSettings.suffix_tree, a tree by default (vLLM's `suffix` drafts a chain).
-    LaneSpec("suffix", "suffix", None, False, "SuffixDecoding (tree)", "#CC6677", True, SUFFIX_SOURCES),
+    LaneSpec(name="suffix", method="suffix", tree=None, drafts=False, label="SuffixDecoding (tree)",
+             colour="#CC6677", race=True, sources=SUFFIX_SOURCES),
 )
 
 

@@ -14,7 +14,8 @@ from visual.style import lane_color
 
 @pytest.fixture
 def one_more(monkeypatch):
-    new = lanes.LaneSpec("pld-static", "logitspec", "static", True, "a new lane", "#123456", True)
+    new = lanes.LaneSpec(name="pld-static", method="logitspec", tree="static", drafts=True, label="a new lane",
+                          colour="#123456", race=True)
     monkeypatch.setattr(lanes, "LANES", lanes.LANES + (new,))
     return new
 

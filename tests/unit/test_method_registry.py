@@ -97,6 +97,7 @@ def test_a_new_lane_is_its_drafter_and_its_row(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="unknown method 'toy'"):
         make_drafter("toy", DecodeSettings())  # the product's registry holds no toy
     chain = NodeSource("toy-chain", "the toy's chain: the root again", "toy chain", "#123456")
-    table = (*LANES, LaneSpec("toy", "toy", None, False, "a toy", "#654321", True, (chain,)))
+    table = (*LANES, LaneSpec(name="toy", method="toy", tree=None, drafts=False, label="a toy", colour="#654321",
+                              race=True, sources=(chain,)))
     assert sources_of("toy", table) == (ROOT, chain) and node_sources(table)["toy-chain"] is chain
     assert sources_of("toy") == sources_of("logitspec")  # a method the table lacks: LogitSpec's words

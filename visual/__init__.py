@@ -3,7 +3,7 @@
 Every function takes a `logitspec.core.trace.RunTrace` (and a step index) and returns a Plotly
 figure, an HTML or markdown string, or plain data for a Gradio component.
 """
-from .baselines import METHODS as BASELINE_METHODS, baseline_figure
+from .baselines import BASELINE_METHODS, baseline_figure
 from .candidates import candidates_figure
 from .observations import (
     accepted_hist_figure,

@@ -25,7 +25,7 @@ from .data import context_before, get_step, ngram_text, query_tail, step_positio
 from .fit import APP_PLOT_W, SLIDE_H, SLIDE_W, for_app, frame
 from .style import MIN_FONT, MONO_CHAR_EM, MONO_FAMILY, PALETTE, base_layout, blend, pretty, text_on, theme_colors
 
-METHODS = ("lookahead", "rest")
+BASELINE_METHODS = ("lookahead", "rest")  # the methods baseline_figure draws: the paper's other baselines
 ROW_PX = 30  # vertical pitch of the rows, pixels
 BOX_W, BOX_H = 0.86, 0.72  # a box, in depth columns and rows
 LABEL_PAD_PX = 4

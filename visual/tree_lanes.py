@@ -12,7 +12,7 @@ from __future__ import annotations
 from logitspec.analysis.lanes import node_sources, sources_of
 from logitspec.core.trace import RunTrace, StepRecord, TreeNode
 
-from .baselines import METHODS as BASELINES
+from .baselines import BASELINE_METHODS as BASELINES
 from .baselines import lane_names as baseline_lane_names
 from .baselines import step_lanes as baseline_lanes
 from .data import get_step

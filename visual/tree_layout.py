@@ -32,7 +32,7 @@ from .data import (
     tok,
     token_pieces,
 )
-from .baselines import METHODS as BASELINES
+from .baselines import BASELINE_METHODS as BASELINES
 from .counts import plural
 from .fit import APP_WIDE_PLOT_W, SLIDE_H, SLIDE_PAD, SLIDE_W, right_margin, title_block
 from .pieces import TokenPiece, hex_bytes

@@ -25,7 +25,9 @@ PROPOSER = "logitspec.engines.vllm_proposer.LogitSpecProposer"
 # suffix-nocache: SuffixDecoding without its tree of past responses. The bench decodes the same
 # questions at each batch size, and `suffix` drafts the later ones from its earlier answers.
 # ngram@MIN-MAX: vLLM's ngram with prompt_lookup_min/max (plain `ngram` is its default, 5-5).
-METHODS = ("none", "ngram", "ngram@1-3", "ngram@2-5", "suffix", "suffix-nocache", "logitspec", "logitspec@precise")
+# The engine bench's speculative configs of vLLM (not the lane table's decoders: logitspec/core/settings.py).
+ENGINE_METHODS = ("none", "ngram", "ngram@1-3", "ngram@2-5", "suffix", "suffix-nocache", "logitspec",
+                  "logitspec@precise")
 BASES = ("none", "ngram", "suffix", "suffix-nocache", "logitspec")
 COUNTERS = ("vllm:spec_decode_num_drafts", "vllm:spec_decode_num_draft_tokens",
             "vllm:spec_decode_num_accepted_tokens")
@@ -53,7 +55,7 @@ def check_methods(methods: list[str]) -> None:
     for m in methods:
         known = m in BASES or m.startswith("logitspec@") or ngram_range(m)
         if not known:
-            raise SystemExit(f"error: unknown method {m!r}: choose from {', '.join(METHODS)} "
+            raise SystemExit(f"error: unknown method {m!r}: choose from {', '.join(ENGINE_METHODS)} "
                              "(logitspec@RULE for another proposer rule, ngram@MIN-MAX for other n-gram sizes)")
         if m.startswith("logitspec@"):
             try:
@@ -212,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-new-tokens", type=int, default=128)
     p.add_argument("--k", type=int, default=5, help="num_speculative_tokens, alike for every drafter")
     p.add_argument("--batches", type=lambda t: [int(x) for x in t.split(",")], default=[1, 8])
-    p.add_argument("--methods", default=",".join(METHODS))
+    p.add_argument("--methods", default=",".join(ENGINE_METHODS))
     p.add_argument("--out", default="artifacts/bench-vllm")
     p.add_argument("--resume", action="store_true", help="keep the methods already measured in --out")
     p.add_argument("--one-method", help=argparse.SUPPRESS)

@@ -146,10 +146,10 @@ def test_the_draft_budget_is_the_schedulers_at_most_k():
 
 
 def test_the_ngram_rivals_are_vllms_ngram_at_other_lookup_sizes():
-    from logitspec.bench.engines import METHODS, check_methods, spec_config
+    from logitspec.bench.engines import ENGINE_METHODS, check_methods, spec_config
 
-    check_methods(list(METHODS))
-    assert {"ngram@1-3", "ngram@2-5"} <= set(METHODS)
+    check_methods(list(ENGINE_METHODS))
+    assert {"ngram@1-3", "ngram@2-5"} <= set(ENGINE_METHODS)
     assert spec_config("ngram@1-3", 5) == {"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_min": 1,
                                            "prompt_lookup_max": 3}
     assert spec_config("ngram", 5) == {"method": "ngram", "num_speculative_tokens": 5}  # vLLM's default, 5-5

@@ -68,7 +68,7 @@ def transformers_pld(lm, ids: list[int], settings, lookup: int) -> tuple[int, in
 
 def main(argv: list[str] | None = None) -> int:
     from logitspec.bench.questions import load_questions
-    from logitspec.analysis.lanes import run_spec
+    from logitspec.analysis.lanes import lane_run
     from logitspec.models import load_model
     from logitspec.runner import run_trace
     from logitspec.core.settings import DecodeSettings
@@ -97,8 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         for q in questions:
             ids = lm.encode_chat(q["turns"][0])
             for name in ours:
-                method, tree = run_spec(name, s.tree)
-                tr = run_trace(lm, q["turns"][0], method, replace(s, tree=tree or s.tree), prompt_ids=ids)
+                tr = run_trace(lm, q["turns"][0], *lane_run(name, s), prompt_ids=ids)
                 tally[name].add(len(tr.tokens), tr.forward_steps)
             tally["transformers-pld"].add(*transformers_pld(lm, ids, s, s.pld_tokens))
         table[f"{t:g}"] = {name: round(v.per_pass, 3) for name, v in tally.items()}

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from logitspec.analysis import lanes
+from logitspec.analysis.lanes import lane_run
 from logitspec.analysis.race import lane_order
 from logitspec.core.settings import DecodeSettings
 from logitspec.core.trace import RunTrace, StepRecord
@@ -75,16 +75,6 @@ def interleave(
                 ln.done = True
                 continue
             yield RaceUpdate(ln.name, step)
-
-
-def lane_run(lane: str, settings: DecodeSettings) -> tuple[str, DecodeSettings]:
-    """The method and settings a lane decodes with: the paper's lane is LogitSpec's static tree at
-    DecodeSettings' own capacity (the paper's 64), whatever the race's other lanes use; any other
-    lane (Token Recycling's included) is its method at the race's settings."""
-    spec = lanes.lane(lane)
-    if spec is None or spec.tree is None:
-        return (spec.method if spec else lane), settings
-    return spec.method, replace(settings, tree=spec.tree, capacity=DecodeSettings().capacity)
 
 
 def model_lanes(lm: LoadedModel, prompt_text: str, methods: Iterable[str],

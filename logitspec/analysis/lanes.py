@@ -6,7 +6,7 @@ everywhere: a new method is its drafter (logitspec/drafters/, found by its `meth
 one row here (docs/how-it-works.md, "Adding a lane")."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..core.settings import DecodeSettings
 from ..core.trace import RunTrace
@@ -171,14 +171,26 @@ def race_order() -> list[str]:
     return [ln.name for ln in LANES if ln.race]
 
 
+def lane_run(name: str, settings: DecodeSettings | None = None) -> tuple[str, DecodeSettings]:
+    """The decoder and settings a lane runs with, in the race, the bench and the scripts alike: a row
+    with a tree of its own runs it at DecodeSettings' own capacity (the paper's 64, what its label and
+    the race's checkbox promise), whatever the run's other lanes use; any other row runs its decoder at
+    the run's settings, and a name the table lacks is a decoder of that name at the run's settings."""
+    s = settings or DecodeSettings()
+    ln = lane(name)
+    if ln is None or ln.tree is None:
+        return (ln.method if ln else name), s
+    return ln.method, replace(s, tree=ln.tree, capacity=DecodeSettings().capacity)
+
+
 def run_spec(name: str, tree: str | None = None) -> tuple[str, str | None]:
-    """(decoder, tree) a lane runs with, given the run's tree setting (DecodeSettings' by default)."""
+    """(decoder, tree) of lane_run given the run's tree setting (DecodeSettings' by default); None
+    for a decoder that sizes no tree."""
     ln = lane(name)
     if ln is None:
         return name, tree
-    if not ln.drafts:
-        return ln.method, None
-    return ln.method, ln.tree or tree or DecodeSettings().tree
+    method, s = lane_run(name, DecodeSettings(tree=tree) if tree else None)
+    return method, s.tree if ln.drafts else None
 
 
 def colour(name: str, method: str | None = None) -> str | None:

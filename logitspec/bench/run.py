@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from ..analysis.budget import replay_budgets
 from ..analysis.drafts import drafted_bound
-from ..analysis.lanes import run_spec
+from ..analysis.lanes import lane_run, run_spec
 from ..analysis.parting import Choices, parting
 from ..arguments import processor_options
 from ..core.settings import DecodeSettings
@@ -30,9 +30,8 @@ def measure(lm, prompt_ids: list[int], method: str, settings: DecodeSettings) ->
     """One timed run; wall time covers prefill and decoding as a user would wait for them."""
     from ..decoders import decode
 
-    name, tree = run_spec(method, settings.tree)
-    # Every timed run pays its own prefill: none is copied from the run before.
-    s = replace(settings, tree=tree or settings.tree, share_prefill=False)
+    name, s = lane_run(method, settings)
+    s = replace(s, share_prefill=False)  # every timed run pays its own prefill: none is copied from the run before
     t0 = time.perf_counter()
     steps = list(decode(lm.model, prompt_ids, name, s, lm.eos_ids))
     # A re-measuring of c(n) that decoding asked for (see costcurve.observe_forward) is a

@@ -2,6 +2,8 @@
 race, the figures and the paper's table."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from logitspec.analysis import lanes
@@ -41,3 +43,42 @@ def test_a_lane_without_a_fixed_tree_takes_the_runs_own():
     assert lanes.run_spec("logitspec", "static") == ("logitspec", "static")
     assert lanes.run_spec("logitspec") == ("logitspec", DecodeSettings().tree)
     assert lanes.run_spec("pld", "static") == ("pld", None) and lanes.run_spec("vanilla") == ("vanilla", None)
+
+
+def test_a_race_lane_runs_as_the_bench_and_the_analysis_run_it(monkeypatch):
+    """One function from a lane to its run: the race's lanes, the bench's timed runs and run_spec agree."""
+    import logitspec.decoders
+    import logitspec.runner
+    from logitspec.bench.run import measure
+    from serve.race import model_lanes
+
+    form = DecodeSettings(capacity=8, tree="cost", k=32, max_new_tokens=24)
+    raced = {}
+
+    class Seen:  # the race's Run, recorded instead of run
+        def __init__(self, lm, prompt, method, settings):
+            raced[len(raced)] = (method, settings)
+            self.trace, self.finish = None, None
+
+        def __iter__(self):
+            return iter(())
+
+    class Timed(Exception):
+        pass
+
+    def timed(model, ids, method, settings, eos):  # the bench's decode, recorded instead of run
+        raise Timed(method, settings)
+
+    monkeypatch.setattr(logitspec.runner, "Run", Seen)
+    monkeypatch.setattr(logitspec.decoders, "decode", timed)
+    order = lanes.race_order()
+    model_lanes(None, "a prompt", order, form)
+    assert [raced[i] for i in range(len(order))] == [lanes.lane_run(n, form) for n in order]
+    for name in order:
+        method, s = lanes.lane_run(name, form)
+        with pytest.raises(Timed) as got:
+            measure(type("LM", (), {"model": None, "eos_ids": [0]})(), [1, 2], name, form)
+        assert got.value.args == (method, replace(s, share_prefill=False)), name
+        assert lanes.run_spec(name, form.tree) == (method, s.tree if lanes.lane(name).drafts else None), name
+    assert lanes.lane_run("logitspec-static", form)[1].capacity == DecodeSettings().capacity  # the paper's 64
+    assert lanes.lane_run("logitspec", form) == ("logitspec", form)  # the race's own capacity and tree

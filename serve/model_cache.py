@@ -5,11 +5,11 @@ one fails to load. No UI code lives here; the app wires these into events.
 """
 from __future__ import annotations
 
-import os
 import threading
 import time
 from dataclasses import dataclass
 
+from logitspec import environment
 from logitspec.core.limits import InputError, Limits
 from logitspec.core.settings import DecodeSettings
 
@@ -25,9 +25,8 @@ def allowed_models(env: dict[str, str] | None = None) -> list[str]:
     LOGITSPEC_DEFAULT_MODEL is allowed too, and comes first when set, so a GPU deployment
     can make a larger model the default.
     """
-    env = os.environ if env is None else env
-    ids = [m.strip() for m in env.get("LOGITSPEC_MODELS", "").split(",") if m.strip()]
-    default = env.get("LOGITSPEC_DEFAULT_MODEL", "").strip() or BUNDLED
+    ids = [m.strip() for m in environment.MODELS.read(env).split(",") if m.strip()]
+    default = environment.DEFAULT_MODEL.read(env).strip() or BUNDLED
     out: list[str] = []
     for m in [default, BUNDLED, *ids]:
         if m not in out:
@@ -40,7 +39,7 @@ def load_for_app(name: str, env: dict[str, str] | None = None):
     faster exact dtype, timed here, and keeps the reason for the status line."""
     from logitspec.models import load_model
 
-    dtype = ((os.environ if env is None else env).get("LOGITSPEC_DTYPE") or "float32").strip()
+    dtype = environment.DTYPE.read(env).strip()
     if dtype != "auto":
         lm = load_model(name, None, dtype)  # an unknown dtype is refused there, in one line
         lm.dtype_note = lm.half_mode.note if lm.half_mode else ""

@@ -11,6 +11,7 @@ import argparse
 import os
 from pathlib import Path
 
+from logitspec import environment
 from logitspec.core.errors import ModelLoadError
 from serve.model_cache import BUNDLED
 
@@ -50,5 +51,5 @@ def model_from_argv(argv: list[str] | None = None) -> str | None:
     if args.model is None:
         return None
     model = check_model_arg(args.model)
-    os.environ["LOGITSPEC_DEFAULT_MODEL"] = model
+    os.environ[environment.DEFAULT_MODEL.name] = model
     return model

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import platform
 
+from .. import environment
+
 
 def hardware(device: str) -> str:
     """The machine in words: the GPU's name on CUDA, else the CPU's model and count."""
@@ -32,9 +34,10 @@ def instruction_sets() -> list[str]:
                               "asimd") if name in flags]
 
 
-# Variables that hold a library below the CPU's best instruction set (`make bench-avx2`).
-ISA_CAP_VARIABLES = ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_ISA",
-                     "LOGITSPEC_FEW_ROWS_ISA")
+# Variables that hold a library below the CPU's best instruction set (`make bench-avx2`); the
+# few-row kernel's own is read through logitspec.environment, as every LOGITSPEC_* variable is.
+LIBRARY_ISA_CAPS = ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_ISA")
+ISA_CAP_VARIABLES = (*LIBRARY_ISA_CAPS, environment.FEW_ROWS_ISA.name)
 
 
 def isa_caps() -> dict:
@@ -42,6 +45,8 @@ def isa_caps() -> dict:
     own CPU kernels dispatch to."""
     import torch
 
-    caps = {v: os.environ[v] for v in ISA_CAP_VARIABLES if os.environ.get(v)}
+    values = {**{v: os.environ.get(v, "") for v in LIBRARY_ISA_CAPS},
+              environment.FEW_ROWS_ISA.name: environment.FEW_ROWS_ISA.read()}
+    caps = {v: value for v, value in values.items() if value}
     caps["torch_cpu_capability"] = torch.backends.cpu.get_cpu_capability()
     return caps

@@ -1,18 +1,17 @@
 """Input limits, defined once and applied by the library, the CLI and the app.
 
 Every limit can be overridden by an environment variable (LOGITSPEC_<NAME>, e.g.
-LOGITSPEC_CONTEXT_CAP=8192). A breach raises InputError whose message is fit for a user.
+LOGITSPEC_CONTEXT_CAP=8192), each declared with its default in logitspec/environment.py. A
+breach raises InputError whose message is fit for a user.
 """
 from __future__ import annotations
 
 import math
-
-import os
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
-from ..runtime import MAX_TREE_ROWS
+from .. import environment as env
 from .settings import METHODS, POOLS, PROCESSOR_OPTIONS, DecodeSettings
 
 
@@ -28,31 +27,30 @@ class InputError(ValueError):
 
 @dataclass(frozen=True)
 class Limits:
-    max_new_tokens: int = 1024
-    k: int = 256
-    capacity: int = MAX_TREE_ROWS
-    ngram: int = 5
-    continuation: int = 64
-    context_cap: int = 4096  # prompt tokens + max new tokens
-    prompt_chars: int = 100_000
-    trace_bytes: int = 20 * 2**20  # 20 MiB, as upload boxes count
-    # A set file (analysis/sets.py), gzipped or not: it opens at the cost of its summaries, so it may be
-    # far larger than a trace; Spec-Bench's 480 questions under two methods at 128 tokens are ~150 MiB gzipped.
-    set_bytes: int = 512 * 2**20
-    run_seconds: float = 300.0
-    one_shape_rows: int = 0  # half precision's one row count on the CPU; 0: timed among runtime.oneshape's candidates
+    """The input limits; each default and meaning is its variable's in logitspec/environment.py."""
+
+    max_new_tokens: int = env.MAX_NEW_TOKENS.default
+    k: int = env.K.default
+    capacity: int = env.CAPACITY.default
+    ngram: int = env.NGRAM.default
+    continuation: int = env.CONTINUATION.default
+    context_cap: int = env.CONTEXT_CAP.default  # prompt tokens + max new tokens
+    prompt_chars: int = env.PROMPT_CHARS.default
+    trace_bytes: int = env.TRACE_BYTES.default
+    set_bytes: int = env.SET_BYTES.default
+    run_seconds: float = env.RUN_SECONDS.default
+    one_shape_rows: int = env.ONE_SHAPE_ROWS.default
 
     @classmethod
     def from_env(cls) -> "Limits":
-        """Defaults, overridden by LOGITSPEC_<FIELD> environment variables."""
+        """Defaults, overridden by LOGITSPEC_<FIELD> environment variables, read now."""
         vals = {}
         for f in fields(cls):
-            raw = os.environ.get(f"LOGITSPEC_{f.name.upper()}")
-            if raw:
-                try:
-                    vals[f.name] = type(getattr(cls, f.name))(raw)
-                except ValueError as e:
-                    raise InputError(f"LOGITSPEC_{f.name.upper()}={raw!r} is not a number") from e
+            var = env.limit(f.name)
+            try:
+                vals[f.name] = var.read()
+            except ValueError as e:
+                raise InputError(f"{var.name}={var.raw()!r} is not a number") from e
         return cls(**vals)
 
 

@@ -14,11 +14,11 @@ logitspec.core's. vLLM verifies every draft, so greedy output is vLLM's own.
 from __future__ import annotations
 
 import logging
-import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from .. import environment
 from ..core.retrieval import NgramPool, retrieve
 from ..core.settings import DecodeSettings
 from ..core.speculation import rank_candidates
@@ -36,7 +36,7 @@ def require_vllm() -> None:
         raise RuntimeError(NO_VLLM) from None
 
 
-RULE_ENV = "LOGITSPEC_VLLM_RULE"
+RULE_ENV = environment.VLLM_RULE.name
 
 
 @dataclass(frozen=True)
@@ -187,7 +187,7 @@ class LogitSpecProposer:
         require_vllm()
         self.k_draft = int(vllm_config.speculative_config.num_speculative_tokens)
         # vLLM hands a custom proposer its VllmConfig alone: another rule comes from RULE_ENV.
-        self.rule = rule_of(os.environ.get(RULE_ENV))
+        self.rule = rule_of(environment.VLLM_RULE.read())
         self.s = settings or DecodeSettings()
         self.k = self.rule.candidates(self.s.k)
         self.max_model_len = int(vllm_config.model_config.max_model_len)

@@ -26,7 +26,6 @@ Each build also holds speculation's top-k over the vocabulary (`csrc/top_k.cpp`,
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 import logging
 import os
@@ -39,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .. import environment
 from .files import written_whole
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ UNIT_SOURCE = SOURCE.with_name("kernels.cpp")
 def sources() -> tuple[Path, ...]:
     """The files of one build (read when asked, so a test may point one elsewhere)."""
     return SOURCE, TOP_K_SOURCE, ATTENTION_SOURCE, UNIT_SOURCE
-ISA_VARIABLE = "LOGITSPEC_FEW_ROWS_ISA"
+ISA_VARIABLE = environment.FEW_ROWS_ISA.name
 
 
 @dataclass(frozen=True)
@@ -127,7 +127,7 @@ def isa_choice() -> tuple[str | None, str]:
     """The variant to use here ("avx512", "avx2", "neon") and why, or None and why none applies."""
     if (reason := _platform_reason()) is not None:
         return None, reason
-    flags, forced = cpu_flags(), os.environ.get(ISA_VARIABLE, "")
+    flags, forced = cpu_flags(), environment.FEW_ROWS_ISA.read()
     here = variants_here()
     if forced:
         if forced not in here:
@@ -184,7 +184,7 @@ def _cflags(isa: str) -> list[str]:
 def cache_root() -> Path:
     """The folder of what this project caches per machine: LOGITSPEC_KERNEL_DIR, else
     ~/.cache/logitspec (the kernel builds, measured cost curves, converted weights)."""
-    return Path(os.environ.get("LOGITSPEC_KERNEL_DIR") or Path.home() / ".cache" / "logitspec")
+    return environment.KERNEL_DIR.read()
 
 
 def cpu_model() -> str:
@@ -341,14 +341,11 @@ def row_attention_kernel(isa: str | None = None) -> Callable | None:
     return kernels.attention if kernels is not None else None
 
 
-@functools.cache
 def invariant_rows() -> int:
     """Passes of up to this many tokens run on the row-invariant kernels in half precision:
-    the largest tree the input limits allow (a longer prefill is the same in every decoder)."""
-    from . import MAX_TREE_ROWS
-
-    # The environment variable core/limits.py's Limits.from_env reads for its tree capacity.
-    return int(os.environ.get("LOGITSPEC_CAPACITY") or MAX_TREE_ROWS)
+    the largest tree the input limits allow (a longer prefill is the same in every decoder).
+    Read at each call, as Limits.from_env reads the tree capacity, so the two never disagree."""
+    return environment.CAPACITY.read()
 
 
 def built_top_k() -> Callable | None:
@@ -384,7 +381,7 @@ def _load(isa: str) -> None:
 
 
 def turned_off() -> bool:
-    return os.environ.get("LOGITSPEC_FEW_ROWS", "1") == "0"
+    return not environment.FEW_ROWS.read()
 
 
 def kernel_variant() -> tuple[str | None, str]:

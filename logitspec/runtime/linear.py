@@ -24,6 +24,7 @@ import os
 import torch
 import torch.nn.functional as F
 
+from .. import environment
 from .fewrows import FEW_MAX_ROWS, few_row_kernel, invariant_rows, kernel_fits
 
 # Rows from which the packed kernel is used; below it the stock one is as fast or faster.
@@ -75,10 +76,11 @@ class FewRowLinear(torch.nn.Linear):
                 or (torch.is_grad_enabled() and (x.requires_grad or self.weight.requires_grad))):
             return F.linear(x, self.weight, self.bias)
         if x.dtype in HALF:
-            if rows <= invariant_rows() and self.one_shape is not None:
-                return self.one_shape(x, self.weight, self.bias)
-            if rows <= invariant_rows() and self.few_rows is not None and self.weight.is_contiguous():
-                return self.few_rows(x, self.weight, self.bias)
+            if rows <= invariant_rows():  # read once a call: it reads the environment
+                if self.one_shape is not None:
+                    return self.one_shape(x, self.weight, self.bias)
+                if self.few_rows is not None and self.weight.is_contiguous():
+                    return self.few_rows(x, self.weight, self.bias)
             return F.linear(x, self.weight, self.bias)
         if rows <= FEW_MAX_ROWS and self.few_rows is not None and self.weight.is_contiguous():
             return self.few_rows(x, self.weight, self.bias)
@@ -109,7 +111,7 @@ def use_few_row_linear(model, pack: bool = True) -> int:
     kernel to be exact).
     """
     dtype = cpu_dtype(model)
-    if dtype not in (torch.float32, *HALF) or (dtype == torch.float32 and os.environ.get("LOGITSPEC_PACKED", "1") == "0"):
+    if dtype not in (torch.float32, *HALF) or (dtype == torch.float32 and not environment.PACKED.read()):
         return 0
     layers = [m for m in model.modules() if type(m) is torch.nn.Linear and not m.weight.is_inference()]
     need = sum(m.weight.numel() * m.weight.element_size() for m in layers)

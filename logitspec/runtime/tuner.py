@@ -14,7 +14,6 @@ tokens do not depend on it: the kernels split output features, not sums, between
 """
 from __future__ import annotations
 
-import os
 import statistics
 import threading
 import time
@@ -22,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
+
+from .. import environment
 
 PROBE_SECONDS = 2.0  # seconds of forward passes between probes (idle time does not count)
 PROBE_BACKOFF = 2  # each probe that lost doubles the wait, up to 2**this times
@@ -127,7 +128,7 @@ _local = threading.local()
 
 def env_threads() -> int:
     """The count LOGITSPEC_THREADS fixes, 0 when it fixes none."""
-    return int(os.environ.get("LOGITSPEC_THREADS", "0") or 0)
+    return environment.THREADS.read()
 
 
 def thread_tuner() -> ThreadTuner:
@@ -135,7 +136,7 @@ def thread_tuner() -> ThreadTuner:
     in LOGITSPEC_THREADS is kept fixed, as is any count when LOGITSPEC_TUNE_THREADS=0."""
     tuner = getattr(_local, "tuner", None)
     if tuner is None:
-        fixed = bool(env_threads()) or os.environ.get("LOGITSPEC_TUNE_THREADS", "1") == "0"
+        fixed = bool(env_threads()) or not environment.TUNE_THREADS.read()
         tuner = _local.tuner = ThreadTuner(most=torch.get_num_threads(), fixed=fixed)
     return tuner
 

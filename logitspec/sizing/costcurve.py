@@ -7,7 +7,6 @@ one curve's record and the default shape are in `logitspec.sizing.curve`.
 """
 from __future__ import annotations
 
-import os
 import statistics
 import threading
 import time
@@ -19,6 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
+from .. import environment
 from ..core.profile import profile_of
 from ..runtime import measuring_allowed
 from ..runtime.tuner import thread_tuner
@@ -405,7 +405,7 @@ def cost_curve_for(model: PreTrainedModel, context_len: int, max_n: int,
 def corrections_allowed() -> bool:
     """LOGITSPEC_STEADY_CURVES=1: no pass's time corrects the installed curve, so trees are
     sized from the text alone, alike at any pace (a reproducible run; the test suite)."""
-    return os.environ.get("LOGITSPEC_STEADY_CURVES", "0") != "1"
+    return not environment.STEADY_CURVES.read()
 
 
 def observe_forward(model: PreTrainedModel, context_len: int, n: int, seconds: float,

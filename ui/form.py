@@ -104,21 +104,10 @@ class LaneBox:
 
 
 def _box_words(lane: str, s: DecodeSettings) -> tuple[str, str, str]:
-    """(API name, label, element id) of a lane's checkbox: the app's own words for the lanes it
-    has always offered, else the lane table's label."""
-    words = {
-        "pld": ("with_pld", f"Also race {lanes.label(lane)} (guesses copied from earlier in the text)", "with-pld"),
-        "logitspec-static": ("with_static", f"Also race the paper's tree ({s.capacity} tokens, what a GPU "
-                                            "verifies in one pass)", "with-static"),
-        "recycling": ("with_recycling", "Also race Token Recycling (drafts from the successors past passes "
-                                        "predicted)", "with-recycling"),
-        "lookahead": ("with_lookahead", "Also race Lookahead decoding (n-grams from a Jacobi window, checked "
-                                        "in the same pass)", "with-lookahead"),
-        "rest": ("with_rest", "Also race REST (drafts retrieved from Python's standard library; built at "
-                              "first use)", "with-rest"),
-    }
-    slug = "".join(c if c.isalnum() else "_" for c in lane)
-    return words.get(lane, (f"with_{slug}", f"Also race {lanes.label(lane)}", f"with-{slug}"))
+    """(API name, label, element id) of a lane's checkbox: its row's words, the form's capacity in them."""
+    ln = lanes.lane(lane)
+    key = ln.box_key or "".join(c if c.isalnum() else "_" for c in lane)
+    return f"with_{key}", ln.box.format(label=lanes.label(lane), capacity=s.capacity), f"with-{key}"
 
 
 def lane_boxes(s: DecodeSettings | None = None) -> list[LaneBox]:

@@ -12,6 +12,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from logitspec.analysis.lanes import replaying
+
 from .render import find_chromium, screenshot
 from .style import BUDGET_DASH, BUDGET_NAMES, PALETTE, lane_color
 
@@ -141,14 +143,15 @@ def budget_curve_figure(report: dict):
     method, pooled over its questions (logitspec.analysis.budget), with the mean tree it used."""
     import plotly.graph_objects as go
 
-    method = next((m for m in ("logitspec", "logitspec-static", "pld")
-                   if "budget" in report["methods"].get(m, {}).get("overall", {})), None)
+    # The cost tree's lane first, then the paper's, then prompt lookup's: the lanes whose trees the replay follows.
+    replayed = [replaying(o).name for o in ("cost", "paper", "pld") if replaying(o)]
+    method = next((m for m in replayed if "budget" in report["methods"].get(m, {}).get("overall", {})), None)
     if method is None:
         return None
     b = report["methods"][method]["overall"]["budget"]
     fig = go.Figure()
     for name, ys in b["curves"].items():
-        colour = lane_color("pld") if name == "pld" else lane_color("logitspec-static" if name == "paper" else method)
+        colour = lane_color(method if name == "cost" else replaying(name).name)
         fig.add_scatter(x=list(range(1, len(ys) + 1)), y=ys, mode="lines", name=BUDGET_NAMES[name],
                         line=dict(color=colour, width=3, dash=BUDGET_DASH[name]))
     fig.add_scatter(x=[b["own_budget"]], y=[b["tokens_per_pass"]], mode="markers+text", name=(

@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from logitspec.analysis.budget import BUDGET_MAX, BudgetReplay, replay_budgets
+from logitspec.analysis.lanes import LANES
 from logitspec.core.limits import InputError
 from logitspec.core.trace import BOTH_FAILED, G1_MATCHED, G2_RESCUED, NO_RETRIEVAL, PLD_MATCHED, RunTrace
 
@@ -330,8 +331,8 @@ def time_breakdown_figure(trace: RunTrace, theme: str = "light", fit: bool = Fal
     return _fitted(_draw_time, _time_words(trace), fit, trace, theme)
 
 
-BUDGET_LOOK = {name: (PALETTE[lane], BUDGET_DASH[name])
-               for name, lane in (("paper", "logitspec-static"), ("cost", "logitspec"), ("pld", "pld"))}
+# Each replayed ordering in the colour of the lane whose tree it follows (its row's `replay`).
+BUDGET_LOOK = {ln.replay: (PALETTE[ln.name], BUDGET_DASH[ln.replay]) for ln in LANES if ln.replay}
 GPU_BUDGET_WORDS = "what a GPU would verify in one pass"
 
 

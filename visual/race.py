@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import plotly.graph_objects as go
 
-from logitspec.analysis.lanes import label as lane_label
+from logitspec.analysis.lanes import label as lane_label, lane
 from logitspec.analysis.race import RaceResult, result_of
 from logitspec.core.trace import RunTrace
 
@@ -22,7 +22,7 @@ from .counts import run_counts, run_words
 from .data import is_finished
 from .fit import SLIDE_H, SLIDE_W, for_app, frame
 from .style import MIN_FONT, base_layout, lane_color, pretty, theme_colors
-from .verdict import GPU_PASS, compared_rates, cut_short, per_pass
+from .verdict import compared_rates, cut_short, per_pass
 
 PAGE_SIZE = (1240, 560)
 APP_HEIGHT = 460
@@ -95,14 +95,11 @@ def points(trace: RunTrace, axis: Axis) -> tuple[list[float], list[int]]:
 
 
 def lane_note(name: str, trace: RunTrace) -> str:
-    """What a lane stands for, under its label (the lane table's): the paper's tree's size and Token
-    Recycling's source; others need no note."""
-    # Short lines: a page's end labels have a narrow margin, and so has a phone's legend.
-    if name == "logitspec-static":
-        return f"<br>{trace.settings.get('capacity', 64)} tokens:<br>{GPU_PASS}"
-    if name == "recycling":
-        return "<br>drafts the successors<br>past passes predicted"
-    return ""
+    """What a lane stands for, under its label: its row's note (the paper's tree's size, Token
+    Recycling's source), the trace's capacity in it; "" for a lane the table lacks."""
+    # Short lines (the rows' notes): a page's end labels have a narrow margin, and so has a phone's legend.
+    ln = lane(name)
+    return ln.note.format(capacity=trace.settings.get("capacity", 64)) if ln else ""
 
 
 def _vanilla(lanes: dict[str, RunTrace]) -> str | None:

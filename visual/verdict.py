@@ -9,7 +9,7 @@ import html
 import re
 from statistics import mean
 
-from logitspec.analysis.lanes import label
+from logitspec.analysis.lanes import GPU_PASS, label, papers_tree
 from logitspec.analysis.parting import near_tie_words
 from logitspec.analysis.race import MIN_COMPARED_TOKENS, RaceResult, lane_stats, result_of, seconds_to_reach
 from logitspec.core.settings import INERT
@@ -22,7 +22,6 @@ from .style import lane_color
 STOP_WORDS = {"stopped": "Stopped", "time limit": "Stopped at the time limit"}
 SLOWER = "LogitSpec ran slower than vanilla here"
 DEVICE_WORDS = {"cpu": "on this CPU", "cuda": "on this GPU"}
-GPU_PASS = "what a GPU verifies in one pass"
 # A machine's parts that name its CPU's instruction sets: words for engineers, not for a first screen.
 INSTRUCTION_SETS = re.compile(r"\b(AVX|AMX|FMA|NEON|SSE)", re.I)
 
@@ -60,7 +59,7 @@ def per_pass_words(res: RaceResult, lane: str = "logitspec", here: str = "here")
     others = []
     for name in sorted((n for n in rates if n != lane), key=lambda n: n == "vanilla"):
         said = f"{rates[name]:.2f} for {label(name, res.traces[name])}"
-        if name == "logitspec-static" and res.speedups.get(name):
+        if papers_tree(name) and res.speedups.get(name):
             size = res.traces[name].settings.get("capacity", 64)
             said += f" ({size} tokens: {GPU_PASS}; {res.speedups[name]:.2f}× vanilla's tokens/s {here})"
         others.append(said)

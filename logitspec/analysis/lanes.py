@@ -22,6 +22,7 @@ class NodeSource:
     colour: str
 
 
+GPU_PASS = "what a GPU verifies in one pass"
 ROOT = NodeSource("root", "root x_{i+1}: the previous pass's argmax, committed", "root x_{i+1}", "#CC79A7")
 # LogitSpec's: the g1 lookup in Okabe-Ito's orange, a g2 branch in blues that pale with its rank.
 LOGITSPEC_SOURCES = (
@@ -72,20 +73,31 @@ class LaneSpec:
     colour: str
     race: bool  # offered as a lane of the app's race
     sources: tuple[NodeSource, ...] = ()  # where its tree's nodes come from, beside the root
+    # What the views say of it beyond its label, "{label}" and "{capacity}" filled in where they stand.
+    box: str = "Also race {label}"  # its race checkbox (ui/form.py), the form's capacity
+    box_key: str = ""  # the race API's with_<key> and the box's element id with-<key>; "": its name's
+    note: str = ""  # under its label at the race figure's line end (visual/race.py), its trace's capacity
+    # The budget replay's ordering its tree follows (analysis/budget.ORDERINGS: "paper" is the paper's
+    # own tree, whose size the views give as a GPU's pass), drawn in its colour; "" for none.
+    replay: str = ""
 
 
 LANES: tuple[LaneSpec, ...] = (
     LaneSpec(name="vanilla", method="vanilla", tree=None, drafts=False, label="vanilla", colour="#8C8C8C",
              race=True),
     LaneSpec(name="pld", method="pld", tree=None, drafts=False, label="prompt lookup", colour="#E69F00", race=True,
-             sources=PLD_SOURCES),
+             sources=PLD_SOURCES, box="Also race {label} (guesses copied from earlier in the text)", replay="pld"),
     LaneSpec(name="logitspec", method="logitspec", tree=None, drafts=True, label="LogitSpec (cost tree)",
-             colour="#0072B2", race=True, sources=LOGITSPEC_SOURCES),
+             colour="#0072B2", race=True, sources=LOGITSPEC_SOURCES, replay="cost"),
     LaneSpec(name="logitspec-static", method="logitspec", tree="static", drafts=True,
-             label="LogitSpec, the paper's static tree", colour="#56B4E9", race=True, sources=LOGITSPEC_SOURCES),
+             label="LogitSpec, the paper's static tree", colour="#56B4E9", race=True, sources=LOGITSPEC_SOURCES,
+             box=f"Also race the paper's tree ({{capacity}} tokens, {GPU_PASS})", box_key="static",
+             note=f"<br>{{capacity}} tokens:<br>{GPU_PASS}", replay="paper"),
     # Paul Tol's purple, apart from Okabe-Ito's eight, which all mean something else here.
     LaneSpec(name="recycling", method="recycling", tree=None, drafts=True, label="Token Recycling (cost tree)",
-             colour="#AA4499", race=True, sources=RECYCLING_SOURCES),
+             colour="#AA4499", race=True, sources=RECYCLING_SOURCES,
+             box="Also race Token Recycling (drafts from the successors past passes predicted)",
+             note="<br>drafts the successors<br>past passes predicted"),
     # Its static 80-node template: a pale twin, as LogitSpec's static tree is.
     LaneSpec(name="recycling-static", method="recycling", tree="static", drafts=True,
              label="Token Recycling, static 80-node tree", colour="#E2B6DA", race=False, sources=RECYCLING_SOURCES),
@@ -95,9 +107,11 @@ LANES: tuple[LaneSpec, ...] = (
              sources=LOGITSPEC_SOURCES + RECYCLING_SOURCES),
     # The paper's other baselines, in Paul Tol's olive and wine: apart from every colour above.
     LaneSpec(name="lookahead", method="lookahead", tree=None, drafts=False, label="Lookahead decoding",
-             colour="#999933", race=True, sources=LOOKAHEAD_SOURCES),
+             colour="#999933", race=True, sources=LOOKAHEAD_SOURCES,
+             box="Also race Lookahead decoding (n-grams from a Jacobi window, checked in the same pass)"),
     LaneSpec(name="rest", method="rest", tree=None, drafts=False, label="REST", colour="#882255", race=True,
-             sources=REST_SOURCES),
+             sources=REST_SOURCES,
+             box="Also race REST (drafts retrieved from Python's standard library; built at first use)"),
     # The rivals published since, in Paul Tol's teal and rose: apart from every colour above.
     LaneSpec(name="racer", method="racer", tree=None, drafts=True, label="RACER (cost tree)", colour="#44AA99",
              race=True, sources=RACER_SOURCES),
@@ -160,6 +174,17 @@ def ran_tree(trace: RunTrace) -> str | None:
 def _runs(ln: LaneSpec) -> tuple[str, str | None]:
     """(decoder, tree) a row stands for: a row that follows the run's setting stands for the default tree."""
     return ln.method, (ln.tree or DecodeSettings().tree) if ln.drafts else None
+
+
+def replaying(ordering: str) -> LaneSpec | None:
+    """The row whose tree the budget replay's `ordering` follows ("paper", "cost", "pld")."""
+    return next((ln for ln in LANES if ln.replay == ordering), None)
+
+
+def papers_tree(name: str) -> bool:
+    """Whether a lane runs the paper's own tree, whose size the views give as a GPU's pass."""
+    ln = lane(name)
+    return ln is not None and ln.replay == "paper"
 
 
 def names() -> list[str]:

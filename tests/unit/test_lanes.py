@@ -11,13 +11,15 @@ from logitspec.bench.paper import headline_columns
 from logitspec.analysis.race import lane_order
 from serve.race import lane_run
 from logitspec.core.settings import DecodeSettings
+from logitspec.core.trace import RunTrace
 from visual.style import lane_color
 
 
 @pytest.fixture
 def one_more(monkeypatch):
     new = lanes.LaneSpec(name="pld-static", method="logitspec", tree="static", drafts=True, label="a new lane",
-                          colour="#123456", race=True)
+                          colour="#123456", race=True, box="Also race {label}, {capacity} tokens", box_key="pls",
+                          note="<br>{capacity} tokens")
     monkeypatch.setattr(lanes, "LANES", lanes.LANES + (new,))
     return new
 
@@ -30,6 +32,18 @@ def test_a_lane_added_to_the_table_is_found_everywhere(one_more):
     assert lanes.run_spec("pld-static", "cost") == ("logitspec", "static")  # the bench's decoder and tree
     assert lane_color("pld-static") == "#123456"
     assert ("a new lane", "pld-static") in headline_columns()
+
+
+def test_the_views_say_what_a_row_says_of_its_lane(one_more):
+    from ui.form import lane_boxes
+    from visual.race import lane_note
+
+    box = next(b for b in lane_boxes(DecodeSettings(capacity=32)) if b.lane == "pld-static")
+    assert (box.name, box.label, box.elem_id) == ("with_pls", "Also race a new lane, 32 tokens", "with-pls")
+    trace = RunTrace("logitspec", "", "", [1], {"capacity": 48})
+    assert lane_note("pld-static", trace) == "<br>48 tokens" and lane_note("nope", trace) == ""
+    assert lanes.papers_tree("logitspec-static") and not lanes.papers_tree("pld-static")
+    assert lanes.replaying("paper").name == "logitspec-static" and lanes.replaying("cost").name == "logitspec"
 
 
 def test_the_table_names_each_lane_once_with_its_own_colour():

@@ -35,7 +35,7 @@ class Variable:
     def read(self, env: Mapping[str, str] | None = None):
         """The value now, of `kind`; the default when unset. A number that does not parse
         raises ValueError."""
-        raw = self.raw(env)
+        raw = (os.environ if env is None else env).get(self.name, "")  # inline: the forward pass asks
         if self.kind is bool:
             return raw != "0" if self.default else raw == "1"
         if not raw:

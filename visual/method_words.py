@@ -4,12 +4,13 @@ and column headers, and the sentence the step's summary and retrieval view say o
 LogitSpec speaks of g1 and g2; prompt lookup of its one n-gram query over the context; REST of
 the suffix it searched its datastore for; Lookahead of the n-grams its pool held (made by its
 Jacobi window); Token Recycling of its matrix, RACER of its automaton and copied logits, SuffixDecoding of its
-suffix trees: each of those sources offers nodes or does not (StepRecord.lookups). A new method adds one entry
-to WORDS (and its drafter's StepRecord says what it did)."""
+suffix trees: each of those sources offers nodes or does not (StepRecord.lookups). A new method's words are its
+lane row's `words` (logitspec/analysis/lanes.py), or one entry here in WORDS (and its drafter's StepRecord
+says what it did)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
+from logitspec.analysis import lanes
+from logitspec.analysis.lanes import Column, MethodWords
 from logitspec.core.settings import DecodeSettings
 from logitspec.core.trace import (BOTH_FAILED, G1_MATCHED, G2_RESCUED, NO_RETRIEVAL, PLD_FAILED, PLD_MATCHED,
                                   RunTrace, SourceLookup, StepRecord)
@@ -17,28 +18,6 @@ from logitspec.core.trace import (BOTH_FAILED, G1_MATCHED, G2_RESCUED, NO_RETRIE
 from .baselines import drafted_paths, window_levels
 from .counts import plural
 from .data import match_text, ngram_text, query_tail
-
-
-@dataclass(frozen=True)
-class Column:
-    """A debugger column: its header and what its hover says it holds."""
-
-    header: str
-    tip: str
-
-
-@dataclass(frozen=True)
-class MethodWords:
-    """How the app speaks of one method's lookups."""
-
-    name: str  # as a sentence names the method
-    intro: str  # the debugger's line over its filter (markdown)
-    filters: tuple[tuple[str, str], ...]  # (the filter's words, the StepRecord.outcome it keeps)
-    outcomes: dict[str, str] = field(default_factory=dict)  # StepRecord.outcome -> what it means
-    lookup: Column | None = None  # what the step's first lookup tried
-    matched: Column | None = None  # the length it matched
-    second: Column | None = None  # LogitSpec's g2 lookups
-    guesses: str = ""  # where its guesses come from, in the lesson's plain words (its comparison of methods)
 
 
 _ROW = " Select a row to open the step."
@@ -152,8 +131,10 @@ WORDS: dict[str, MethodWords] = {
 
 
 def words_of(method: str) -> MethodWords:
-    """A method's words; LogitSpec's for a method the table lacks (a trace from a newer version)."""
-    return WORDS.get(method, LOGITSPEC)
+    """A method's words: its lane row's, else its WORDS entry; LogitSpec's for a method neither has
+    (a trace from a newer version)."""
+    row = next((ln for ln in lanes.LANES if ln.method == method and ln.words), None)
+    return row.words if row else WORDS.get(method, LOGITSPEC)
 
 
 def outcome_words(method: str, outcome: str) -> str:

@@ -51,7 +51,10 @@ def key_items(trace: RunTrace, theme: str = "light") -> list[KeyItem]:
     """The tree's key: origin colours, then fills, then edge styles (legend and HTML key alike)."""
     c = theme_colors(theme)
     grey = c["muted"]
-    items = [KeyItem(LEGEND_NAMES[k], PALETTE[k], PALETTE[k], 1, rank=10 + i) for i, k in enumerate(_origins(trace))]
+    # Its method's node sources as its lane row gives them when asked: a row added to the table has its key.
+    fills = [PALETTE.get(src.key, src.colour) for src in sources_of(trace.method)]
+    items = [KeyItem(src.legend, fill, fill, 1, rank=10 + i) for i, (src, fill) in
+             enumerate(zip(sources_of(trace.method), fills))]
     items += [KeyItem("bonus: model's next token", PALETTE["bonus"], c["outline"], 2, rank=30),
               KeyItem("accepted: filled, bold", grey, c["outline"], 3, rank=40),
               KeyItem("verified, rejected: faded", blend(grey, c["bg"], 0.45), grey, 1.5, rank=41),

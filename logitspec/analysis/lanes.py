@@ -1,12 +1,16 @@
 """The lanes: every way of decoding the race, the bench, the figures and the scripts offer, in
-one table. A lane is a decoder and a tree; its label and colour are how every view shows it, and
-its node sources (where its drafter's tree nodes come from) are how the draft tree names and
-colours them. Every reader looks the table up when it is called, so a lane added here is found
-everywhere: a new method is its drafter (logitspec/drafters/, found by its `method` name) plus
-one row here (docs/how-it-works.md, "Adding a lane")."""
+one table. A lane is a decoder and a tree; its label and colour are how every view shows it, its
+node sources (where its drafter's tree nodes come from) are how the draft tree names and colours
+them, and its words are what the race's checkbox, the race figure and the debugger say of it.
+Every reader reads the table (most when called; the palette and the tree's hover words and legend
+when imported), so a lane added here is found everywhere.
+A lane of a method that exists (another tree) is one row and no other line; a new method is its
+drafter (logitspec/drafters/, found by its `method` name), its settings and its name in
+core/settings.METHODS (the core sits below this table: a test holds that list equal to the rows'
+decoders), plus its row here (docs/how-it-works.md, "Adding a lane")."""
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from ..core.settings import DecodeSettings
 from ..core.trace import RunTrace
@@ -61,6 +65,28 @@ SUFFIX_SOURCES = (
 )
 
 
+@dataclass(frozen=True)
+class Column:
+    """A debugger column: its header and what its hover says it holds."""
+
+    header: str
+    tip: str
+
+
+@dataclass(frozen=True)
+class MethodWords:
+    """How the app speaks of one method's lookups (visual/method_words.py)."""
+
+    name: str  # as a sentence names the method
+    intro: str  # the debugger's line over its filter (markdown)
+    filters: tuple[tuple[str, str], ...]  # (the filter's words, the StepRecord.outcome it keeps)
+    outcomes: dict[str, str] = field(default_factory=dict)  # StepRecord.outcome -> what it means
+    lookup: Column | None = None  # what the step's first lookup tried
+    matched: Column | None = None  # the length it matched
+    second: Column | None = None  # LogitSpec's g2 lookups
+    guesses: str = ""  # where its guesses come from, in the lesson's plain words (its comparison of methods)
+
+
 @dataclass(frozen=True, kw_only=True)
 class LaneSpec:
     """One row of the table, written with its fields' names."""
@@ -80,6 +106,7 @@ class LaneSpec:
     # The budget replay's ordering its tree follows (analysis/budget.ORDERINGS: "paper" is the paper's
     # own tree, whose size the views give as a GPU's pass), drawn in its colour; "" for none.
     replay: str = ""
+    words: MethodWords | None = None  # its method's debugger words; None: visual/method_words.py's WORDS entry
 
 
 LANES: tuple[LaneSpec, ...] = (
@@ -185,6 +212,13 @@ def papers_tree(name: str) -> bool:
     """Whether a lane runs the paper's own tree, whose size the views give as a GPU's pass."""
     ln = lane(name)
     return ln is not None and ln.replay == "paper"
+
+
+def methods(table: tuple[LaneSpec, ...] | None = None) -> tuple[str, ...]:
+    """Each decoder of the table once, in its rows' order: settings.METHODS, which the core's checks, the
+    CLI and the registry read (the core sits below this table; tests/unit/test_method_registry.py holds
+    the two equal)."""
+    return tuple(dict.fromkeys(ln.method for ln in (LANES if table is None else table)))
 
 
 def names() -> list[str]:

@@ -1,6 +1,7 @@
 """One registry of methods: a drafter module declares its method (its class's `method` and `build`),
-the lane table gives it a row with its node sources, and the decoders, the checks, the tree's
-colours, hover words and legend all follow from those two; a new lane needs no other line."""
+the lane table gives it a row with its node sources and words, and the decoders, the tree's colours,
+hover words and legend, the race's checkboxes and the debugger all follow from those two; the core's
+list of methods (settings.METHODS, below the table) is held equal to the table's decoders."""
 from __future__ import annotations
 
 import textwrap
@@ -8,12 +9,14 @@ import textwrap
 import pytest
 
 from helpers.tiny_models import char_lm
-from logitspec.analysis.lanes import LANES, ROOT, LaneSpec, NodeSource, lane, node_sources, sources_of
+from logitspec.analysis import lanes
+from logitspec.analysis.lanes import LANES, ROOT, LaneSpec, MethodWords, NodeSource, lane, node_sources, sources_of
 from logitspec.core.drafter import Draft, Drafter
 from logitspec.core.settings import METHODS, DecodeSettings
 from logitspec.core.tree import chain_tree
 from logitspec.drafters import rest
 from logitspec.decoders import REGISTRY, declared_drafters, make_drafter, registry
+from logitspec.core.trace import RunTrace
 from logitspec.runner import run_trace
 from serve.race import lane_run
 from visual.method_words import WORDS
@@ -26,6 +29,7 @@ PROMPT = "the cat sat on the mat, the cat sat on the mat, the cat sat"
 
 def test_every_method_has_a_drafter_a_lane_words_and_node_sources():
     assert REGISTRY.methods == METHODS  # the checks' and the CLI's list is the decoders' own
+    assert lanes.methods() == METHODS  # and the lane table's: each row's decoder, in the rows' order
     assert {c.method for c in declared_drafters()} == set(METHODS) - {"vanilla", "logitspec"}
     for m in METHODS:
         row = lane(m)
@@ -101,3 +105,36 @@ def test_a_new_lane_is_its_drafter_and_its_row(tmp_path, monkeypatch):
                               race=True, sources=(chain,)))
     assert sources_of("toy", table) == (ROOT, chain) and node_sources(table)["toy-chain"] is chain
     assert sources_of("toy") == sources_of("logitspec")  # a method the table lacks: LogitSpec's words
+
+
+def test_a_toy_method_is_its_drafter_module_and_its_row(tmp_path, monkeypatch):
+    """A drafter in a module of its own and one row of the table (its words in it): the registry, the
+    race's checkboxes, the colour and legend lookups and the debugger's words all find it."""
+    from ui.form import lane_boxes, race_inputs
+    from visual.method_words import words_of
+    from visual.style import lane_color
+    from visual.tree_key import key_items
+
+    pkg = tmp_path / "toymethods"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "toy.py").write_text("from logitspec.core.drafter import Drafter\n\n\nclass ToyDrafter(Drafter):\n"
+                                "    method = 'toy'\n\n    def __init__(self, s, model=None):\n        self.s = s\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import toymethods
+
+    chain = NodeSource("toy-chain", "the toy's chain: the root again", "toy chain", "#123456")
+    words = MethodWords(name="the toy", intro="The toy looks nothing up.", filters=())
+    row = LaneSpec(name="toy", method="toy", tree=None, drafts=False, label="a toy", colour="#654321", race=True,
+                   sources=(chain,), words=words)
+    monkeypatch.setattr(lanes, "LANES", (*LANES, row))
+    assert lanes.methods() == (*METHODS, "toy")
+    found = registry([*declared_drafters(), *declared_drafters(toymethods)], order=lanes.methods())
+    assert found.methods == (*METHODS, "toy") and type(found.make("toy", DecodeSettings())).method == "toy"
+    box = next(b for b in lane_boxes() if b.lane == "toy")  # the race's checkbox and API argument
+    assert (box.name, box.label, box.elem_id) == ("with_toy", "Also race a toy", "with-toy")
+    assert race_inputs().count("with_toy") == 1
+    assert lane_color("toy") == "#654321" and words_of("toy") is words  # its colour, the debugger's words
+    trace = RunTrace("toy", "", "", [1], DecodeSettings().to_dict())
+    legend = [(item.name, item.fill) for item in key_items(trace)]
+    assert legend[:2] == [(ROOT.legend, ROOT.colour), ("toy chain", "#123456")]  # the draft tree's legend

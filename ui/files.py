@@ -21,12 +21,18 @@ QUESTIONS = ROOT / "data" / "spec_bench_subset.jsonl"
 EXAMPLE_IDS = {"Summarisation": 242, "Code": 122, "Translation": 161, "Maths": 401,
                "Chat": 321, "RAG": 482}
 RECORDED_RACE = TRACES_DIR / "races" / "summarization-242.json"  # the first screen's race
+GALLERY_DIR = TRACES_DIR / "gallery"  # recorded races that show where each method wins
 PASS_COSTS_DIR = ROOT / "data" / "pass_costs"  # other machines' measured c(n) (data/README.md)
 
 
 def recorded_pass_costs() -> list[PassCosts]:
     """Every machine's measured pass costs the app ships, in file order."""
     return [c for path in sorted(PASS_COSTS_DIR.glob("*.json")) for c in read_pass_costs(path)]
+
+
+def gallery_names() -> list[str]:
+    """The gallery's race files (gzipped: a 9-lane race is about 1.5 MB as JSON)."""
+    return sorted(p.name for p in GALLERY_DIR.glob("*.json.gz"))
 
 
 def load_examples() -> list[tuple[str, str]]:

@@ -12,16 +12,36 @@ import gradio as gr
 
 from logitspec.core.limits import InputError
 from logitspec.analysis.lanes import label
+from logitspec.analysis.gallery import showcase
+from logitspec.analysis.race import read_race
 from visual.counts import run_counts, run_words
 from visual.verdict import counters_html, machine_words, recorded_note
 
 from . import links
 from .debugger import OUTCOMES
 from .downloads import download_button, download_of
-from .files import (RECORDED_RACE, TRACES_DIR, read_lanes, recorded_examples, recorded_race, shipped_names,
-                    shipped_traces)
+from .files import (GALLERY_DIR, RECORDED_RACE, TRACES_DIR, gallery_names, read_lanes, recorded_examples,
+                    recorded_race, shipped_names, shipped_traces)
 from .services import Services
 from .view import View
+
+
+def gallery() -> list[tuple[str, str, str]]:
+    """(file name, title, why) of each gallery race: its winner and the sentence read off its traces."""
+    out = []
+    for name in gallery_names():
+        race = read_race(GALLERY_DIR / name)
+        shown = showcase(race.lanes, machine_words(race.machine))
+        who = ("no method beats vanilla here" if shown.kind == "none" else
+               f"{label(shown.winner, race.lanes[shown.winner])} makes the most tokens a pass")
+        out.append((name, f"{name.split('.')[0]}: {who}", shown.sentence))
+    return out
+
+
+def gallery_html(shown: list[tuple[str, str, str]]) -> str:
+    """Each gallery race's title and why, in the menu's order."""
+    rows = "".join(f"<li><b>{html.escape(title)}</b>: {html.escape(why)}</li>" for _, title, why in shown)
+    return f"<ul class='gallery-why'>{rows}</ul>" if rows else ""
 
 
 class TraceFilesTab:
@@ -38,6 +58,11 @@ class TraceFilesTab:
                     "(no model needed).")
         self.download = gr.DownloadButton("Download this race (JSON)", visible=False, elem_id="download")
         self.shipped = gr.Dropdown(shipped_names(), label="Shipped traces", value=None, elem_id="shipped")
+        shown = gallery()
+        with gr.Column(elem_id="gallery"):
+            self.gallery = gr.Radio([(title, name) for name, title, _ in shown], value=None, elem_id="gallery-pick",
+                                    label="Where each method wins: races recorded on the bundled model")
+            gr.HTML(gallery_html(shown), elem_id="gallery-words")
         self.upload = gr.File(label="Upload a trace or a recorded race (.json)", file_types=[".json"],
                               type="filepath", elem_id="upload")
         self.upload_note = gr.Markdown("", elem_id="upload-note")  # why an upload was refused
@@ -47,6 +72,8 @@ class TraceFilesTab:
         outcome, trace_out = page.debugger.outcome, page.trace_components()
         self.shipped.input(self.pick_shipped, [self.shipped, outcome, page.state],
                            trace_out + [self.upload_note, self.download], **view_kw)
+        self.gallery.input(self.pick_gallery, [self.gallery, outcome, page.state],
+                           trace_out + [self.upload_note, self.shipped, self.download], **view_kw)
         self.upload.upload(self.upload_trace, [self.upload, outcome, page.state],
                            trace_out + [self.upload_note, self.upload, self.shipped, self.download],
                            api_name="open_trace", **view_kw)
@@ -116,6 +143,15 @@ class TraceFilesTab:
         out = self.open_shipped(name, outcomes, view)
         if isinstance(out, dict) and self.page.state in out:
             out[self.upload_note] = ""
+        return out
+
+    def pick_gallery(self, name, outcomes, view: View):
+        """A gallery race, opened as a shipped race file; the shipped menu and an upload's note go."""
+        if not name or name not in gallery_names():
+            return gr.skip()
+        out = self.open_trace(str(GALLERY_DIR / name), outcomes, view)
+        if isinstance(out, dict) and self.page.state in out:
+            out.update({self.upload_note: "", self.shipped: None})
         return out
 
     def open_shipped(self, name, outcomes, view: View):

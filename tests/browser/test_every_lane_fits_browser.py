@@ -3,7 +3,8 @@ from its race file, keeps the results table's every column and the race figure's
 whole (no sideways scroll in the table, no scrolled legend); and a phone gets Run on its first screen,
 the table's every column, the whole draft tree in a box it swipes sideways, the explorer's Previous,
 Next and Play on one row, the model's name clear of the dropdown's arrow, and the lesson in words
-sized for a phone with its token row unprinted-over.
+sized for a phone with its token row unprinted-over. At each width a race of the gallery opens from
+the Traces tab on the same page, and the gallery's sentences read whole.
 
 The race file was recorded on the bundled model on a 2-core machine (20 tokens, 4 next-next candidates
 a step: past the speed-up's 16 tokens, and small enough for the GPU kit's calls to carry the tree):
@@ -20,10 +21,13 @@ import pytest
 from helpers.browser import DESKTOP, counter_rows, fresh_page, settle, shot
 from helpers.paths import FIXTURES
 from logitspec.analysis.lanes import label, race_order
+from logitspec.analysis.race import read_race
+from ui.files import GALLERY_DIR
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 RACE = FIXTURES / "races" / "coding-122-every-lane.json"
+GALLERY = sorted(GALLERY_DIR.glob("*.json.gz"))  # recorded races that show where each method wins
 PHONE = {"width": 390, "height": 844}
 WIDE = {"width": 1920, "height": 1080}
 DEEP_STEP = "?trace=coding-122&step=5&tab=explorer"  # a g1 chain eight deep: past a phone's width
@@ -95,8 +99,24 @@ def test_every_lane_keeps_each_column_and_legend_entry_whole(browser, app_url, v
         assert page.evaluate("() => document.documentElement.scrollWidth") <= viewport["width"]
         page.locator("#counters").scroll_into_view_if_needed()
         shot(page, f"every-lane-{viewport['width']}", "#counters", 1800)
+        _a_gallery_race_opens(page, GALLERY[[DESKTOP, WIDE, PHONE].index(viewport) % len(GALLERY)], viewport)
     finally:
         page.context.close()
+
+
+def _a_gallery_race_opens(page, path, viewport) -> None:
+    """On the same page: a race of the gallery, picked on the Traces tab, fills the results with its
+    lanes, and the gallery's sentences read whole at this width."""
+    page.get_by_role("tab", name="Traces").click()
+    page.locator("#gallery-pick").get_by_text(path.name.split(".")[0] + ":", exact=False).click()
+    page.wait_for_function("(n) => (document.querySelector('#status')?.innerText || '').includes('Exploring ' + n)",
+                           arg=path.name, timeout=120_000)
+    assert list(counter_rows(page)) == list(read_race(path).lanes)
+    words = page.locator("#gallery-words li").all_inner_texts()
+    assert len(words) == len(GALLERY) and all(" made " in w or "No method" in w for w in words), words
+    box = page.locator("#gallery-words").bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= viewport["width"] + 1, box
+    assert page.errors == [], page.errors
 
 
 @contextmanager

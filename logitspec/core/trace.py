@@ -440,9 +440,9 @@ def unzipped(raw: bytes, max_bytes: int | None = None) -> bytes:
     `max_bytes` once unpacked too, else TraceFileError."""
     if raw[:2] != b"\x1f\x8b":
         return raw
-    inflate = zlib.decompressobj(wbits=31)
+    inflate = zlib.decompressobj(wbits=31)  # gzip's header and trailer
     try:
-        out = inflate.decompress(raw, (max_bytes or 0) and max_bytes + 1)
+        out = inflate.decompress(raw, 0 if max_bytes is None else max_bytes + 1)  # 0: no bound
     except zlib.error as e:
         raise TraceFileError(f"the trace file is gzip but cannot be unpacked ({e})") from None
     if max_bytes is not None and (len(out) > max_bytes or inflate.unconsumed_tail):

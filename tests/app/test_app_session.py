@@ -161,6 +161,19 @@ def test_a_recorded_trace_loads_and_equals_the_file():
     assert t.model == "SmolLM2-135M-Instruct"
 
 
+def test_a_gzipped_trace_reads_as_its_json_within_the_limit_once_unpacked(tmp_path):
+    text = fixture_text(FIXTURES / "coding-121.json.gz")
+    packed, size = FIXTURES / "coding-121.json.gz", len(text.encode("utf-8"))
+    assert read_trace_file(packed, size).tokens == read_trace_file(_write(tmp_path, text), LIMIT).tokens
+    assert packed.stat().st_size < size - 1  # a file under the limit that unpacks past it is refused
+    with pytest.raises(InputError, match="unpacks to more than"):
+        read_trace_file(packed, size - 1)
+    broken = tmp_path / "broken.json.gz"
+    broken.write_bytes(packed.read_bytes()[:2] + b"not a deflate stream")
+    with pytest.raises(InputError, match="gzip but cannot be unpacked"):
+        read_trace_file(broken, LIMIT)
+
+
 def _write(tmp_path: Path, text: str) -> Path:
     p = tmp_path / "up.json"
     p.write_text(text, encoding="utf-8")

@@ -135,7 +135,13 @@ class BackgroundCalibration(threading.Thread):
         """fn run on the model thread once it has been idle long enough; None if stopped."""
         while not self.stop_event.is_set():
             if self._runner.idle_seconds() >= self._idle:
-                return self._runner.background(fn)
+                try:
+                    return self._runner.background(fn)
+                except RuntimeError as e:  # the process is exiting: its pool takes no more work
+                    if "after interpreter shutdown" not in str(e):
+                        raise
+                    self.stop_event.set()
+                    return None
             time.sleep(min(0.1, self._idle / 4))
         return None
 

@@ -145,6 +145,31 @@ def test_a_stopped_background_measurement_installs_nothing(cache_dir):
     assert calibration.load_curve(starts[0].key) is None
 
 
+class ClosedRunner(FakeRunner):
+    """A model thread whose pool refuses work, as a process's pools do once it is exiting."""
+
+    def __init__(self, error: str) -> None:
+        super().__init__()
+        self.idle, self.error = 5.0, error
+
+    def background(self, fn):
+        raise RuntimeError(self.error)
+
+
+def test_a_background_measurement_ends_quietly_when_the_process_exits(cache_dir):
+    """A script's last lines can run while the measuring thread asks for the model: it stops,
+    installing nothing, where it printed a traceback; any other error still surfaces."""
+    model = tiny_llama(seed=6)
+    starts = calibration.start_curves(model, max_context=1024, capacity=8)
+    job = calibration.BackgroundCalibration(model, starts, runner=ClosedRunner(
+        "cannot schedule new futures after interpreter shutdown"), idle_seconds=0.0)
+    job.run()  # in this thread: returns, raises nothing
+    assert job.measured == [] and calibration.load_curve(starts[0].key) is None
+    job = calibration.BackgroundCalibration(model, starts, runner=ClosedRunner("a real fault"), idle_seconds=0.0)
+    with pytest.raises(RuntimeError, match="a real fault"):
+        job.run()
+
+
 def test_model_thread_idleness_ignores_background_work():
     from logitspec.runtime.threads import ModelThread
 

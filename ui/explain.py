@@ -182,7 +182,7 @@ class ExplainTab:
         if drawn != key:
             # The lesson follows the run, not the step; a run that never kept a g2 guess is taught on the recorded one.
             linked = pick.step if pick.why == LINKED else None
-            out.update(self.lesson.fill(trace, words, self.recorded()[0], linked))
+            out.update(self.lesson.fill(trace, words, self.recorded()[0], linked, getattr(view, "traces", None)))
         return out
 
     def _draw(self, trace: RunTrace, words: str, pick: Pick, note: str) -> dict:

@@ -1,6 +1,7 @@
-"""The Explain tab's lesson: five stages, each its words and one large figure, then a glossary.
+"""The Explain tab's lesson: its stages, each its words and one large figure, then a glossary.
 
-Layout only: the words, the figures and the glossary come from visual.lesson.
+Layout only: the words, the figures and the glossary come from visual.lesson; the last stage
+prices the step on the race's own pass costs and on the machines' curves the app ships.
 """
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from logitspec.core.trace import RunTrace
 from visual.lesson import (
     STAGES, TEXT_PX, g2_step, glossary_html, glossary_words, lesson, lesson_intro, lesson_step, methods_html,
 )
+
+from .files import recorded_pass_costs, recorded_race
 
 PHONE_TEXT_PX = 17  # the lesson's words on a phone
 # Large words and a visible mark on every defined term; a stage is at most one screen tall.
@@ -50,11 +53,22 @@ def stage_html(title: str, words: str) -> str:
     return f'<div class="lesson-words"><h3>{title}</h3>{words}</div>'
 
 
+def race_of(trace: RunTrace, lanes: dict[str, RunTrace] | None) -> dict[str, RunTrace]:
+    """The lanes `trace` ran beside: `lanes` when it is one of them, the recorded race's when it is
+    that race's, else none (a trace opened alone is priced on its own passes)."""
+    recorded = recorded_race()
+    for group in (lanes or {}, recorded[0] if recorded else {}):
+        if any(t is trace for t in group.values()):
+            return group
+    return {}
+
+
 class LessonView:
     """The lesson's components; `fill` draws them for a run."""
 
     def build(self) -> None:
         """Call inside the lesson's tab."""
+        self.pass_costs = recorded_pass_costs()  # other machines' measured c(n), for the last stage
         self.intro = gr.HTML(elem_id="lesson-intro", css_template=LESSON_CSS)
         self.texts: dict[str, gr.HTML] = {}
         self.plots: dict[str, gr.Plot] = {}
@@ -69,11 +83,13 @@ class LessonView:
     def outputs(self) -> list:
         return [self.intro, *self.texts.values(), *self.plots.values(), self.glossary]
 
-    def fill(self, trace: RunTrace, words: str, other: RunTrace | None = None, linked: int | None = None) -> dict:
+    def fill(self, trace: RunTrace, words: str, other: RunTrace | None = None, linked: int | None = None,
+             lanes: dict[str, RunTrace] | None = None) -> dict:
         """Every output for `trace`; `words` name the run (as the tab's heading does). A run where
         no next-next guess (g2) was kept is said so, and the lesson is drawn on `other` (a recorded
         run that kept some) when there is one. `linked`: the step a link named, which waits under
-        "In detail" while the lesson teaches its own step; the lesson says so."""
+        "In detail" while the lesson teaches its own step; the lesson says so. `lanes`: the race on
+        screen, whose vanilla lane times the one-token pass the last stage prices against."""
         named = plain_words(words)
         said = f"<p>This lesson reads {named}.</p>"
         if g2_step(trace) is None and other is not None and g2_step(other) is not None:
@@ -81,7 +97,7 @@ class LessonView:
             trace, linked = other, None  # the link's step is of the run the lesson does not read
         if linked is not None:
             said += f"<p>{linked_words(linked, lesson_step(trace))}</p>"
-        stages = lesson(trace)
+        stages = lesson(trace, lanes=race_of(trace, lanes), curves=self.pass_costs)
         out = {self.intro: f'<div class="lesson-words">{said}{lesson_intro(trace)}</div>'}
         for st in stages:
             out[self.texts[st.key]] = stage_html(st.title, st.html)

@@ -35,6 +35,7 @@ LIVE_DRAW_RATIO = 9  # and at least this many times the last redraw's own time: 
 # The counters tick on the page's own timer, off the race's path: each update the race sends makes
 # the server rebuild every one of its outputs' configs (about 50 ms of a core), while the lanes wait.
 LIVE_COUNT_SECONDS = 0.5
+TREE_ROWS_SHOWN = 8  # the break-even preset a page opens on: a size most races have measured
 MODEL_POLL_SECONDS = 0.5  # how often a race waiting for its model looks again (and for Stop)
 # Every word a first-time visitor needs is defined in the sentence where it first appears (<dfn>).
 INTRO_MD = ("# LogitSpec Explorer\nLogitSpec makes a model write faster without changing a word. A model writes "
@@ -115,6 +116,9 @@ class RaceTab:
         with gr.Accordion("Where it pays: this race's passes priced on each machine's measured costs",
                           open=False, elem_id="pays-fold"):
             self.pays_fig = figure_slot("race-pays-plot", "Where it pays")
+            self.tree_rows = gr.Radio(choices=list(visual.TREE_ROWS), value=TREE_ROWS_SHOWN, elem_id="pays-rows",
+                                      label="A tree of this many rows: the tokens a pass must commit to pay")
+            self.break_even = gr.HTML(elem_id="pays-break-even")
             self.committed_fig = figure_slot("race-committed-plot", "Tokens committed per pass, every lane")
         self.text_view = gr.HighlightedText(
             label=TEXT_LABEL,
@@ -138,6 +142,10 @@ class RaceTab:
         self.count_timer.tick(self.live_counters, [page.state], [self.counters], concurrency_limit=None,
                               show_progress="hidden", api_visibility="undocumented")
         self.run_btn.click(None, None, None, js=COUNTERS_IN_VIEW_JS)
+        # A new figure is a new race (or file) on screen: its own costs change the break-even line.
+        for event in (self.pays_fig.plot.change, self.tree_rows.change):
+            event(self.break_even_line, [self.tree_rows, page.state], [self.break_even], queue=False,
+                  show_progress="hidden", api_visibility="undocumented")
         # No `cancels`: the race sees the flag within one step and ends in its final state.
         self.stop_btn.click(self.stop_run, None, [self.status_md], api_name="stop", queue=False)
         demo.unload(self.on_leave)
@@ -164,6 +172,13 @@ class RaceTab:
                 **self.passes_fig.fill(visual.passes_figure(traces, stopped=stopped, fit=True)),
                 **self.pays_fig.fill(visual.pays_figure(traces, self.pass_costs, stopped=stopped, fit=True)),
                 **self.committed_fig.fill(visual.committed_figure(traces, fit=True))}
+
+    def break_even_line(self, rows, view: View | None):
+        """The break-even tokens a pass for a tree of `rows` rows, on the race on screen; none while
+        it races (the finished race's figure asks again)."""
+        if view is None or view.racing or rows is None:
+            return gr.skip()
+        return visual.break_even_html(view.traces, self.pass_costs, int(rows))
 
     @property
     def figure_slots(self) -> list:

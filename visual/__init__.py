@@ -14,7 +14,7 @@ from .observations import (
     topk_hit_curve,
     topk_hit_figure,
 )
-from .pays import committed_figure, pays_figure
+from .pays import TREE_ROWS, break_even_html, committed_figure, pays_figure
 from .race import passes_figure, race_figure
 from .debug_table import debugger_rows, failure_rows
 from .retrieval import retrieval_html
@@ -24,12 +24,14 @@ from .tree import tree_figure
 
 __all__ = [
     "ACCEPT_COLORS",
+    "TREE_ROWS",
     "BASELINE_METHODS",
     "PALETTE",
     "PLOT_CONFIG",
     "accepted_hist_figure",
     "answer_text",
     "baseline_figure",
+    "break_even_html",
     "budget_figure",
     "candidates_figure",
     "debugger_rows",

@@ -1,7 +1,8 @@
 """A lesson for someone who has never heard of speculative decoding, drawn from one run's trace.
 
-Five stages in plain words: one token per pass is slow; guess ahead; where the guesses come
-from; check every guess in one pass; keep what the model agrees with. Each stage is a few
+Six stages in plain words: one token per pass is slow; guess ahead; where the guesses come
+from; check every guess in one pass; keep what the model agrees with; why it pays on a GPU (the
+step priced on measured pass costs, visual/lesson_pays.py). Each stage is a few
 sentences and one large figure of the same real step (one where a next-next guess, g2, led to
 the tokens the model kept: the paper's own idea), every number read from the trace and
 `visual.counts.run_counts`. Every technical word is wrapped in an <abbr> whose title is its
@@ -12,17 +13,19 @@ from __future__ import annotations
 
 import html
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import plotly.graph_objects as go
 
 from logitspec.analysis.lanes import lane, race_order
+from logitspec.analysis.pays import PassCosts
 from logitspec.core.trace import RunTrace, StepRecord, TreeNode
 
 from .counts import RunCounts, plural, run_counts
 from .data import context_before, step_position, tok, true_next_next
 from .fit import wrap_html
 from .glossary import GLOSSARY, ON_SCREEN, term  # noqa: F401  the lesson's words, read from here too
+from .lesson_pays import TITLE as PAYS_TITLE, pays_figure, pays_words
 from .method_words import LOGITSPEC, words_of
 from .style import (
     FONT_FAMILY, MONO_CHAR_EM, MONO_FAMILY, PALETTE, marks_note, node_color_key, text_on, theme_colors, truncate,
@@ -43,7 +46,7 @@ BAR_WRAP_PX = 170
 
 @dataclass
 class Stage:
-    key: str  # slow | guess | sources | check | keep
+    key: str  # slow | guess | sources | check | keep | pays
     title: str
     html: str  # the stage's words, each technical term in an <abbr>
     figure: go.Figure
@@ -139,6 +142,8 @@ class Facts:
     s: StepRecord
     ctx: list[int]  # the context before the step's root
     chain: list[TreeNode]  # guesses on the accepted branch: accepted ones, then rejected ones
+    lanes: dict[str, RunTrace] = field(default_factory=dict)  # the race the run ran in, when known
+    curves: list[PassCosts] = field(default_factory=list)  # other machines' measured pass costs
 
     def word(self, tokens: list[int], before: list[int] | None = None) -> str:
         """Tokens as «visible text», HTML-escaped."""
@@ -155,13 +160,15 @@ class Facts:
         return bool(self.trace.settings.get("temperature") or 0)
 
 
-def lesson_facts(trace: RunTrace) -> Facts:
+def lesson_facts(trace: RunTrace, lanes: dict[str, RunTrace] | None = None,
+                 curves: list[PassCosts] | tuple = ()) -> Facts:
     i = lesson_step(trace)
     s = trace.steps[i]
-    return Facts(trace, run_counts(trace), i, s, context_before(trace, i), guessed_chain(s))
+    return Facts(trace, run_counts(trace), i, s, context_before(trace, i), guessed_chain(s), dict(lanes or {}),
+                 list(curves))
 
 
-# ---------------------------------------------------------------- the five stages' words
+# ---------------------------------------------------------------- the first five stages' words
 
 
 def _p(*sentences: str) -> str:
@@ -290,11 +297,12 @@ def _layout(theme: str, **kw) -> dict:
                 xaxis=axis(), yaxis=axis(), hovermode="closest", **kw)
 
 
-def bars_figure(names: list[str], values: list[int], colors: list[str], unit: str, theme: str) -> go.Figure:
-    """Horizontal bars, each with its number at its end, the first on top."""
+def bars_figure(names: list[str], values: list[float], colors: list[str], unit: str, theme: str,
+                texts: list[str] | None = None) -> go.Figure:
+    """Horizontal bars, each with its number (or its `texts`) at its end, the first on top."""
     names = [wrap_html(n, BAR_WRAP_PX, TICK_PX)[0] for n in names]
     fig = go.Figure(go.Bar(y=names, x=values, orientation="h", marker=dict(color=colors),
-                           text=[str(v) for v in values], textposition="outside", cliponaxis=False,
+                           text=texts or [str(v) for v in values], textposition="outside", cliponaxis=False,
                            textfont=dict(size=TICK_PX + 4), hovertemplate="%{y}: %{x}<extra></extra>"))
     layout = _layout(theme)
     layout["xaxis"]["title"]["text"] = wrap_html(unit, BAR_WRAP_PX, TICK_PX)[0]
@@ -424,12 +432,16 @@ STAGES = {
     "sources": ("3 · Where the guesses come from", sources_words, sources_figure),
     "check": ("4 · Check every guess in one pass", check_words, check_figure),
     "keep": ("5 · Keep what the model agrees with", keep_words, keep_figure),
+    "pays": (PAYS_TITLE, pays_words, pays_figure),
 }
+STAGE_COUNT = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight")[len(STAGES)]
 
 
-def lesson(trace: RunTrace, theme: str = "light") -> list[Stage]:
-    """The five stages for a run, all drawn from its lesson_step (a step where a next-next guess was kept)."""
-    f = lesson_facts(trace)
+def lesson(trace: RunTrace, theme: str = "light", lanes: dict[str, RunTrace] | None = None,
+           curves: list[PassCosts] | tuple = ()) -> list[Stage]:
+    """The stages for a run, all drawn from its lesson_step (a step where a next-next guess was kept);
+    `lanes`: the race it ran in, `curves`: other machines' pass costs, for the last stage's prices."""
+    f = lesson_facts(trace, lanes, curves)
     return [Stage(k, title, words(f), draw(f, theme)) for k, (title, words, draw) in STAGES.items()]
 
 
@@ -445,4 +457,5 @@ def lesson_intro(trace: RunTrace) -> str:
                "guess for the token after next: every guess it kept was copied")
     else:
         why = "no step of this run kept a guess, so this one shows the method at its least lucky"
-    return _p(f"Speculative decoding in five steps, shown on step {step_position(trace, f.step)} of this run: {why}.")
+    return _p(f"Speculative decoding in {STAGE_COUNT} steps, shown on step {step_position(trace, f.step)} "
+              f"of this run: {why}.")

@@ -13,7 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from logitspec.analysis.lanes import label as lane_label
-from logitspec.analysis.pays import PassCosts, Priced, curves_for, price
+from logitspec.analysis.pays import HERE, PassCosts, Priced, break_even, curves_for, price
 from logitspec.core.trace import RunTrace
 
 from .fit import SLIDE_H, SLIDE_W, for_app, frame
@@ -91,6 +91,41 @@ def pays_figure(lanes: dict[str, RunTrace], curves: list[PassCosts], theme: str 
     app = _draw(lanes, used, priced, theme, "app", (PAGE_SIZE[0], APP_HEIGHT), stopped)
     slide = _draw(lanes, used, priced, theme, "slide", (SLIDE_W, SLIDE_H), stopped)
     return for_app(app, slide, TITLE, subtitle(priced, used, stopped))
+
+
+TREE_ROWS = (1, 8, 16, 32, 64)  # the fold's presets of tree size, in rows (the next token and its guesses)
+NEAR = 0.15  # a lane whose passes average within this share of a preset's rows makes passes "about this size"
+
+
+def _near_lanes(lanes: dict[str, RunTrace], curves: list[PassCosts], rows: int) -> str:
+    """The lanes whose passes are about `rows` rows, with the tokens each commits a pass."""
+    near = [p for p in price(lanes, curves) if abs(p.mean_rows - rows) <= NEAR * rows]
+    said = [f"{html.escape(lane_label(p.lane, lanes[p.lane]), quote=False)}: {p.tokens_per_pass:.2f} tokens a pass"
+            for p in near]
+    return f" Passes about this size in this race: {'; '.join(said)}." if said else ""
+
+
+def break_even_html(lanes: dict[str, RunTrace], curves: list[PassCosts], rows: int) -> str:
+    """The tokens a pass of `rows` rows must commit to break even with vanilla on each curve the
+    race is priced on (c(rows)/c(1)), each curve that never measured a pass that big, and the
+    lanes whose passes are about that size."""
+    used = curves_for(lanes, curves)
+    said, short = [], []
+    for cv in used:
+        where = "in this race" if cv.name == HERE else f"on the {html.escape(cv.name)}"
+        if (r := break_even(cv, rows)) is None:
+            short.append(f"{where} no pass of {rows} rows was measured (the largest: {max(cv.sizes)})")
+        else:
+            said.append(f"<b>{r:.2f}</b> {where}")
+    guesses = f"the next token and {rows - 1} guess{'es' if rows > 2 else ''}" if rows > 1 else "the next token alone"
+    head = f"A tree of {rows} row{'s' if rows > 1 else ''} ({guesses}) "
+    line = (head + f"breaks even with vanilla at this many tokens a pass: {', '.join(said)}." if said else
+            head + "has no measured pass cost to be priced on.")
+    if short:
+        line += " " + "; ".join(short)[:1].upper() + "; ".join(short)[1:] + "."
+    if lanes and not any(cv.name == HERE for cv in used):
+        line += " This race timed no one-token pass, so its own costs price nothing."
+    return f'<p class="pays-break-even">{line}{_near_lanes(lanes, curves, rows)}</p>'
 
 
 HIST_TITLE = "Tokens committed per forward pass, every lane"

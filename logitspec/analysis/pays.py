@@ -28,6 +28,7 @@ class PassCosts:
     sizes: tuple[int, ...]
     ms: tuple[float, ...]
     dtype: str = ""
+    device: str = ""  # "cuda", "cpu", ... where the kit recorded it; "" when not said
 
     def c(self, n: float) -> float:
         return float(np.interp(n, self.sizes, self.ms))
@@ -35,6 +36,12 @@ class PassCosts:
     def ratio(self, n: float) -> float:
         """c(n)/c(1): the tokens a pass of n rows must commit to pay for itself."""
         return self.c(n) / self.c(1)
+
+
+def break_even(curve: PassCosts, rows: int) -> float | None:
+    """Tokens a pass of `rows` rows must commit to pay for itself on `curve`, c(n)/c(1); None past
+    the largest pass the curve measured (interpolation would repeat its last cost there)."""
+    return curve.ratio(rows) if rows <= max(curve.sizes) else None
 
 
 def read_pass_costs(path: Path, name: str | None = None) -> list[PassCosts]:
@@ -46,7 +53,8 @@ def read_pass_costs(path: Path, name: str | None = None) -> list[PassCosts]:
     out = []
     for row in rows:
         sizes = sorted(int(n) for n in row["c_ms"])
-        out.append(PassCosts(name, tuple(sizes), tuple(float(row["c_ms"][str(n)]) for n in sizes), row.get("dtype", "")))
+        out.append(PassCosts(name, tuple(sizes), tuple(float(row["c_ms"][str(n)]) for n in sizes), row.get("dtype", ""),
+                             row.get("device", "")))
     return out
 
 
@@ -83,7 +91,8 @@ def measured_in(lanes: dict[str, RunTrace], name: str = HERE) -> PassCosts | Non
         return None
     sizes = sorted(seen)
     ms = monotone([statistics.median(seen[n]) for n in sizes], [len(seen[n]) for n in sizes])
-    return PassCosts(name, tuple(sizes), tuple(ms), next(iter(lanes.values())).dtype)
+    first = next(iter(lanes.values()))
+    return PassCosts(name, tuple(sizes), tuple(ms), first.dtype, first.device)
 
 
 def curves_for(lanes: dict[str, RunTrace], curves: list[PassCosts]) -> list[PassCosts]:

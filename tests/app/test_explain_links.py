@@ -67,3 +67,17 @@ def test_a_links_step_is_named_on_the_lesson(ui, step):
     else:
         assert f"Your link named step {step}: it is taken apart in the In detail tab" in intro, intro
         assert f"This lesson teaches step {taught}" in intro
+
+
+def test_the_lessons_last_stage_prices_the_step_on_the_races_costs_and_the_h200s(ui):
+    """The page hands the lesson the race on screen (its vanilla lane times the one-token pass) and
+    the machines' curves it ships: the stage is the one visual.lesson draws from them."""
+    from ui.files import recorded_pass_costs, recorded_race
+    from visual.lesson import lesson
+
+    view = ui.files.initial_view(OUTCOMES, None)[ui.state]
+    out = ui.explain.show(view, None)
+    lanes = recorded_race()[0]
+    want = next(st for st in lesson(lanes["logitspec"], lanes=lanes, curves=recorded_pass_costs()) if st.key == "pays")
+    shown = out[ui.explain.lesson.texts["pays"]]
+    assert want.html in shown and "on the NVIDIA H200" in shown and "Over the whole run" in shown, shown

@@ -15,7 +15,8 @@ from helpers.browser import fresh_page, shot, text_of
 from helpers.paths import ROOT
 from helpers.timings import report_times
 from logitspec.core.trace import RunTrace
-from visual.lesson import GLOSSARY, ON_SCREEN, STAGES, lesson
+from ui.files import recorded_pass_costs
+from visual.lesson import GLOSSARY, ON_SCREEN, STAGES, lesson, lesson_step
 
 SCREENS = {"1920": {"width": 1920, "height": 1080}, "1280": {"width": 1280, "height": 720}}
 RUN = "coding-122"
@@ -56,7 +57,7 @@ def test_the_lesson_comes_first_and_says_the_runs_numbers(screen):
                          "?.innerText || '').trim()") == "Lesson"
     trace = RunTrace.load(ROOT / "traces" / f"{RUN}.json")
     assert ".json" not in text_of(page, "#explain-lesson"), "a file name shown to students"
-    for st in lesson(trace):
+    for st in lesson(trace, curves=recorded_pass_costs()):  # the machines' curves the page ships
         shown = re.sub(r"\s+", " ", text_of(page, f"#lesson-{st.key}-text"))
         assert st.title in shown, (which, st.key, shown[:80])
         for para in re.findall(r"<p>(.*?)</p>", st.html):
@@ -142,6 +143,21 @@ def test_every_defined_word_carries_its_definition(screen):
     # A hover names the definition: the browser shows the title of the word under the pointer.
     page.locator("#explain-lesson abbr.lesson-term").first.hover()
     assert page.locator("#explain-lesson abbr.lesson-term").first.get_attribute("title") == GLOSSARY[terms[0][0]]
+
+
+def test_the_last_stage_draws_the_steps_pass_priced_on_the_h200(screen):
+    """The step's bars as the browser drew them: the tokens it wrote, then c(rows)/c(1) read off the
+    H200's curve file; a run opened alone has no one-token pass of its own, and the stage says so."""
+    import json
+
+    which, page = screen
+    trace = RunTrace.load(ROOT / "traces" / f"{RUN}.json")
+    s = trace.steps[lesson_step(trace)]
+    rows = sum(not n.pruned for n in s.tree)
+    c_ms = json.loads((ROOT / "data" / "pass_costs" / "nvidia-h200.json").read_text())["curves"][0]["c_ms"]
+    drawn = page.evaluate("() => document.querySelector('#lesson-pays-plot .js-plotly-plot').data[0].x")
+    assert drawn == pytest.approx([len(s.tokens), c_ms[str(rows)] / c_ms["1"]]), (which, rows, drawn)
+    assert "no one-token pass of it was timed" in text_of(page, "#lesson-pays-text"), which
 
 
 def test_in_detail_keeps_the_six_panels(screen):

@@ -176,8 +176,9 @@ def test_the_lesson_reads_from_the_back_of_the_room(run):
             assert tr.textfont.size is None or tr.textfont.size >= 18
 
 
-def test_five_stages_in_the_order_of_the_story(run):
-    assert [st.key for st in lesson(run)] == list(STAGES) == ["slow", "guess", "sources", "check", "keep"]
+def test_six_stages_in_the_order_of_the_story(run):
+    assert [st.key for st in lesson(run)] == list(STAGES) == ["slow", "guess", "sources", "check", "keep", "pays"]
+    assert "in six steps" in _plain(lesson_intro(run))
 
 
 def test_the_comparison_says_where_every_race_lanes_method_guesses():

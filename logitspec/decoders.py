@@ -20,7 +20,8 @@ from .core.drafter import Drafter, LogitSpecDrafter
 from .core.loop import decode_run
 from .core.settings import METHODS, DecodeSettings
 from .core.trace import StepRecord
-from .sizing.costtree import CostAwareDrafter, stats_for
+from .sizing.costtree import stats_for
+from .sizing.retrievaltree import RetrievalCostTree
 
 Builder = Callable[[DecodeSettings, "PreTrainedModel | None"], Drafter]
 
@@ -77,12 +78,12 @@ def make_drafter(method: str, s: DecodeSettings, model: PreTrainedModel | None =
     return methods.make(method, s, model)
 
 
-def cost_tree(s: DecodeSettings, model: PreTrainedModel | None) -> CostAwareDrafter | None:
+def cost_tree(s: DecodeSettings, model: PreTrainedModel | None) -> RetrievalCostTree | None:
     """LogitSpec's tree sized by measured cost where the settings ask for it, else None (the paper's rule)."""
     if s.tree != "cost":
         return None
     # Acceptance falls as the temperature rises: each temperature learns its own rates.
-    return CostAwareDrafter(model, stats_for(model, s.temperature) if model is not None else None)
+    return RetrievalCostTree(model, stats_for(model, s.temperature) if model is not None else None)
 
 
 def decode(

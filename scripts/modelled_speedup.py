@@ -19,7 +19,7 @@ The modelled speed-up is vanilla's cost over the method's, per category and over
 the last of `--passes` passes over the questions (the earlier ones teach the process-wide
 chances, as a bench's repetitions do). `--drafting-ms PLD,LOGITSPEC` adds a drafting time
 per step (0 by default: the tree's choices alone). `--ngram-evidence-only` keys acceptance
-by the matched n-gram's length alone (`logitspec.sizing.costtree.evidence`), `--without-run-fit`
+by the matched n-gram's length alone (`logitspec.sizing.retrievaltree.evidence`), `--without-run-fit`
 leaves each run's fit of the chances out (`costtree.RunFit`), `--fit-without-evidence` fits
 it per origin and kind only (`costtree.fit_group` without the evidence level), and
 `--rate-memory` sets how fast the run's rate forgets (`costtree.RATE_MEMORY`; 1 never forgets).
@@ -133,7 +133,8 @@ def replay(run: dict, method: str, s, curve, drafter=None) -> tuple[float, int]:
 def modelled(runs: list[dict], curve, passes: int, drafting: tuple[float, float], pool: str = "recent") -> dict:
     """Modelled seconds per method and category on the last of `passes` passes; under
     "passes:" + method, its forward passes (tokens per pass: vanilla's count over them)."""
-    from logitspec.sizing.costtree import AcceptanceStats, CostAwareDrafter
+    from logitspec.sizing.costtree import AcceptanceStats
+    from logitspec.sizing.retrievaltree import RetrievalCostTree
     from logitspec.core.settings import DecodeSettings
 
     s, stats = DecodeSettings(max_new_tokens=max(len(r["tokens"]) for r in runs), pool=pool), AcceptanceStats()
@@ -143,7 +144,7 @@ def modelled(runs: list[dict], curve, passes: int, drafting: tuple[float, float]
             cost["vanilla"][run["category"]] += (len(run["tokens"]) - 1) * curve(1)
             cost["tokens"][run["category"]] += len(run["tokens"])
             for method, extra in zip(("pld", "logitspec", "static"), (*drafting, drafting[1])):
-                drafter = CostAwareDrafter(None, stats, curve) if method == "logitspec" else None
+                drafter = RetrievalCostTree(None, stats, curve) if method == "logitspec" else None
                 seconds, steps = replay(run, method, s, curve, drafter)
                 cost[method][run["category"]] += seconds + steps * extra
                 cost["passes:" + method][run["category"]] += steps
@@ -165,10 +166,10 @@ def print_table(cost: dict) -> None:
 
 def variants(args: argparse.Namespace) -> None:
     """Switch the tree to the variant the flags ask for."""
-    from logitspec.sizing import costtree
+    from logitspec.sizing import costtree, retrievaltree
 
     if args.ngram_evidence_only:
-        costtree.evidence = lambda q: (q.matched_n or 0) if q is not None else 0
+        retrievaltree.evidence = lambda q: (q.matched_n or 0) if q is not None else 0
     if args.without_run_fit:
         costtree.RunFit.adjust = lambda self, group, p: p
     if args.fit_without_evidence:

@@ -56,14 +56,14 @@ class CollectorPauses:
 
 
 def wrap_phases(store: dict[str, list[float]]) -> None:
-    """Put a timer around each phase, where the core's drafter and loop and costtree.py look it up."""
+    """Put a timer around each phase, where the core's drafter and loop and retrievaltree.py look it up."""
     from logitspec.core import drafter, loop
-    from logitspec.sizing import costtree
+    from logitspec.sizing import retrievaltree
 
     for module, name in ((drafter, "speculate"), (drafter, "retrieve"), (loop, "prepare_inputs"),
                          (loop, "compact_cache")):
         setattr(module, name, timed(store, name, getattr(module, name)))
-    drafter = costtree.CostAwareDrafter
+    drafter = retrievaltree.RetrievalCostTree
     drafter.build = timed(store, "build the tree", drafter.build)
     drafter.observe = timed(store, "learn", drafter.observe)
 

@@ -12,7 +12,7 @@ from ..core.retrieval import NgramPool
 from ..core.settings import DecodeSettings
 from ..core.trace import Candidate
 from ..sizing.costtree import stats_for
-from .recycling import HybridCostTree, SuccessorMatrix, mark_recycled, matrix_for, recycled_candidates
+from .recycling import SuccessorMatrix, hybrid_cost_tree, mark_recycled, matrix_for, recycled_candidates
 
 
 class HybridDrafter(LogitSpecDrafter):
@@ -25,7 +25,7 @@ class HybridDrafter(LogitSpecDrafter):
     def __init__(self, s: DecodeSettings, model: PreTrainedModel | None = None) -> None:
         # Acceptance falls as the temperature rises: each temperature learns its own rates.
         stats = stats_for(model, s.temperature) if model is not None and s.tree == "cost" else None
-        super().__init__(s, model, HybridCostTree(model, stats, s.k) if s.tree == "cost" else None)
+        super().__init__(s, model, hybrid_cost_tree(model, stats, s.k) if s.tree == "cost" else None)
         shared = s.recycle_across_runs and model is not None
         self.matrix = matrix_for(model, s.recycle_k) if shared else SuccessorMatrix(s.recycle_k)
         self.started = False

@@ -1,7 +1,7 @@
 """A draft tree drafted elsewhere, sized by measured cost: the branches a drafter proposes, each
-node with its kind, grown into the cost tree's trie (sizing/costtree.py) and cut where the next
-node no longer pays for its seconds at the run's rate. RACER (racer.py) sizes its merged tree so
-on a CPU, as LogitSpec's lane sizes its own."""
+node with its kind, grown into one trie and cut by the cost tree's sizer (`CostSizer`,
+sizing/costtree.py) where the next node no longer pays for its seconds at the run's rate. RACER
+(racer.py) sizes its merged tree so on a CPU, as LogitSpec's lane sizes its own."""
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from ..core.trace import TreeNode, TreeSizing
 from ..core.tree import DraftTree
-from ..sizing.costtree import AcceptanceStats, CostAwareDrafter
+from ..sizing.costtree import AcceptanceStats, CostSizer, walk_tests
 from ..sizing.trie import Trie
 
 
@@ -24,26 +24,28 @@ class Branch:
     ranks: list[int | None] = field(default_factory=list)
 
 
-class KeyedCostTree(CostAwareDrafter):
+class KeyedCostTree:
     """The branches in one trie, each node's chance its parent's times its kind's (learnt by the
-    run), then the prefix that gains most over the run's rate (`CostAwareDrafter.build`)."""
+    run), then the prefix that gains most over the run's rate (`CostSizer.size`)."""
 
     def __init__(self, model) -> None:
         # Its own statistics: LogitSpec's g1/g2 chances stay untouched.
-        super().__init__(model, AcceptanceStats())
-        self.branches: Sequence[Branch] = ()
+        self.sizer = CostSizer(model, AcceptanceStats())
+
+    @property
+    def calibration_seconds(self) -> float:
+        return self.sizer.calibration_seconds
 
     def draft(self, root: int, branches: Sequence[Branch], capacity: int,
               context_len: int) -> tuple[list[TreeNode], TreeSizing]:
-        self.branches = branches
-        return self.build(root, None, (), capacity, 0, context_len)
+        return self.sizer.size(lambda floor: self._grow(root, branches, floor), capacity, context_len)
 
-    def _grow(self, root: int, g1, g2, g1_len: int, floor: float) -> Trie:
-        trie, self.skipped, self._chances = Trie(root), [], {}
-        for b in self.branches:
+    def _grow(self, root: int, branches: Sequence[Branch], floor: float) -> Trie:
+        trie = Trie(root)
+        for b in branches:
             node, prob = 0, 1.0
             for j, (tok, key) in enumerate(zip(b.tokens, b.keys)):
-                prob *= self.chance(key, b.origin)
+                prob *= self.sizer.chance(key, b.origin)
                 nxt = trie.child.get((node, int(tok)))
                 if nxt is None:
                     if prob < floor:
@@ -59,8 +61,16 @@ class KeyedCostTree(CostAwareDrafter):
                 trie.p[nid] = trie.p[par]
         return trie
 
-    def _tail(self, node, after, tests):
-        return None  # the branches are no lookups' chains: nothing past the trie to test
+    def observe(self, truth: Sequence[int], verified: int | None = None, seconds: float | None = None,
+                threads: int | None = None) -> None:
+        """Learn the cost curve and the run's rate, and each kind's chance from every node whose
+        parent lay on the true path (the branches are no lookups' chains: nothing past the trie)."""
+        trie = self.sizer.learn_pass(truth, verified, seconds, threads)
+        if trie is None:
+            return
+        tests: dict[tuple, list[bool]] = {}
+        walk_tests(trie, truth, tests)
+        self.sizer.learn(tests)
 
 
 def static_branches(root: int, branches: Sequence[Branch], drafts: int) -> list[TreeNode]:

@@ -28,7 +28,8 @@ from ..core.drafter import Draft, Drafter, cost_capacity
 from ..core.profile import profile_of
 from ..core.retrieval import NgramPool
 from ..core.settings import DecodeSettings
-from ..sizing.costtree import AcceptanceStats, CostAwareDrafter, rank_bucket, temperature_bucket
+from ..sizing.costtree import AcceptanceStats, CostSizer, rank_bucket, temperature_bucket
+from ..sizing.retrievaltree import RetrievalCostTree, first_key
 from ..sizing.trie import Trie
 from ..core.trace import Candidate, SourceLookup, TreeNode, TreeSizing
 
@@ -150,30 +151,32 @@ def rank_stats_for(model: PreTrainedModel, temperature: float = 0.0) -> RankStat
         return profile_of(model).ranks.setdefault(temperature_bucket(temperature), RankStats())
 
 
-class RecycledCostTree(CostAwareDrafter):
+class RecycledCostTree:
     """The matrix's tree grown best first by path chance (a node's chance: its parent's times
     its rank's), then cut where the next node no longer pays for its seconds at the run's rate:
-    LogitSpec's cost-aware sizing (`CostAwareDrafter.build`) over another trie."""
+    LogitSpec's cost-aware sizing (`CostSizer.size`) over another trie."""
 
     def __init__(self, model: PreTrainedModel | None, matrix: SuccessorMatrix, depth: int, width: int,
                  ranks: RankStats | None = None) -> None:
         # Its own AcceptanceStats: the g1/g2 statistics other runs learn stay untouched.
-        super().__init__(model, AcceptanceStats())
+        self.sizer = CostSizer(model, AcceptanceStats())
         self.matrix, self.depth, self.width = matrix, depth, width
         self.ranks = ranks or RankStats()
-        self.capacity = 1
         self._rows: dict[int, tuple[int, ...]] = {}  # trie node -> the row it was expanded with
 
-    def draft(self, root: int, capacity: int, context_len: int) -> tuple[list[TreeNode], TreeSizing]:
-        self.capacity = capacity
-        return self.build(root, None, (), capacity, 0, context_len)
+    @property
+    def calibration_seconds(self) -> float:
+        return self.sizer.calibration_seconds
 
-    def _grow(self, root: int, g1, g2, g1_len: int, floor: float) -> Trie:
+    def draft(self, root: int, capacity: int, context_len: int) -> tuple[list[TreeNode], TreeSizing]:
+        return self.sizer.size(lambda floor: self._grow(root, capacity, floor), capacity, context_len)
+
+    def _grow(self, root: int, capacity: int, floor: float) -> Trie:
         """Expand nodes best first until `capacity` are taken; their children form the frontier
         the sizing may still reach. Children under `floor` stay out."""
         trie, self._rows = Trie(root), {}
         heap, taken = [(-1.0, 0)], 0
-        while heap and taken < self.capacity:
+        while heap and taken < capacity:
             negp, node = heapq.heappop(heap)
             taken += 1
             if trie.depth[node] >= self.depth:
@@ -190,9 +193,9 @@ class RecycledCostTree(CostAwareDrafter):
                 threads: int | None = None) -> None:
         """Learn the cost curve and the run's rate as LogitSpec does, and each rank's chance
         from every expanded row on the true path (all its ranks were tested, verified or not)."""
-        if not self._learn_step(truth, verified, seconds, threads):
+        t = self.sizer.learn_pass(truth, verified, seconds, threads)
+        if t is None:
             return
-        t = self.trie
         node = 0
         for depth in range(1, len(truth)):
             row = self._rows.get(node)
@@ -203,7 +206,6 @@ class RecycledCostTree(CostAwareDrafter):
             node = t.child.get((node, int(truth[depth])))
             if node is None:
                 break
-        self.trie = None
 
 
 # ---------------------------------------------------------------- LogitSpec with recycled guesses
@@ -231,18 +233,16 @@ def mark_recycled(nodes: Sequence[TreeNode], k: int) -> None:
             n.origin, n.rank = ORIGIN, n.rank - k
 
 
-class HybridCostTree(CostAwareDrafter):
+def hybrid_cost_tree(model: PreTrainedModel | None, stats: AcceptanceStats | None, k: int) -> RetrievalCostTree:
     """LogitSpec's cost-aware tree, with a recycled candidate (ranked past the logits' k)
     learnt as a kind of its own rather than as the logits' far tail."""
 
-    def __init__(self, model: PreTrainedModel | None, stats: AcceptanceStats | None, k: int) -> None:
-        super().__init__(model, stats)
-        self.k = k
+    def kind(cand: Candidate | None, g1n: int, g2n: int) -> tuple:
+        if cand is not None and cand.rank > k:
+            return ("first", (ORIGIN, rank_bucket(cand.rank - k)), g1n, g2n)
+        return first_key(cand, g1n, g2n)
 
-    def first_key(self, cand: Candidate | None, g1n: int, g2n: int) -> tuple:
-        if cand is not None and cand.rank > self.k:
-            return ("first", (ORIGIN, rank_bucket(cand.rank - self.k)), g1n, g2n)
-        return CostAwareDrafter.first_key(cand, g1n, g2n)
+    return RetrievalCostTree(model, stats, first=kind)
 
 
 class RecyclingDrafter(Drafter):

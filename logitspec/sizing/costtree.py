@@ -1,4 +1,6 @@
-"""The cost-aware draft tree: grow the tree while each node pays for its seconds at the run's rate.
+"""The cost-aware draft tree's sizing: grow a trie while each node pays for its seconds at the run's
+rate (`CostSizer`), whatever drafted its branches (LogitSpec's retrieval in retrievaltree.py, the
+rivals' in logitspec/drafters/).
 
 Two measured inputs drive it:
 - c(n), the forward cost of n tree tokens (`logitspec.sizing.costcurve`);
@@ -12,12 +14,12 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..core.profile import profile_of
-from ..core.trace import Candidate, QueryRecord, TreeNode, TreeSizing
+from ..core.trace import QueryRecord, TreeNode, TreeSizing
 from .costcurve import LiveCost, live_for, observe_forward
 from .curve import CostCurve
 from .trie import Prefix, Trie, best_prefix
@@ -111,30 +113,6 @@ def stats_for(model: PreTrainedModel, temperature: float = 0.0) -> AcceptanceSta
         return profile_of(model).acceptance.setdefault(temperature_bucket(temperature), AcceptanceStats())
 
 
-@dataclass
-class ChainTail:
-    """What a drafted chain held past the deepest node the truth reached: its next tokens,
-    tested against the text as later steps commit it, as if they had been verified. The
-    trie stops a chain where its chance falls under the floor, so without these tests a
-    node kind cut early (a copy after a bare 1-gram) never shows how often it was right."""
-
-    tokens: list[int]
-    n: int  # the chain's evidence (`evidence`)
-    origin: str
-    depth: int  # the depth tokens[0] would have had in its tree
-
-    def test(self, text: Sequence[int], tests: dict[tuple, list[bool]]) -> "ChainTail | None":
-        """Test the tail against `text`, the tokens that follow its last tested one; return
-        what is left to test against the text after it (None: a miss, or nothing left)."""
-        for i, (tok, right) in enumerate(zip(self.tokens, text)):
-            key = CostAwareDrafter.cont_key(self.n, self.depth + i)
-            tests.setdefault((key, self.origin), []).append(tok == right)
-            if tok != right:
-                return None
-        used = min(len(self.tokens), len(text))
-        rest = self.tokens[used:]
-        return ChainTail(rest, self.n, self.origin, self.depth + used) if rest else None
-
 
 FIT_PRIOR = 4.0  # weight, in observations, of the process-wide chances against the run's record
 FIT_EVIDENCE = 3  # evidence levels fitted apart: none, a bare 1-, 2- and 3-gram or longer
@@ -223,36 +201,25 @@ def chance_floor(cost: Sequence[float], capacity: int) -> float:
         return min(((cost[n + 1] - cost[n]) / cost[n] for n in range(1, capacity)), default=1.0)
     return min((cost[s] - cost[2]) / ((s - 2) * cost[2]) for s in range(3, capacity + 1))
 
+class CostSizer:
+    """Sizes a step's trie by expected gain per measured second, and learns as it goes: the part
+    every cost tree shares (LogitSpec's in retrievaltree.py, the rivals' in logitspec/drafters/).
 
-class CostAwareDrafter:
-    """Builds each step's tree by expected gain per measured second; learns as it goes."""
+    A tree grows its trie with `chance` for each node's kind and hands the growing to `size`;
+    after the pass, `learn_pass` hears its time and tokens and `learn` the tests of its nodes."""
 
     def __init__(self, model: PreTrainedModel | None, stats: AcceptanceStats | None = None,
                  curve: CostCurve | None = None) -> None:
         self.model = model
         self.stats = stats or (stats_for(model) if model is not None else AcceptanceStats())
         self.curve = curve
-        self.trie: Trie | None = None  # the last built step's trie, until its truth is observed
-        self.skipped: list[tuple[int, tuple]] = []  # first tokens left out of the trie, for learning
-        self.tail: ChainTail | None = None  # the last step's chain past the truth, for learning
-        self._chains: tuple = (None, 0, ())  # the step's g1 query, its length and g2 pairs
+        self.trie: Trie | None = None  # the last sized step's trie, until its truth is learnt
         self.calibration_seconds = 0.0  # time spent measuring c(n) during this run
         self.rate = RunRate()
         self.run_fit = RunFit()
         self._context_len = 0
         self._relative_cost = 1.0  # the built tree's c(size)/c(1), for the rate
         self._chances: dict[tuple, float] = {}  # this step's chance per (kind, origin)
-
-    @staticmethod
-    def first_key(cand: Candidate | None, g1n: int, g2n: int) -> tuple:
-        """The kind of a guess for x_{i+2}: its rank bucket (0 for g1's own guess) and the
-        evidence (`evidence`) by which g1 and its g2 query back it."""
-        return ("first", rank_bucket(cand.rank if cand is not None else None), g1n, g2n)
-
-    @staticmethod
-    def cont_key(n: int, depth: int) -> tuple:
-        """The kind of a continuation token at `depth` after a match with evidence n (`evidence`)."""
-        return ("cont", n, min(depth, 8))
 
     def chance(self, key: tuple, origin: str) -> float:
         """A node kind's chance as the process learnt it, fitted to how this run's drafts of
@@ -273,20 +240,14 @@ class CostAwareDrafter:
         live = live_for(self.model, context_len, capacity, self._calibrated)
         return live.curve(), live
 
-    def build(
-        self,
-        root: int,
-        g1: QueryRecord | None,
-        g2: Sequence[tuple[Candidate, QueryRecord]],
-        capacity: int,
-        g1_len: int,
-        context_len: int,
-    ) -> tuple[list[TreeNode], TreeSizing]:
-        """Insert the drafted branches into one trie, then keep the prefix that gains most over the
-        run's rate (`best_prefix`)."""
+    def size(self, grow: Callable[[float], Trie], capacity: int,
+             context_len: int) -> tuple[list[TreeNode], TreeSizing]:
+        """Grow the step's trie (`grow` takes the least chance worth a node, `chance_floor`), then
+        keep the prefix that gains most over the run's rate (`best_prefix`)."""
         curve, live = self._curve(context_len, capacity)
         cost = curve.table(capacity + 1)
-        trie = self.trie = self._grow(root, g1, g2, g1_len, chance_floor(cost, capacity))
+        self._chances = {}
+        trie = self.trie = grow(chance_floor(cost, capacity))
         rate = self.rate.per_second(cost[1])
         best = best_prefix(trie, cost, capacity, rate)
         probe = live.probe_size() if live is not None else None
@@ -296,154 +257,66 @@ class CostAwareDrafter:
         probed = size != best.size
         if live is not None:
             live.chose(size, probed)
-        self._context_len = context_len  # for the curve check in observe
+        self._context_len = context_len  # for the curve check in learn_pass
         self._relative_cost = cost[size] / cost[1]
         sizing = _sizing(best, size, probed, cost, trie.p, rate, capacity)
         # A full tree left out nodes that would have paid for one more token's seconds.
         paid = node_bar(cost, size, rate) if size == capacity else None
-        return self._select({0, *best.order[: size - 1]}, paid), sizing
+        return _select(trie, {0, *best.order[: size - 1]}, paid), sizing
 
-    def _grow(self, root: int, g1: QueryRecord | None, g2: Sequence[tuple[Candidate, QueryRecord]],
-              g1_len: int, floor: float) -> Trie:
-        """The trie of g1's chain and every candidate's branch, nodes under `floor` left out."""
-        trie, self.skipped, self._chances = Trie(root), [], {}
-        self._chains = (g1, g1_len, g2)
-        g1n = evidence(g1)
-        if g1 is not None and g1.continuation:
-            self._add_g1(trie, g1.continuation[:g1_len], g1n, floor)
-        for i, (cand, q) in enumerate(g2):
-            self._add_candidate(trie, cand, q, 1 + i, g1n, floor)
-        # A node's chance can never exceed its parent's (an upgraded parent lifts nothing here).
-        for nid in range(1, len(trie.token)):
-            par = trie.parent[nid]
-            if par > 0 and trie.p[nid] > trie.p[par]:
-                trie.p[nid] = trie.p[par]
-        return trie
-
-    def _add_g1(self, trie: Trie, chain: Sequence[int], g1n: int, floor: float) -> None:
-        """g1's continuation as one chain under the root; its first token guesses x_{i+2}."""
-        node, prob = 0, 1.0
-        for d, tok in enumerate(chain):
-            key = self.first_key(None, g1n, 0) if d == 0 else self.cont_key(g1n, d + 1)
-            prob *= self.chance(key, "g1")
-            if d > 0 and prob < floor:
-                break
-            node = trie.grow(node, int(tok), "g1", None, 0, key, prob)
-
-    def _add_candidate(self, trie: Trie, cand: Candidate, q: QueryRecord, query: int, g1n: int,
-                       floor: float) -> None:
-        """A candidate and its g2 continuation. A candidate under `floor` stays out of the
-        trie but is kept in `skipped`, to learn from."""
-        g2n = evidence(q)
-        first = trie.child.get((0, cand.token))
-        key = self.first_key(cand, g1n if first is not None else 0, g2n)
-        prob = self.chance(key, "g2")
-        if first is not None:  # g1 drafted the same token: more evidence, one node
-            trie.key[first], trie.rank[first] = key, cand.rank
-            trie.p[first] = prob = max(prob, trie.p[first])
-            node = first
-        elif prob < floor:
-            self.skipped.append((cand.token, key))
-            return
-        else:
-            node = trie.grow(0, cand.token, "g2", cand.rank, query, key, prob)
-        for d, tok in enumerate(q.continuation, start=2):
-            key = self.cont_key(g2n, d)
-            prob *= self.chance(key, "g2")
-            if prob < floor:
-                break
-            nxt = trie.child.get((node, int(tok)))
-            if nxt is None:
-                nxt = trie.grow(node, int(tok), "g2", cand.rank, query, key, prob)
-            elif prob > trie.p[nxt]:  # a shared node takes its best-backed branch's chance
-                trie.p[nxt], trie.key[nxt] = prob, key
-            node = nxt
-
-    def _select(self, keep: set[int], paid: float | None) -> list[TreeNode]:
-        """The chosen nodes, then the most likely unchosen frontier nodes marked pruned:
-        verified ones first, so they are the forward pass's rows (as `verified_first`).
-        Pruned nodes whose chance is above `paid` (a full tree) were cut by the capacity."""
-        t = self.trie
-        frontier = sorted((n for n in range(1, len(t.token)) if n not in keep and t.parent[n] in keep),
-                          key=lambda n: -t.p[n])[:FRONTIER_SHOWN]
-        # Trie ids grow from parents to children, so each order keeps parents first.
-        order = sorted(keep) + sorted(frontier)
-        remap = {n: i for i, n in enumerate(order)}
-        nodes = [TreeNode(id=0, token=int(t.token[0]), parent=-1, depth=0, origin="root")]
-        for i, n in enumerate(order[1:], start=1):
-            pruned = i >= len(keep)
-            why = ("capacity" if paid is not None and t.p[n] > paid else "cost") if pruned else None
-            nodes.append(TreeNode(id=i, token=t.token[n], parent=remap[t.parent[n]], depth=t.depth[n],
-                                  origin=t.origin[n], rank=t.rank[n], query=t.query[n], pruned=pruned,
-                                  prune_reason=why, accept_prob=round(t.p[n], 6)))
-        return nodes
-
-    def _learn_step(self, truth: Sequence[int], verified: int | None, seconds: float | None,
-                    threads: int | None) -> bool:
-        """What every cost tree learns from a step: the pass's time against the cost curve (unless
-        the curve was given) and the run's rate; False when the step drafted no trie to learn from."""
+    def learn_pass(self, truth: Sequence[int], verified: int | None = None, seconds: float | None = None,
+                   threads: int | None = None) -> Trie | None:
+        """What every cost tree learns from a pass: its time against the cost curve (unless the
+        curve was given) and the run's rate. Returns the step's trie for the tree to test against
+        the truth, and forgets it; None when the step drafted no trie to learn from."""
         if seconds is not None and verified and self.model is not None and self.curve is None:
             observe_forward(self.model, self._context_len, verified, seconds, threads=threads)
         if self.trie is None or len(truth) < 2:
-            return False
+            return None
         self.rate.observe(len(truth) - 1, self._relative_cost)  # the root and the accepted drafts
-        return True
+        trie, self.trie = self.trie, None
+        return trie
 
-    def observe(self, truth: Sequence[int], verified: int | None = None, seconds: float | None = None,
-                threads: int | None = None) -> None:
-        """Learn from the step's truth: root, the accepted drafts, then the bonus token; and
-        check the cost curve against the step's measured forward time (`verified` tokens in
-        `seconds`).
-
-        Every drafted node whose parent lies on the true path was, in effect, tested, and so
-        was every candidate left out of the trie for its low chance, and so is the chain
-        through the deepest right node past where the trie or the truth ended (`ChainTail`).
-        """
-        if not self._learn_step(truth, verified, seconds, threads):
-            return
-        t = self.trie
-        # The outcomes in order, gathered by node kind: a step tests ~60 nodes of a dozen kinds.
-        tests: dict[tuple, list[bool]] = {}
-        # The last step's chain against this step's new tokens; what is left of it is dropped,
-        # as this step's own chains cover the text from here.
-        if self.tail is not None:
-            self.tail.test(truth[1:], tests)
-        second = truth[1]
-        for tok, key in self.skipped:
-            tests.setdefault((key, "g2"), []).append(tok == second)
-        node, reached = 0, 0
-        for depth in range(1, len(truth)):
-            right = t.child.get((node, int(truth[depth])))
-            for c in t.children.get(node, ()):
-                tests.setdefault((t.key[c], t.origin[c]), []).append(c == right)
-            if right is None:
-                break
-            node, reached = right, depth
-        self.tail = self._tail(node, truth[reached + 1:], tests)
+    def learn(self, tests: dict[tuple, list[bool]]) -> None:
+        """Learn the outcomes of the step's tests, per (kind, origin), in order."""
         # Each test is held against the chance the step was built with, before any of it is learnt.
         before = {key: self.stats.p(key) for key, _ in tests}
         for (key, origin), outcomes in tests.items():
             self.run_fit.observe(fit_group(key, origin), before[key], outcomes)
             self.stats.observe(key, outcomes)
-        self.trie = None
 
-    def _tail(self, node: int, after: Sequence[int], tests: dict[tuple, list[bool]]) -> ChainTail | None:
-        """The chain through `node`, the deepest right one, past it: tested against `after`
-        (the truth past the node) where the trie left it untested; returns what is left."""
-        if node == 0:
-            return None
-        t, (g1, g1_len, g2) = self.trie, self._chains
-        q = t.query[node]
-        if q == 0:
-            chain, n, origin = g1.continuation[:g1_len], evidence(g1), "g1"
-        else:
-            cand, rec = g2[q - 1]
-            chain, n, origin = [cand.token, *rec.continuation], evidence(rec), "g2"
-        depth = t.depth[node]
-        tail = ChainTail(chain[depth:], n, origin, depth + 1)
-        if not tail.tokens or (after and (node, tail.tokens[0]) in t.child):
-            return None  # nothing past it, or its next node was in the trie and tested already
-        return tail.test(after, tests) if after else tail
+
+def walk_tests(trie: Trie, truth: Sequence[int], tests: dict[tuple, list[bool]]) -> tuple[int, int]:
+    """Every drafted node whose parent lies on the true path was, in effect, tested: add each
+    outcome under its (kind, origin). Returns the deepest right node and its depth."""
+    node, reached = 0, 0
+    for depth in range(1, len(truth)):
+        right = trie.child.get((node, int(truth[depth])))
+        for c in trie.children.get(node, ()):
+            tests.setdefault((trie.key[c], trie.origin[c]), []).append(c == right)
+        if right is None:
+            break
+        node, reached = right, depth
+    return node, reached
+
+
+def _select(t: Trie, keep: set[int], paid: float | None) -> list[TreeNode]:
+    """The chosen nodes, then the most likely unchosen frontier nodes marked pruned:
+    verified ones first, so they are the forward pass's rows (as `verified_first`).
+    Pruned nodes whose chance is above `paid` (a full tree) were cut by the capacity."""
+    frontier = sorted((n for n in range(1, len(t.token)) if n not in keep and t.parent[n] in keep),
+                      key=lambda n: -t.p[n])[:FRONTIER_SHOWN]
+    # Trie ids grow from parents to children, so each order keeps parents first.
+    order = sorted(keep) + sorted(frontier)
+    remap = {n: i for i, n in enumerate(order)}
+    nodes = [TreeNode(id=0, token=int(t.token[0]), parent=-1, depth=0, origin="root")]
+    for i, n in enumerate(order[1:], start=1):
+        pruned = i >= len(keep)
+        why = ("capacity" if paid is not None and t.p[n] > paid else "cost") if pruned else None
+        nodes.append(TreeNode(id=i, token=t.token[n], parent=remap[t.parent[n]], depth=t.depth[n],
+                              origin=t.origin[n], rank=t.rank[n], query=t.query[n], pruned=pruned,
+                              prune_reason=why, accept_prob=round(t.p[n], 6)))
+    return nodes
 
 
 def node_bar(cost: Sequence[float], size: int, rate: float) -> float:

@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 
 from logitspec.sizing.curve import CostCurve
-from logitspec.sizing.costtree import (FIT_EVIDENCE, AcceptanceStats, CostAwareDrafter, RunFit, RunRate, evidence,
-                                       fit_group)
+from logitspec.sizing.costtree import FIT_EVIDENCE, AcceptanceStats, CostSizer, RunFit, RunRate, evidence, fit_group
+from logitspec.sizing.retrievaltree import RetrievalCostTree, cont_key
 from logitspec.core.retrieval import NgramPool
 from logitspec.core.trace import Candidate
 
@@ -35,8 +35,8 @@ def step_inputs(k: int = 64):
 
 def build(c: CostCurve, capacity: int = 64, stats: AcceptanceStats | None = None, run_rate: float = 1.0):
     """One step's tree; `run_rate`: the tokens per c(1) the run has made so far."""
-    d = CostAwareDrafter(model=None, stats=stats or AcceptanceStats(), curve=c)
-    d.rate = RunRate(tokens=run_rate, cost=1.0)
+    d = RetrievalCostTree(model=None, stats=stats or AcceptanceStats(), curve=c)
+    d.sizer.rate = RunRate(tokens=run_rate, cost=1.0)
     root, g1, g2 = step_inputs()
     nodes, sizing = d.build(root, g1, g2, capacity=capacity, g1_len=20, context_len=40)
     return d, nodes, sizing
@@ -91,9 +91,9 @@ def test_a_run_that_makes_more_tokens_per_pass_sets_a_higher_bar():
     # no larger, and each node it kept earns the higher rate on its own.
     d, nodes, sizing = build(STEEP)
     for _ in range(200):
-        d.rate.observe(4, 2.0)
+        d.sizer.rate.observe(4, 2.0)
     assert sizing.size > 2
-    assert d.rate.per_second(STEEP(1)) == pytest.approx(2 / STEEP(1), rel=1e-3)
+    assert d.sizer.rate.per_second(STEEP(1)) == pytest.approx(2 / STEEP(1), rel=1e-3)
     root, g1, g2 = step_inputs()
     nodes2, sizing2 = d.build(root, g1, g2, capacity=64, g1_len=20, context_len=40)
     assert sizing2.run_rate == pytest.approx(2 / STEEP(1), rel=1e-3)
@@ -104,9 +104,9 @@ def test_a_run_that_makes_more_tokens_per_pass_sets_a_higher_bar():
 
 def test_observing_a_step_moves_the_run_rate_towards_it():
     d, _, sizing = build(STEEP)
-    before = d.rate.per_second(1.0)
+    before = d.sizer.rate.per_second(1.0)
     d.observe([8, 9, 10, 11, 12])  # four tokens committed for the tree built
-    assert d.rate.per_second(1.0) > before
+    assert d.sizer.rate.per_second(1.0) > before
 
 
 def test_trie_holds_no_token_twice_under_a_parent():
@@ -208,7 +208,7 @@ def run_steps(model, steps: int, true_cost, start: float = 0.0, load: float = 1.
     root, g1, g2 = step_inputs()
     out = []
     for i in range(steps):
-        d = CostAwareDrafter(model=model, stats=AcceptanceStats())
+        d = RetrievalCostTree(model=model, stats=AcceptanceStats())
         _, sizing = d.build(root, g1, g2, capacity=64, g1_len=20, context_len=40)
         observe_forward(model, 40, sizing.size, true_cost(sizing.size) * load, at=start + 0.1 * i)
         out.append((sizing.size, "probe" in sizing.reason))
@@ -462,10 +462,10 @@ def test_a_run_whose_g1_drafts_come_true_trusts_them_more():
 
     key = d.trie.key[d.trie.child[(d.trie.child[(d.trie.child[(0, 9)], 10)], 11)]]
     assert key[0] == "cont"
-    assert d.run_fit.factor(fit_group(key, "g1")) > 1.0
-    assert d.chance(key, "g1") > fresh.chance(key, "g1") == stats.p(key)
+    assert d.sizer.run_fit.factor(fit_group(key, "g1")) > 1.0
+    assert d.sizer.chance(key, "g1") > fresh.sizer.chance(key, "g1") == stats.p(key)
     # g2's candidates other than the true one were predicted unlikely and were wrong: no lift.
-    assert all(d.run_fit.factor(g) <= 1.0 for g in d.run_fit.record if g[:2] == ("g2", "first"))
+    assert all(d.sizer.run_fit.factor(g) <= 1.0 for g in d.sizer.run_fit.record if g[:2] == ("g2", "first"))
 
 
 def test_the_run_fits_short_and_long_matches_apart():
@@ -488,13 +488,13 @@ def test_a_chain_cut_short_still_learns_from_the_text_that_follows():
     chain held past there are tested as the following steps commit the text, up to the
     first miss, so a kind of node cut early still learns how often it would have been right."""
     stats = AcceptanceStats()
-    d = CostAwareDrafter(model=None, stats=stats, curve=LINEAR)  # a high floor: the chain is cut early
+    d = RetrievalCostTree(model=None, stats=stats, curve=LINEAR)  # a high floor: the chain is cut early
     pool = NgramPool((1, 2, 3), list(range(100, 130)) + [100, 101, 102])
     g1 = pool.query("g1", pool.tokens[-3:] + [103], 20)
     chain = g1.continuation  # 104, 105, ...: the text copies on
     d.build(103, g1, [], capacity=64, g1_len=20, context_len=len(pool))
     cut = max(d.trie.depth.values())
-    deeper = [CostAwareDrafter.cont_key(evidence(g1), cut + i) for i in (1, 2, 3, 4)]
+    deeper = [cont_key(evidence(g1), cut + i) for i in (1, 2, 3, 4)]
     assert cut + 4 <= 8 and len(chain) > cut + 4  # each depth its own key
     assert all(k not in stats.counts for k in deeper)
     d.observe([103, *chain[:cut], chain[cut]])  # all the trie held came true, and the bonus is the next
@@ -513,14 +513,14 @@ def test_a_chain_node_the_trie_tested_is_not_tested_again():
     """Where the truth leaves a chain at a node the trie held, that node was tested with
     the step's other nodes; the chain's tail adds nothing."""
     stats = AcceptanceStats()
-    d = CostAwareDrafter(model=None, stats=stats, curve=FLAT)  # a free tree: the whole chain is in the trie
+    d = RetrievalCostTree(model=None, stats=stats, curve=FLAT)  # a free tree: the whole chain is in the trie
     pool = NgramPool((1, 2, 3), list(range(100, 130)) + [100, 101, 102])
     g1 = pool.query("g1", pool.tokens[-3:] + [103], 20)
     chain = g1.continuation
     d.build(103, g1, [], capacity=64, g1_len=20, context_len=len(pool))
     assert (d.trie.child[(d.trie.child[(0, chain[0])], chain[1])], chain[2]) in d.trie.child
     d.observe([103, chain[0], chain[1], 999])
-    assert stats.counts[CostAwareDrafter.cont_key(evidence(g1), 3)] == [0.0, 1.0]
+    assert stats.counts[cont_key(evidence(g1), 3)] == [0.0, 1.0]
     assert d.tail is None
 
 
@@ -577,7 +577,7 @@ def test_on_a_cpu_the_cost_tree_keeps_within_cpu_capacity_and_an_accelerator_wit
     assert cost_capacity(s, SimpleNamespace(device=torch.device("cuda"))) == 64
     assert cost_capacity(DecodeSettings(capacity=3, cpu_capacity=16), None) == 3  # the smaller bound holds
     # A free tree, whatever this machine's load: only the bound can stop it.
-    monkeypatch.setattr(CostAwareDrafter, "_curve", lambda self, context_len, capacity: (FLAT, None))
+    monkeypatch.setattr(CostSizer, "_curve", lambda self, context_len, capacity: (FLAT, None))
     model = tiny_llama(seed=0)
     prompt = repetitive_prompt(random.Random(3), 80)
     sizes = {}

@@ -14,7 +14,7 @@ from logitspec.core.settings import DecodeSettings
 from logitspec.drafters.recycling import RecyclingDrafter
 from logitspec.core.loop import computed_rows
 from logitspec.decoders import make_drafter
-from logitspec.drafters.recycling import (ORIGIN, TEMPLATE_NODES, TEMPLATE_WIDTHS, HybridCostTree, RecycledCostTree,
+from logitspec.drafters.recycling import (ORIGIN, TEMPLATE_NODES, TEMPLATE_WIDTHS, RecycledCostTree, hybrid_cost_tree,
                                           SuccessorMatrix, mark_recycled, matrix_for, recycled_candidates, static_tree)
 from logitspec.core.speculation import speculate
 from logitspec.core.settings import METHODS
@@ -74,7 +74,7 @@ def test_the_cost_tree_is_sized_by_the_curve_and_records_its_origin():
     # Trees cost next to nothing more than one token: the tree fills its capacity.
     cheap = CostCurve([1, 64], [0.01, 0.0100001], 0, "cpu", "float32")
     tree = RecycledCostTree(None, full_matrix(), depth=6, width=8)
-    tree.curve = cheap
+    tree.sizer.curve = cheap
     nodes, sizing = tree.draft(7, capacity=16, context_len=0)
     verified = [n for n in nodes if not n.pruned]
     assert sizing.mode == "cost" and len(verified) == sizing.size == 16
@@ -83,14 +83,14 @@ def test_the_cost_tree_is_sized_by_the_curve_and_records_its_origin():
     index = TreeIndex.of(verified)
     assert all(index.parent[n.id] < n.id for n in verified[1:])  # parents first: a valid tree
     steep = CostCurve([1, 2, 64], [0.01, 1.0, 60.0], 0, "cpu", "float32")  # a second token costs 100 times the first
-    tree.curve = steep
+    tree.sizer.curve = steep
     nodes, sizing = tree.draft(7, capacity=16, context_len=0)
     assert sizing.size == 1
 
 
 def test_the_cost_tree_learns_each_ranks_chance_from_the_truth():
     tree = RecycledCostTree(None, full_matrix(), depth=6, width=8)
-    tree.curve = CostCurve([1, 64], [0.01, 0.0100001], 0, "cpu", "float32")
+    tree.sizer.curve = CostCurve([1, 64], [0.01, 0.0100001], 0, "cpu", "float32")
     before = tree.ranks.p(2)
     for _ in range(20):
         tree.draft(7, capacity=16, context_len=0)
@@ -162,7 +162,7 @@ def test_the_hybrid_adds_the_roots_recycled_successors_after_the_logits_candidat
 
 
 def test_the_hybrid_learns_recycled_candidates_apart_from_the_logits_tail():
-    tree = HybridCostTree(None, None, k=64)
+    tree = hybrid_cost_tree(None, None, k=64)
     far = tree.first_key(Candidate(rank=60, token=1, logit=0.0, prob=0.0), 0, 0)
     recycled = tree.first_key(Candidate(rank=65, token=2, logit=0.0, prob=0.0), 0, 0)
     assert far == ("first", 64, 0, 0) and recycled == ("first", (ORIGIN, 1), 0, 0)

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from transformers import LogitsProcessor, PreTrainedModel
 
 from . import drafters
-from .core.drafter import Drafter, LogitSpecDrafter
+from .core.drafter import Drafter
+from .core.logitspec_drafter import LogitSpecDrafter
 from .core.loop import decode_run
 from .core.settings import METHODS, DecodeSettings
 from .core.trace import StepRecord

@@ -56,16 +56,16 @@ class CollectorPauses:
 
 
 def wrap_phases(store: dict[str, list[float]]) -> None:
-    """Put a timer around each phase, where the core's drafter and loop and retrievaltree.py look it up."""
-    from logitspec.core import drafter, loop
+    """Put a timer around each phase, where LogitSpec's drafter and the loop and retrievaltree.py look it up."""
+    from logitspec.core import logitspec_drafter, loop
     from logitspec.sizing import retrievaltree
 
-    for module, name in ((drafter, "speculate"), (drafter, "retrieve"), (loop, "prepare_inputs"),
+    for module, name in ((logitspec_drafter, "speculate"), (logitspec_drafter, "retrieve"), (loop, "prepare_inputs"),
                          (loop, "compact_cache")):
         setattr(module, name, timed(store, name, getattr(module, name)))
-    drafter = retrievaltree.RetrievalCostTree
-    drafter.build = timed(store, "build the tree", drafter.build)
-    drafter.observe = timed(store, "learn", drafter.observe)
+    tree = retrievaltree.RetrievalCostTree
+    tree.build = timed(store, "build the tree", tree.build)
+    tree.observe = timed(store, "learn", tree.observe)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 import torch
 from transformers import PreTrainedModel
 
-from ..core.drafter import Draft, LogitSpecDrafter
+from ..core.drafter import Draft
+from ..core.logitspec_drafter import LogitSpecDrafter
 from ..core.retrieval import NgramPool
 from ..core.settings import DecodeSettings
 from ..core.trace import Candidate

@@ -17,9 +17,10 @@ import dataclasses
 import threading
 from collections.abc import Iterator
 
+from .analysis.lanes import methods
 from .core.errors import ModelLoadError
 from .core.limits import InputError, check_prompt, checked_settings
-from .core.settings import METHODS, DecodeSettings
+from .core.settings import DecodeSettings
 from .core.trace import RunTrace, StepRecord
 
 SETTING_NAMES = tuple(f.name for f in dataclasses.fields(DecodeSettings))
@@ -39,12 +40,12 @@ class Result:
 
 def settings_of(method: str, values: dict) -> DecodeSettings:
     """DecodeSettings from keyword arguments, checked as the CLI checks them (InputError)."""
-    if method not in METHODS:
-        raise InputError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    if method not in methods():
+        raise InputError(f"unknown method {method!r}; choose one of {', '.join(methods())}")
     unknown = sorted(set(values) - set(SETTING_NAMES))
     if unknown:
         raise InputError(f"unknown setting {unknown[0]!r}; the settings are {', '.join(SETTING_NAMES)}")
-    return checked_settings(values, method)
+    return checked_settings(values)
 
 
 @contextlib.contextmanager

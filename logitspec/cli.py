@@ -7,7 +7,8 @@ import sys
 
 from . import workbench
 from .arguments import add_processor_options, number, parse_ngrams, processor_options
-from .core.settings import METHODS, POOLS, DecodeSettings
+from .analysis.lanes import methods
+from .core.settings import POOLS, DecodeSettings
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -16,7 +17,7 @@ def build_parser() -> argparse.ArgumentParser:
     g = sub.add_parser("generate", help="generate text for one prompt")
     g.add_argument("prompt")
     d = DecodeSettings()  # every decoder default comes from here, never restated
-    g.add_argument("--method", choices=METHODS, default="logitspec")
+    g.add_argument("--method", choices=methods(), default="logitspec")
     g.add_argument("--max-new-tokens", type=int, default=d.max_new_tokens)
     g.add_argument("--model", default="bundled", help="'bundled', a local folder or .gguf, or a hub id")
     g.add_argument("--device", default="auto")
@@ -55,7 +56,7 @@ def generate(args: argparse.Namespace) -> int:
                                      cpu_capacity=args.cpu_capacity,
                                      ngram_sizes=args.ngram, continuation=args.continuation, pool=args.pool, tree=args.tree,
                                      temperature=args.temperature, top_p=args.top_p, top_k=args.top_k,
-                                     seed=args.seed, processors=processor_options(args)), args.method)
+                                     seed=args.seed, processors=processor_options(args)))
     prompt = check_prompt(args.prompt)
 
     # torch and transformers load only once the input has passed its checks.

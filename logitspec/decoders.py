@@ -19,7 +19,7 @@ from . import drafters
 from .core.drafter import Drafter
 from .core.logitspec_drafter import LogitSpecDrafter
 from .core.loop import decode_run
-from .core.settings import METHODS, DecodeSettings
+from .core.settings import DecodeSettings
 from .core.trace import StepRecord
 from .sizing.costtree import stats_for
 from .sizing.retrievaltree import RetrievalCostTree
@@ -62,10 +62,11 @@ def _logitspec(s: DecodeSettings, model: PreTrainedModel | None = None) -> Draft
     return LogitSpecDrafter(s, model, cost_tree(s, model))
 
 
-def registry(classes: Sequence[type[Drafter]] = (), order: Sequence[str] = METHODS) -> Registry:
-    """The core's two methods and `classes` (each by its declared `method` and `build`), in `order`
-    (settings.METHODS: the CLI's and the checks' one list), a method it lacks after."""
-    builders = [("vanilla", _vanilla), ("logitspec", _logitspec)] + [(c.method, c.build) for c in classes]
+def registry(classes: Sequence[type[Drafter]] = (), order: Sequence[str] = ()) -> Registry:
+    """The core's two methods and `classes`, each by the `method` its class declares (the one place a
+    method's name is written) and its `build`: in `order` where given, the rest after as found."""
+    builders = [(Drafter.method, _vanilla), (LogitSpecDrafter.method, _logitspec)]
+    builders += [(c.method, c.build) for c in classes]
     rank = {name: i for i, name in enumerate(order)}
     return Registry(tuple(sorted(builders, key=lambda b: rank.get(b[0], len(rank)))))
 

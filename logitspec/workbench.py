@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .arguments import parse_ngrams
-from .core.settings import METHODS, POOLS, DecodeSettings
+from .analysis.lanes import methods
+from .core.settings import POOLS, DecodeSettings
 
 if TYPE_CHECKING:  # decoding imports torch; reading the run specs must not
     from .analysis.failures import RunSummary
@@ -69,7 +70,7 @@ def add_parser(sub) -> None:
     w.add_argument("--questions", default="all",
                    help="a Spec-Bench category of the shipped subset, 'all', or a questions file (.jsonl)")
     w.add_argument("--limit", type=int, help="at most this many questions per category")
-    w.add_argument("--methods", default="logitspec,pld", help=f"comma-separated {SPEC_HELP}; methods: {', '.join(METHODS)}")
+    w.add_argument("--methods", default="logitspec,pld", help=f"comma-separated {SPEC_HELP}; methods: {', '.join(methods())}")
     w.add_argument("--max-new", type=int, default=d.max_new_tokens, help="new tokens per run")
     w.add_argument("--ngram", type=parse_ngrams, default=d.ngram_sizes, help="n-gram sizes, e.g. 1-3")
     w.add_argument("--k", type=int, default=d.k, help="next-next candidates (top-k)")
@@ -135,13 +136,13 @@ def set_runs(specs: str, values: dict[str, Any]) -> list[SetRun]:
         if not spec:
             continue
         method, *items = (p.strip() for p in spec.split(":"))
-        if method not in METHODS:
-            raise InputError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
-        s = checked_settings({**values, **dict(_setting(spec, i) for i in items)}, method)
+        if method not in methods():
+            raise InputError(f"unknown method {method!r}; choose from {', '.join(methods())}")
+        s = checked_settings({**values, **dict(_setting(spec, i) for i in items)})
         if (method, s) not in runs:
             runs.append((method, s))
     if not runs:
-        raise InputError(f"no method given; choose from {', '.join(METHODS)}")
+        raise InputError(f"no method given; choose from {', '.join(methods())}")
     return [SetRun(label, m, s) for label, (m, s) in zip(run_labels(runs), runs)]
 
 

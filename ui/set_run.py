@@ -15,10 +15,11 @@ from pathlib import Path
 import gradio as gr
 
 from logitspec.analysis.lanes import label as lane_label
+from logitspec.analysis.lanes import methods as lane_methods
 from logitspec.analysis.sets import SetFile, SetWriter
 from logitspec.core.errors import DecodeError, ModelLoadError
 from logitspec.core.limits import InputError, Limits, check_prompt, size_words
-from logitspec.core.settings import METHODS, DecodeSettings
+from logitspec.core.settings import DecodeSettings
 from logitspec.workbench import SetStopped, categories, decode_set, pick_questions, set_header, set_runs
 from serve.model_cache import check_model_choice
 from serve.zerogpu import on_zerogpu
@@ -58,7 +59,7 @@ class SetRunPanel:
                 self.jsonl = gr.File(label="Your questions: JSONL, one {question_id, category, turns} a line",
                                      file_types=[".jsonl"], type="filepath", elem_id="wb-jsonl")
             with gr.Row():
-                self.methods = gr.CheckboxGroup([(lane_label(m), m) for m in METHODS], value=["logitspec", "pld"],
+                self.methods = gr.CheckboxGroup([(lane_label(m), m) for m in lane_methods()], value=["logitspec", "pld"],
                                                 label="Methods", elem_id="wb-methods")
                 self.again = gr.Textbox(label="…and the first method again with (optional)", placeholder=AGAIN_HINT,
                                         elem_id="wb-again")

@@ -5,9 +5,9 @@ them, and its words are what the race's checkbox, the race figure and the debugg
 Every reader reads the table (most when called; the palette and the tree's hover words and legend
 when imported), so a lane added here is found everywhere.
 A lane of a method that exists (another tree) is one row and no other line; a new method is its
-drafter (logitspec/drafters/, found by its `method` name), its settings and its name in
-core/settings.METHODS (the core sits below this table: a test holds that list equal to the rows'
-decoders), plus its row here (docs/how-it-works.md, "Adding a lane")."""
+drafter (logitspec/drafters/, whose class declares the method's name, the registry's key in
+logitspec/decoders.py), its settings, and its row here naming that method (docs/how-it-works.md,
+"Adding a lane"): `methods()` is the list the CLI, the workbench and the app offer."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -215,9 +215,9 @@ def papers_tree(name: str) -> bool:
 
 
 def methods(table: tuple[LaneSpec, ...] | None = None) -> tuple[str, ...]:
-    """Each decoder of the table once, in its rows' order: settings.METHODS, which the core's checks, the
-    CLI and the registry read (the core sits below this table; tests/unit/test_method_registry.py holds
-    the two equal)."""
+    """Each decoder of the table once, in its rows' order: the methods the CLI, the workbench and the app
+    offer and check. Each is a name a drafter declares (tests/unit/test_method_registry.py holds them
+    equal to the registry's, which sits beside this table and cannot read it)."""
     return tuple(dict.fromkeys(ln.method for ln in (LANES if table is None else table)))
 
 

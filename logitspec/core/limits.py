@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
 from .. import environment as env
-from .settings import METHODS, POOLS, PROCESSOR_OPTIONS, DecodeSettings
+from .settings import POOLS, PROCESSOR_OPTIONS, DecodeSettings
 
 
 def size_words(n: int) -> str:
@@ -101,11 +101,9 @@ def check_sampling(s: DecodeSettings) -> None:
     _in_range("seed", s.seed, 0, MAX_SEED)
 
 
-def check_settings(s: DecodeSettings, method: str = "logitspec", limits: Limits | None = None) -> DecodeSettings:
-    """The settings, if every field is inside its allowed range."""
+def check_settings(s: DecodeSettings, limits: Limits | None = None) -> DecodeSettings:
+    """The settings, if every field is inside its allowed range (the method is the lane table's to check)."""
     lim = limits or Limits.from_env()
-    if method not in METHODS:
-        raise InputError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
     _in_range("max new tokens", s.max_new_tokens, 1, lim.max_new_tokens)
     _in_range("k (next-next candidates)", s.k, 1, lim.k)
     _in_range("tree capacity", s.capacity, 1, lim.capacity)
@@ -144,7 +142,7 @@ def check_processors(s: DecodeSettings) -> None:
 COUNT_OPTIONS = ("no_repeat_ngram_size", "min_new_tokens", "min_length")  # processor options that count tokens
 
 
-def checked_settings(values: Mapping[str, object], method: str = "logitspec", limits: Limits | None = None) -> DecodeSettings:
+def checked_settings(values: Mapping[str, object], limits: Limits | None = None) -> DecodeSettings:
     """DecodeSettings from named values (a form, command-line options), checked against the
     limits; a value left out or None keeps DecodeSettings' default."""
     given = {name: _whole(v) for name, v in values.items() if v is not None}
@@ -153,7 +151,7 @@ def checked_settings(values: Mapping[str, object], method: str = "logitspec", li
             given["ngram_sizes"] = tuple(sorted({int(n) for n in given["ngram_sizes"]}))
         except (TypeError, ValueError) as e:
             raise InputError(f"n-gram sizes must be whole numbers: {e}") from e
-    return check_settings(DecodeSettings(**given), method, limits)
+    return check_settings(DecodeSettings(**given), limits)
 
 
 def _whole(value):

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-METHODS = ("vanilla", "pld", "logitspec", "recycling", "logitspec+recycling", "lookahead", "rest", "racer", "suffix")
 POOLS = ("recent", "longest")  # DecodeSettings.pool: which occurrence of an n-gram a lookup continues
 # generate's logits-processor options (GenerationConfig names) the decoders apply per position
 # (logitspec/core/processors.py); temperature, top_k and top_p are fields of their own below.

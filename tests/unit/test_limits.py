@@ -46,15 +46,13 @@ def test_good_prompts_pass_unchanged():
 ])
 def test_settings_out_of_range_are_refused(field, value, message):
     with pytest.raises(InputError, match=message):
-        check_settings(DecodeSettings(**{field: value}), "logitspec", Limits())
+        check_settings(DecodeSettings(**{field: value}), Limits())
 
 
 def test_settings_at_the_edges_pass():
     for s in (DecodeSettings(max_new_tokens=1, k=1, capacity=1, ngram_sizes=(1,)),
               DecodeSettings(max_new_tokens=1024, k=256, capacity=256, ngram_sizes=(1, 2, 3, 4, 5))):
-        assert check_settings(s, "logitspec", Limits()) is s
-    with pytest.raises(InputError, match="unknown method"):
-        check_settings(DecodeSettings(), "medusa", Limits())
+        assert check_settings(s, Limits()) is s
 
 
 def test_context_cap_and_model_context():
@@ -124,13 +122,13 @@ def test_cli_refuses_a_prompt_longer_than_the_context_cap(bundled, capsys, monke
 ])
 def test_sampling_settings_out_of_range_are_refused(field, value, message):
     with pytest.raises(InputError, match=message):
-        check_settings(DecodeSettings(**{field: value}), "logitspec", Limits())
+        check_settings(DecodeSettings(**{field: value}), Limits())
 
 
 def test_sampling_settings_at_the_edges_pass():
     for s in (DecodeSettings(temperature=0, top_p=1.0, top_k=0, seed=0),
               DecodeSettings(temperature=2, top_p=1e-6, top_k=10**6, seed=2**63 - 1)):
-        assert check_settings(s, "logitspec", Limits()) is s
+        assert check_settings(s, Limits()) is s
 
 
 def test_a_size_reads_in_kb_under_a_megabyte_and_in_mb_over():

@@ -1,7 +1,7 @@
 """One registry of methods: a drafter module declares its method (its class's `method` and `build`),
 the lane table gives it a row with its node sources and words, and the decoders, the tree's colours,
-hover words and legend, the race's checkboxes and the debugger all follow from those two; the core's
-list of methods (settings.METHODS, below the table) is held equal to the table's decoders."""
+hover words and legend, the race's checkboxes and the debugger all follow from those two; the methods
+the CLI and the app offer are the table's decoders, held equal to the registry's."""
 from __future__ import annotations
 
 import textwrap
@@ -12,7 +12,7 @@ from helpers.tiny_models import char_lm
 from logitspec.analysis import lanes
 from logitspec.analysis.lanes import LANES, ROOT, LaneSpec, MethodWords, NodeSource, lane, node_sources, sources_of
 from logitspec.core.drafter import Draft, Drafter
-from logitspec.core.settings import METHODS, DecodeSettings
+from logitspec.core.settings import DecodeSettings
 from logitspec.core.tree import chain_tree
 from logitspec.drafters import rest
 from logitspec.decoders import REGISTRY, declared_drafters, make_drafter, registry
@@ -28,10 +28,11 @@ PROMPT = "the cat sat on the mat, the cat sat on the mat, the cat sat"
 
 
 def test_every_method_has_a_drafter_a_lane_words_and_node_sources():
-    assert REGISTRY.methods == METHODS  # the checks' and the CLI's list is the decoders' own
-    assert lanes.methods() == METHODS  # and the lane table's: each row's decoder, in the rows' order
-    assert {c.method for c in declared_drafters()} == set(METHODS) - {"vanilla", "logitspec"}
-    for m in METHODS:
+    offered = lanes.methods()  # each row's decoder once, in the rows' order
+    assert sorted(REGISTRY.methods) == sorted(offered)  # every lane's method has a drafter, and each drafter a lane
+    declared = [c.method for c in declared_drafters()]
+    assert len(set(declared)) == len(declared) and set(declared) == set(offered) - {"vanilla", "logitspec"}
+    for m in offered:
         row = lane(m)
         assert row is not None and row.method == m, m
         assert m in WORDS, m
@@ -93,7 +94,7 @@ def test_a_new_lane_is_its_drafter_and_its_row(tmp_path, monkeypatch):
     found = declared_drafters(toylanes)  # a module of its own is found by the method it declares
     assert [c.method for c in found] == ["toy"]
     methods = registry([*declared_drafters(), ToyDrafter])
-    assert methods.methods == (*METHODS, "toy")
+    assert methods.methods == (*REGISTRY.methods, "toy")
     made = make_drafter("toy", DecodeSettings(pld_tokens=3), None, methods)
     assert isinstance(made, ToyDrafter) and made.n == 3
     with pytest.raises(ValueError, match="toy"):
@@ -127,10 +128,11 @@ def test_a_toy_method_is_its_drafter_module_and_its_row(tmp_path, monkeypatch):
     words = MethodWords(name="the toy", intro="The toy looks nothing up.", filters=())
     row = LaneSpec(name="toy", method="toy", tree=None, drafts=False, label="a toy", colour="#654321", race=True,
                    sources=(chain,), words=words)
+    before = lanes.methods()
     monkeypatch.setattr(lanes, "LANES", (*LANES, row))
-    assert lanes.methods() == (*METHODS, "toy")
+    assert lanes.methods() == (*before, "toy")  # what the CLI, the workbench and the app offer
     found = registry([*declared_drafters(), *declared_drafters(toymethods)], order=lanes.methods())
-    assert found.methods == (*METHODS, "toy") and type(found.make("toy", DecodeSettings())).method == "toy"
+    assert found.methods == lanes.methods() and type(found.make("toy", DecodeSettings())).method == "toy"
     box = next(b for b in lane_boxes() if b.lane == "toy")  # the race's checkbox and API argument
     assert (box.name, box.label, box.elem_id) == ("with_toy", "Also race a toy", "with-toy")
     assert race_inputs().count("with_toy") == 1

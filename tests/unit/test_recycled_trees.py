@@ -13,11 +13,10 @@ from logitspec.sizing.curve import CostCurve
 from logitspec.core.settings import DecodeSettings
 from logitspec.drafters.recycling import RecyclingDrafter
 from logitspec.core.loop import computed_rows
-from logitspec.decoders import make_drafter
+from logitspec.decoders import REGISTRY, make_drafter
 from logitspec.drafters.recycling import (ORIGIN, TEMPLATE_NODES, TEMPLATE_WIDTHS, RecycledCostTree, hybrid_cost_tree,
                                           SuccessorMatrix, mark_recycled, matrix_for, recycled_candidates, static_tree)
 from logitspec.core.speculation import speculate
-from logitspec.core.settings import METHODS
 from logitspec.core.trace import Candidate, RunTrace, StepRecord, TreeNode
 from logitspec.core.tree import TreeIndex
 from logitspec.core.verify import LazyHead
@@ -120,7 +119,7 @@ def test_the_verification_hands_over_only_the_rows_its_head_computed(tiny_llama)
 
 
 def test_the_method_is_offered_everywhere_a_method_is_named(tiny_llama):
-    assert {"recycling", "logitspec+recycling"} <= set(METHODS)
+    assert {"recycling", "logitspec+recycling"} <= set(REGISTRY.methods)
     assert run_spec("logitspec+recycling") == ("logitspec+recycling", "cost")
     assert run_spec("recycling") == ("recycling", "cost")
     assert run_spec("recycling-static") == ("recycling", "static")

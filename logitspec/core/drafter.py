@@ -39,6 +39,7 @@ class Drafter:
     method = "vanilla"
     tree_room = 0  # the most verified nodes a tree may hold, past `capacity` (the cache reserves them)
     wants_logits = False  # whether `observe_logits` should hear the verified nodes' logits
+    wants_prompt_rows = False  # whether `observe_logits` should hear every prompt position's row first
 
     @classmethod
     def build(cls, s: DecodeSettings, model: PreTrainedModel | None = None) -> "Drafter":
@@ -57,7 +58,8 @@ class Drafter:
 
     def observe_logits(self, tokens: Sequence[int], logits: torch.Tensor) -> None:
         """Hear the logits the verification computed anyway: rows [m, V] after the verified
-        nodes holding `tokens` (the head computes only the rows the walk may need)."""
+        nodes holding `tokens` (the head computes only the rows the walk may need); with
+        `wants_prompt_rows`, before the first step, the rows after the prompt's tokens too."""
 
     def observe_rows(self, nodes: Sequence[TreeNode], logits: torch.Tensor) -> None:
         """Hear the logits [m, V] after the nodes the draft named in `read_rows` (those verified)."""

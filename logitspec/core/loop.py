@@ -6,6 +6,7 @@ on equal terms and stay lossless; only the drafter differs (drafter.py, logitspe
 """
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -25,7 +26,10 @@ from .sampling import Lead
 from .settings import DecodeSettings
 from .trace import StepRecord, TreeNode
 from .tree import chain_tree
-from .verify import LazyHead, WalkLog, compact_cache, crop_cache, head_batch_rows, prepare_inputs, trial_pass, verify_tree
+from .verify import (LazyHead, WalkLog, compact_cache, crop_cache, head_batch_rows, head_logits, prepare_inputs,
+                     trial_pass, verify_tree)
+
+PROMPT_ROW_BLOCK = 2**24  # logits elements the prompt's rows are computed in at once (64 MiB in float32)
 
 
 @dataclass
@@ -65,8 +69,9 @@ def decode_run(
         # Host threads only time a CPU's passes: on an accelerator the count stays as set.
         tuner=thread_tuner() if model.device.type == "cpu" else ThreadTuner(torch.get_num_threads(), fixed=True),
     )
-    logits, seconds, reused = prefill_once(model, run.cache, prompt, s.share_prefill)
+    logits, seconds, reused, hidden = prefill_once(model, run.cache, prompt, s.share_prefill)
     t0 = time.perf_counter()
+    hear_prompt(drafter, model, prompt, hidden)  # charged to the prefill, as a prefill computing them pays
     # The first new token sits at position len(prompt).
     root, lead = run.processing.choose_with_lead(prompt, logits, len(prompt))
     if on_prefill:
@@ -129,36 +134,64 @@ def root_pass(run: Decoding, root: int, context_len: int) -> None:
 
 
 def prefill_once(model: PreTrainedModel, cache: Cache, prompt: Sequence[int], share: bool
-                 ) -> tuple[torch.Tensor, float, bool]:
+                 ) -> tuple[torch.Tensor, float, bool, torch.Tensor | None]:
     """The prompt's prefill into the empty `cache`: copied from the model's store when an earlier
     run of the same prompt kept one (`share`), else computed, and then kept. Returns the last
-    position's logits: [V], the measured seconds of the pass that computed them, and whether
-    they were copied."""
+    position's logits: [V], the measured seconds of the pass that computed them, whether they
+    were copied, and every position's final hidden state [n, d] (see prefill_states)."""
     prof = profile_of(model)
     if share and prof.prefills is None:
         prof.prefills = PrefillStore()
     store = prof.prefills if share else None
     kept = store.restore(model, prompt, cache) if store else None
     if kept is not None:
-        return kept.logits.clone(), kept.seconds, True
+        return kept.logits.clone(), kept.seconds, True, kept.hidden
     t0 = time.perf_counter()
-    logits = prefill(model, cache, prompt)
+    logits, hidden = prefill_states(model, cache, prompt)
     seconds = time.perf_counter() - t0
     if store:
-        store.keep(model, prompt, cache, logits, seconds)
-    return logits, seconds, False
+        store.keep(model, prompt, cache, logits, seconds, hidden)
+    return logits, seconds, False, hidden
+
+
+def prefill(model: PreTrainedModel, cache: Cache, prompt: Sequence[int]) -> torch.Tensor:
+    """Run the prompt through the model; return the last position's logits: [V]."""
+    return prefill_states(model, cache, prompt)[0]
 
 
 @torch.inference_mode()
-def prefill(model: PreTrainedModel, cache: Cache, prompt: Sequence[int]) -> torch.Tensor:
-    """Run the prompt through the model; return the last position's logits: [V]."""
+def prefill_states(model: PreTrainedModel, cache: Cache, prompt: Sequence[int]
+                   ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Run the prompt through the model; return the last position's logits: [V], and the base
+    model's final hidden state at every position: [n, d] (None for a model with no separate base).
+    The hidden states are read from the pass itself: its logits are the ones a plain forward gives."""
     ids = torch.tensor([list(prompt)], dtype=torch.long, device=model.device)  # input_ids: [1, n]
+    base, me, seen = getattr(model, "base_model", model), threading.get_ident(), []
+    # Only this thread's pass: lanes of a race prefill the shared model at once.
+    hook = None if base is model else base.register_forward_hook(
+        lambda _m, _i, out: seen.append(out) if threading.get_ident() == me else None)
     try:
         # Only the last position's logits are needed: the head over every position is a large share of a prefill.
         out = model(input_ids=ids, cache=cache, use_cache=True, logits_to_keep=1)
     except TypeError:  # a model class without the argument: every position's logits
         out = model(input_ids=ids, cache=cache, use_cache=True)
-    return out.logits[0, -1]
+    finally:
+        if hook is not None:
+            hook.remove()
+    states = getattr(seen[-1], "last_hidden_state", None) if seen else None
+    return out.logits[0, -1], None if states is None else states[0]
+
+
+def hear_prompt(drafter: Drafter, model: PreTrainedModel, prompt: Sequence[int], hidden: torch.Tensor | None) -> None:
+    """Hand a drafter that stores them (`wants_prompt_rows`) the logits row after every prompt
+    position, through `observe_logits` in position order: the head over the prefill's hidden
+    states, a block of rows at a time, so a long prompt never holds n x V logits at once."""
+    if not drafter.wants_prompt_rows or hidden is None:
+        return
+    with torch.inference_mode():
+        block = max(1, PROMPT_ROW_BLOCK // int(model.get_output_embeddings().weight.shape[0]))
+        for i in range(0, len(prompt), block):
+            drafter.observe_logits(list(prompt[i:i + block]), head_logits(model, hidden[i:i + block]))
 
 
 def decode_step(run: Decoding, pool: NgramPool, root: int, root_lead: Lead, logits: torch.Tensor, index: int,

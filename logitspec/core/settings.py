@@ -83,8 +83,9 @@ class DecodeSettings:
     # breadths ("reference": the root's children 4, 2, 1...; "paper": 8, 4, 2...), the automaton's fail
     # links ("reference": built after the prompt, reset to the root as nodes are touched; "exact":
     # kept exact), a token with no row ("zeros": read as token 0's top-k, the reference's zero-filled
-    # matrix; "none": no children), and the verified nodes whose rows are kept ("every": each one,
-    # its head row computed where the lazy head skipped it; "computed": those the walk computed).
+    # matrix; "none": no children), and the rows kept ("every": every prompt position's, the head run
+    # over the prefill's hidden states, and every verified node's, computed where the lazy head
+    # skipped it; "computed": the prefill's last row and the rows the walk computed).
     racer_logits_rule: str = "reference"
     racer_links: str = "reference"
     racer_unseen_rows: str = "zeros"

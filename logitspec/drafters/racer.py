@@ -8,12 +8,12 @@ their loop (evaluation/inference_racer.py), drafted node for node alike (tests/u
   chain with the root x_{i+1} (at least `racer_min_depth` deep) are the matches, and the most
   frequent nodes under them are drafted.
 - The Logits Tree (copy-logit): each token's top-k (`racer_breadth`) from the last pass that ran on
-  it (every verified node's row: `racer_rows`), grown breadth first from the root with halving
-  breadths (`racer_logits_rule`), in the room the Retrieval Tree left.
+  it (every prompt position's row and every verified node's: `racer_rows`), grown breadth first
+  from the root with halving breadths (`racer_logits_rule`), in the room the Retrieval Tree left.
 Both merge into one trie under the root, at most `racer_drafts` tokens with the root (the reference's
 max_num_draft). On a CPU the cost tree sizes the merged tree (keyedtree.py), as LogitSpec's lane is sized.
-Not the reference's: the prompt's rows (the shared prefill keeps its last row only) and eviction's
-order (its least recently used node may have children, cpp:157, 197-208; here it is a leaf).
+Not the reference's: eviction's order (its least recently used node may have children, cpp:157,
+197-208; here it is a leaf).
 """
 from __future__ import annotations
 
@@ -168,6 +168,8 @@ class RacerDrafter(Drafter):
         self.most = min(s.racer_drafts, s.capacity)  # the reference's max_num_draft: the tree's tokens, the root's counted
         self.unseen = (0,) * s.racer_breadth if s.racer_unseen_rows == "zeros" else ()
         self.wants_logits = s.racer_rows == "computed"  # else every verified node's row is asked for (read_rows)
+        # The reference's prefill computes every prompt position's row and stores them all (inference_racer.py:51-53).
+        self.wants_prompt_rows = s.racer_rows == "every"
         self.read = 0  # context tokens the automaton has read
 
     def absorb(self, text: Sequence[int]) -> None:
@@ -191,7 +193,7 @@ class RacerDrafter(Drafter):
 
     def _draft(self, root: int, logits: torch.Tensor, text: Sequence[int], context_len: int) -> Draft:
         s = self.s
-        if self.read == 0:  # the prefill's row: the only prompt row the loop computes
+        if self.read == 0:  # the prefill's own row (under "every" the loop handed every prompt row before)
             self.matrix.update(text[-1:], logits[None])
         self.absorb(text)
         borders = self.ac.advance(root, s.racer_min_depth)

@@ -2,8 +2,8 @@
 
 Every decoder starts with the same pass: the prompt through the model, nothing drafted. The
 lanes of one race, and repeated runs of one prompt, would each compute it again; here the
-first run keeps a copy of its cache rows and last logits, and a later run copies them into its
-own cache instead. A copy is the pass's own output, so a reused prefill is bit for bit the one
+first run keeps a copy of its cache rows, last logits and final hidden states, and a later run
+copies them into its own cache instead. A copy is the pass's own output, so a reused prefill is bit for bit the one
 computed. Each run still gets its own cache (nothing is shared after the copy), and the record
 keeps the measured seconds of the pass that ran, so the race charges every lane that one
 prefill's real time. Only caches whose every layer is one of ours (kvcache.BufferedLayer,
@@ -27,16 +27,18 @@ BUDGET_BYTES = 256 * 2**20  # at most this much kept per model: the bundled mode
 
 @dataclass
 class Prefilled:
-    """One prompt's prefill: each layer's cached rows and the last position's logits."""
+    """One prompt's prefill: each layer's cached rows, the last position's logits and every
+    position's final hidden state (a drafter that stores the prompt's rows maps them to logits)."""
 
     keys: list[torch.Tensor]  # per layer: [B, H, n, d]
     values: list[torch.Tensor]  # per layer: [B, H, n, d]
     logits: torch.Tensor  # [V]
     seconds: float  # the measured time of the pass that computed it
+    hidden: torch.Tensor | None = None  # [n, d]; None where the model's base gave none
 
     @property
     def nbytes(self) -> int:
-        tensors = [*self.keys, *self.values, self.logits]
+        tensors = [*self.keys, *self.values, self.logits, *([] if self.hidden is None else [self.hidden])]
         return sum(t.numel() * t.element_size() for t in tensors)
 
 
@@ -71,12 +73,14 @@ class PrefillStore:
             layer.update(k, v)  # our layers copy into their own buffers
         return got
 
-    def keep(self, model, prompt, cache: Cache, logits: torch.Tensor, seconds: float) -> None:
+    def keep(self, model, prompt, cache: Cache, logits: torch.Tensor, seconds: float,
+             hidden: torch.Tensor | None = None) -> None:
         """Keep a copy of a prefill just computed into `cache` (before any step wrote to it)."""
         if not _ours(cache):
             return
         got = Prefilled([layer.keys.clone() for layer in cache.layers],
-                        [layer.values.clone() for layer in cache.layers], logits.clone(), seconds)
+                        [layer.values.clone() for layer in cache.layers], logits.clone(), seconds,
+                        None if hidden is None else hidden.clone())
         if got.nbytes > self.budget:
             return
         with self.lock:

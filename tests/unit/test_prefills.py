@@ -22,13 +22,13 @@ N = 16
 def counted(monkeypatch) -> list[int]:
     """The prompt lengths of the prefills actually computed."""
     seen: list[int] = []
-    compute = loop.prefill
+    compute = loop.prefill_states
 
     def spy(model, cache, prompt):
         seen.append(len(prompt))
         return compute(model, cache, prompt)
 
-    monkeypatch.setattr(loop, "prefill", spy)
+    monkeypatch.setattr(loop, "prefill_states", spy)
     return seen
 
 

@@ -31,10 +31,10 @@ class Lane:
 
     def start(self, prompt: list[int], rows) -> None:
         self.d = RacerDrafter(self.s)
-        for tok, r in rows:
-            self.d.matrix.rows[tok] = tuple(r)
-        self.text, self.first = list(prompt), torch.zeros(49152)
-        self.first[list(rows[-1][1])] = torch.arange(len(rows[-1][1]), 0, -1, dtype=torch.float)  # its top-k: the row
+        assert self.d.wants_prompt_rows  # the loop hands it every prompt position's row (loop.hear_prompt)
+        logits = torch.stack([_scores(r) for _, r in rows])
+        self.d.observe_logits([t for t, _ in rows], logits)
+        self.text, self.first = list(prompt), logits[-1]
 
     def draft(self, root: int) -> list[list[int]]:
         nodes = self.d.draft(root, self.first, SimpleNamespace(tokens=self.text), len(self.text)).nodes
@@ -47,6 +47,13 @@ class Lane:
         for tok, r in rows:
             self.d.matrix.rows[tok] = tuple(r)
         self.text = list(text)
+
+
+def _scores(row: list[int], vocab: int = 49152) -> torch.Tensor:
+    """A logits row whose top-k is `row`, best first."""
+    out = torch.zeros(vocab)
+    out[list(row)] = torch.arange(len(row), 0, -1, dtype=torch.float)
+    return out
 
 
 def _fixture() -> dict:
@@ -119,3 +126,27 @@ def test_the_automaton_and_matrix_outlive_a_run_as_the_references_one_ac():
     assert RacerDrafter(DecodeSettings(tree="static", racer_nodes=500), model).ac is not first.ac  # other settings
     alone = DecodeSettings(tree="static", racer_across_runs=False)
     assert RacerDrafter(alone, model).ac is not RacerDrafter(alone, model).ac
+
+
+@pytest.mark.usefixtures("one_thread")
+@pytest.mark.parametrize("rows", ["every", "computed"])
+def test_every_prompt_positions_row_is_stored_as_the_references_prefill_stores_them(tiny_llama, rows):
+    """inference_racer.py:51-53: the prefill's logits at every prompt position, top-k stored in order
+    (a token's later position wins); shared or not, the prefill hands them over. "computed" stores none."""
+    from logitspec.core.loop import decode_run
+
+    prompt = [5, 9, 5, 17, 33, 9, 60, 2, 71, 5, 44]
+    full = tiny_llama(input_ids=torch.tensor([prompt])).logits[0]
+    last = {tok: i for i, tok in enumerate(prompt)}
+    for share in (False, True, True):  # the second shared run copies the first one's prefill
+        s = DecodeSettings(tree="static", max_new_tokens=1, racer_rows=rows, racer_across_runs=False,
+                           share_prefill=share)
+        d = RacerDrafter(s, tiny_llama)
+        list(decode_run(tiny_llama, prompt, d, s))  # one token: the prefill's root, no draft
+        if rows == "computed":
+            assert d.matrix.rows == {}
+            continue
+        assert set(d.matrix.rows) == set(prompt)
+        for tok, i in last.items():
+            got, want = full[i][list(d.matrix.rows[tok])], torch.topk(full[i], 8).values
+            torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)

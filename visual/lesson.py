@@ -25,7 +25,7 @@ from .counts import RunCounts, plural, run_counts
 from .data import context_before, step_position, tok, true_next_next
 from .fit import wrap_html
 from .glossary import GLOSSARY, ON_SCREEN, term  # noqa: F401  the lesson's words, read from here too
-from .lesson_pays import TITLE as PAYS_TITLE, pays_figure, pays_words
+from .lesson_pays import TITLE as PAYS_TITLE, pays_bars, pays_words
 from .method_words import LOGITSPEC, words_of
 from .style import (
     FONT_FAMILY, MONO_CHAR_EM, MONO_FAMILY, PALETTE, marks_note, node_color_key, text_on, theme_colors, truncate,
@@ -424,6 +424,12 @@ def check_figure(f: Facts, theme: str) -> go.Figure:
         fig.add_traces(lines)
         fig.add_annotation(note)
     return fig
+
+
+def pays_figure(f: Facts, theme: str) -> go.Figure:
+    """Stage 6's bars: the step's tokens beside its pass's cost on each machine."""
+    names, values, colors, unit, texts = pays_bars(f)
+    return bars_figure(names, values, colors, unit, theme, texts=texts)
 
 
 STAGES = {

@@ -13,8 +13,6 @@ import html
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import plotly.graph_objects as go
-
 from logitspec.analysis.pays import HERE, PassCosts, break_even, curves_for, price, rows_of
 
 from .counts import plural
@@ -118,14 +116,12 @@ def pays_words(f: Facts) -> str:
     return f"<p>{first}</p><p>{second}</p>"
 
 
-def pays_figure(f: Facts, theme: str) -> go.Figure:
-    """The tokens the step wrote, then what its pass cost on each machine, in one-token passes:
-    a cost bar shorter than the tokens bar paid (green), a longer one did not (red)."""
-    from .lesson import bars_figure  # the lesson's bars; imported here as visual.lesson imports this module
-
+def pays_bars(f: Facts) -> tuple[list[str], list[float], list[str], str, list[str]]:
+    """The stage's bars (names, values, colours, unit, texts): the tokens the step wrote, then what
+    its pass cost on each machine in one-token passes, green where it paid and red where not."""
     known = [p for p in step_prices(f) if p.cost is not None]
     names = [f"tokens step {step_position(f.trace, f.step)} wrote"] + [f"cost {p.where}" for p in known]
     values = [float(len(f.s.tokens))] + [p.cost for p in known]
     colors = [PALETTE["accepted"]] + [PALETTE["accepted"] if p.paid else PALETTE["rejected"] for p in known]
     texts = [str(len(f.s.tokens))] + [f"{p.cost:.2f} {'✓' if p.paid else '✗'}" for p in known]
-    return bars_figure(names, values, colors, "tokens, or one-token passes", theme, texts=texts)
+    return names, values, colors, "tokens, or one-token passes", texts

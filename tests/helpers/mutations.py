@@ -55,6 +55,15 @@ def _accept(mp):
     mp.setattr(verify, "accept_walk", walk)
 
 
+def _prefix(mp):
+    """A drafted node's logits are processed with its parent's prefix instead of its own."""
+    from logitspec.core import verify
+
+    real = verify.LazyHead.prefix
+    mp.setattr(verify.LazyHead, "prefix",
+               lambda self, node: real(self, node)[:-1] if self.index.depth[node] > 0 else real(self, node))
+
+
 def _label(mp):
     """Prompt lookup's lane row is labelled as LogitSpec's cost tree is, on every view drawn in this process."""
     import dataclasses
@@ -66,7 +75,8 @@ def _label(mp):
     mp.setattr(lanes, "LANES", table)
 
 
-MUTATIONS = {"mask": _mask, "positions": _positions, "window": _window, "cache": _cache, "accept": _accept, "label": _label}
+MUTATIONS = {"mask": _mask, "positions": _positions, "window": _window, "cache": _cache, "accept": _accept,
+             "prefix": _prefix, "label": _label}
 
 
 def pytest_configure(config):

@@ -2,10 +2,15 @@
 
     .venv/bin/python scripts/racer_reference_fixtures.py --checkout /tmp/RACER --build-python /tmp/cy/bin/python
 
-`--checkout`: a work tree of hkr04/RACER at the commit to compare against (recorded in the fixture);
-its racer/automaton (Cython + C++) is built in a scratch copy by `--build-python`, a Python of the
-same version with Cython and setuptools, and loaded here. Nothing of it enters this repository: the
-fixture holds the token histories and, per step, a digest of the reference's draft tree.
+`--checkout`: a work tree of hkr04/RACER at the commit to compare against (recorded in the fixture;
+`--commit` names it where the tree was put together from that commit's stored files rather than
+checked out); its racer/automaton (Cython + C++) is built in a scratch copy by `--build-python`, a
+Python of the same version with Cython and setuptools, and loaded here. Nothing of it enters this
+repository: the fixture holds the token histories and, per step, a digest of the reference's draft tree.
+Two fixtures are checked: fc494a3 (FIXTURE, the first public version) and 4b25165 (LATER), whose
+Logits Tree gives the root's children the paper's breadths; its tree is fc494a3's with
+racer/automaton/src/automaton.cpp as stored at 4b25165 (`--commit 4b251651e8830d1ce566a29c239c2111985b90bc
+--out tests/fixtures/racer_reference_4b25165.json.gz`).
 
 Each context is a Spec-Bench question's tokens (bundled tokenizer): the first `PROMPT` tokens are the
 prompt, and what follows them, then a quote of the prompt, stands for the model's output. Both
@@ -33,6 +38,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "racer_reference.json.gz"
+LATER = ROOT / "tests" / "fixtures" / "racer_reference_4b25165.json.gz"
 QUESTIONS = (Path("/work/shared/data/spec_bench/question.jsonl"), ROOT / "data" / "spec_bench_subset.jsonl")
 PROMPT, QUOTE, OUTPUT, STEPS, PER_CATEGORY = 96, 24, 24, 40, 26
 BREADTH, NODES, DRAFTS = 8, 10000, 64  # the reference's defaults (evaluation/inference_racer.py:197-220)
@@ -165,10 +171,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--checkout", type=Path, required=True)
     ap.add_argument("--build-python", default=sys.executable)
+    ap.add_argument("--commit", help="the checkout's commit (default: its git HEAD)")
     ap.add_argument("--out", type=Path, default=FIXTURE)
     args = ap.parse_args()
-    commit = subprocess.run(["git", "-C", str(args.checkout), "rev-parse", "HEAD"], capture_output=True,
-                            text=True, check=True).stdout.strip()
+    commit = args.commit or subprocess.run(["git", "-C", str(args.checkout), "rev-parse", "HEAD"],
+                                           capture_output=True, text=True, check=True).stdout.strip()
     ref = ReferenceLane(build_reference(args.checkout, args.build_python))
     ctxs = contexts()
     for c in ctxs:

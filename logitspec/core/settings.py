@@ -80,13 +80,15 @@ class DecodeSettings:
     racer_breadth: int = 8
     racer_drafts: int = 64
     # Each the reference's by default (racer.py, racer_automaton.py cite its lines): the Logits Tree's
-    # breadths ("reference": the root's children 4, 2, 1...; "paper": 8, 4, 2...), the automaton's fail
-    # links ("reference": built after the prompt, reset to the root as nodes are touched; "exact":
-    # kept exact), a token with no row ("zeros": read as token 0's top-k, the reference's zero-filled
-    # matrix; "none": no children), and the rows kept ("every": every prompt position's, the head run
-    # over the prefill's hidden states, and every verified node's, computed where the lazy head
-    # skipped it; "computed": the prefill's last row and the rows the walk computed).
-    racer_logits_rule: str = "reference"
+    # breadths ("paper": the root's children 8, 4, 2..., the paper's figure 9 and the authors' revision
+    # that tests it, 4b25165; "first-release": 4, 2, 1..., their first public code, fc494a3), the
+    # automaton's fail links ("reference": built after the prompt, reset to the root as nodes are
+    # touched; "exact": kept exact), a token with no row ("zeros": read as token 0's top-k, the
+    # reference's zero-filled matrix; "none": no children), and the rows kept ("every": every prompt
+    # position's, the head run over the prefill's hidden states, and every verified node's, computed
+    # where the lazy head skipped it; "computed": the prefill's last row and the rows the walk
+    # computed).
+    racer_logits_rule: str = "paper"
     racer_links: str = "reference"
     racer_unseen_rows: str = "zeros"
     racer_rows: str = "every"

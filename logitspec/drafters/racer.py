@@ -1,6 +1,7 @@
 """RACER (arXiv 2604.14885; code hkr04/RACER): retrieval joined with copied logits in one draft tree.
 Follows the authors' automaton at fc494a3 (racer/automaton/src/automaton.cpp, cited as cpp:LINE) and
-their loop (evaluation/inference_racer.py), drafted node for node alike (tests/unit/test_racer_reference.py).
+their loop (evaluation/inference_racer.py), and their revision 4b25165's Logits Tree (the paper's
+breadths), drafted node for node alike at both (tests/unit/test_racer_reference.py).
 
 - The Retrieval Tree: every n-gram of the context (n = `racer_ngram`) in a trie with counts, an
   Aho-Corasick automaton (racer_automaton.py) whose nodes are evicted least recently used past
@@ -38,7 +39,7 @@ from .recycling import SuccessorMatrix
 __all__ = ["Automaton", "RacerDrafter", "logits_branches", "retrieval_branches"]
 
 AUTOMATON, COPIED = "automaton", "copied"  # TreeNode.origin of the two trees' nodes
-LOGITS_RULES = ("reference", "paper")
+LOGITS_RULES = ("paper", "first-release")
 
 
 def retrieval_branches(ac: Automaton, borders: Sequence[int], most: int) -> tuple[list[Branch], int]:
@@ -85,16 +86,17 @@ def _offer(ac: Automaton, heap: list, layer: list[tuple[int, int]], most: int) -
     return joined
 
 
-def logits_branches(matrix: SuccessorMatrix, root: int, most: int, breadth: int, rule: str = "reference",
+def logits_branches(matrix: SuccessorMatrix, root: int, most: int, breadth: int, rule: str,
                     unseen: tuple[int, ...] = ()) -> list[Branch]:
     """The Logits Tree (cpp:78-121): breadth first from the root over each token's copied top-k, at most
     `most` nodes below the root. A node of breadth b gives its children b', b'/2, b'/4... (at least 1):
-    under the reference's `rule` b' = b at depth 1 and b/2 elsewhere (cpp:99: the root's children
-    4, 2, 1...); under "paper" b' = b at the root (8, 4, 2, 1...), the paper's rule as this lane read
-    it before. A token with no row reads `unseen` (the reference's matrix starts all zeros, cpp:59-62)."""
+    under `rule` "paper" b' = b at the root and b/2 elsewhere (the paper's Eq. 3 and figure 9, the
+    authors' 4b25165, `depth == 0`: the root's children 8, 4, 2, 1...); under "first-release" b' = b
+    at depth 1 (fc494a3's cpp:99, `depth == 1`: the root's children 4, 2, 1...). A token with no row
+    reads `unseen` (the reference's matrix starts all zeros, cpp:59-62)."""
     if rule not in LOGITS_RULES:
         raise ValueError(f"racer logits rule: {rule!r} is not one of {LOGITS_RULES}")
-    keep = 1 if rule == "reference" else 0  # the depth whose nodes pass their breadth on whole
+    keep = 0 if rule == "paper" else 1  # the depth whose nodes pass their breadth on whole
     nodes = [(root, -1, breadth, 0, None)]  # (token, parent, breadth, depth, rank)
     head, left = 0, most
     while head < len(nodes) and left > 0:

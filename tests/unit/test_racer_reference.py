@@ -1,5 +1,7 @@
 """RACER's lane drafts, node for node, what hkr04/RACER's own automaton drafted over the same token
-histories and logits rows (tests/fixtures/racer_reference.json.gz, scripts/racer_reference_fixtures.py)."""
+histories and logits rows (scripts/racer_reference_fixtures.py): at fc494a3, their first public code
+(tests/fixtures/racer_reference.json.gz), and at 4b25165, whose Logits Tree has the paper's breadths
+(racer_reference_4b25165.json.gz), each with its racer_logits_rule."""
 from __future__ import annotations
 
 import gzip
@@ -56,19 +58,25 @@ def _scores(row: list[int], vocab: int = 49152) -> torch.Tensor:
     return out
 
 
-def _fixture() -> dict:
-    return json.loads(gzip.decompress(fixtures.FIXTURE.read_bytes()))
+REVISIONS = {"fc494a3": (fixtures.FIXTURE, "first-release"), "4b25165": (fixtures.LATER, "paper")}
 
 
-def test_the_fixture_covers_enough_contexts_and_categories():
-    doc = _fixture()
-    assert doc["reference"] == "hkr04/RACER" and len(doc["commit"]) == 40
+def _fixture(path: Path) -> dict:
+    return json.loads(gzip.decompress(path.read_bytes()))
+
+
+@pytest.mark.parametrize("commit", sorted(REVISIONS))
+def test_the_fixture_covers_enough_contexts_and_categories(commit):
+    doc = _fixture(REVISIONS[commit][0])
+    assert doc["reference"] == "hkr04/RACER" and len(doc["commit"]) == 40 and doc["commit"].startswith(commit)
     assert len(doc["contexts"]) >= 200
     assert len({c["name"].rsplit("-", 1)[0] for c in doc["contexts"]}) >= 8
 
 
-def test_the_lane_drafts_what_the_reference_drafted_step_by_step():
-    doc, lane, bad = _fixture(), Lane(), []
+@pytest.mark.parametrize("commit", sorted(REVISIONS))
+def test_the_lane_drafts_what_the_reference_drafted_step_by_step(commit):
+    path, rule = REVISIONS[commit]
+    doc, lane, bad = _fixture(path), Lane(racer_logits_rule=rule), []
     for c in doc["contexts"]:
         ctx = fixtures.Context(c["name"], c["tokens"], c["prompt"], c["seed"])
         got = fixtures.replay(ctx, lane)
@@ -79,14 +87,14 @@ def test_the_lane_drafts_what_the_reference_drafted_step_by_step():
     assert not bad, f"{len(bad)} of {len(doc['contexts'])} contexts differ; first: {bad[:5]}"
 
 
-def test_the_logits_tree_breadths_follow_the_reference_or_the_paper():
-    """The reference halves at the root and keeps the breadth at depth 1 (automaton.cpp:99): the root's
-    8 children get 4, 2, 1, 1...; the first child's 4 children 4, 2, 1, 1. The paper's rule: 8, 4, 2..."""
+def test_the_logits_tree_breadths_follow_the_paper_or_the_first_release():
+    """The paper (and 4b25165) keeps the breadth at the root: the root's 8 children get 8, 4, 2, 1...;
+    fc494a3 halves it there and keeps it at depth 1 (automaton.cpp:99): 4, 2, 1, 1..."""
     m = SuccessorMatrix(8)
     m.rows = {0: tuple(range(10, 18)), **{t: tuple(range(100 * t, 100 * t + 8)) for t in range(10, 18)}}
-    firsts = [b.tokens[0] for b in logits_branches(m, 0, 64, 8)]
-    assert [firsts.count(t) for t in range(10, 18)] == [4, 2, 1, 1, 1, 1, 1, 1]
-    paper = [b.tokens[0] for b in logits_branches(m, 0, 64, 8, "paper")]
+    first = [b.tokens[0] for b in logits_branches(m, 0, 64, 8, "first-release")]
+    assert [first.count(t) for t in range(10, 18)] == [4, 2, 1, 1, 1, 1, 1, 1]
+    paper = [b.tokens[0] for b in logits_branches(m, 0, 64, 8, DecodeSettings().racer_logits_rule)]
     assert [paper.count(t) for t in range(10, 18)] == [8, 4, 2, 1, 1, 1, 1, 1]
     with pytest.raises(ValueError):
         logits_branches(m, 0, 64, 8, "halved")
@@ -96,8 +104,8 @@ def test_a_token_with_no_row_reads_zeros_as_the_reference_or_nothing():
     """The reference's matrix starts all zeros (automaton.cpp:59-62): a token never run on has token 0 x k as its top-k."""
     m = SuccessorMatrix(8)
     m.rows = {5: (7, 8)}
-    assert sorted(tuple(b.tokens) for b in logits_branches(m, 5, 3, 8, unseen=(0,) * 8)) == [(7, 0), (8,)]
-    assert sorted(tuple(b.tokens) for b in logits_branches(m, 5, 3, 8)) == [(7,), (8,)]
+    assert sorted(tuple(b.tokens) for b in logits_branches(m, 5, 3, 8, "paper", (0,) * 8)) == [(7, 0), (8,)]
+    assert sorted(tuple(b.tokens) for b in logits_branches(m, 5, 3, 8, "paper")) == [(7,), (8,)]
 
 
 def test_every_verified_nodes_row_is_asked_for_and_kept_deepest_last():

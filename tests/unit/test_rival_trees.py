@@ -111,26 +111,40 @@ def test_the_automaton_evicts_least_recently_used_leaves_and_stays_a_trie():
     assert ac.walk(_grams(text, 5)[-1]) is not None
 
 
-def test_retrieval_keeps_the_most_frequent_nodes_and_logits_tree_halves_its_breadth():
+def test_retrieval_keeps_the_most_frequent_nodes():
     ac = Automaton(1000)
     for p in ([[1, 2, 3, 4]] * 5 + [[1, 2, 5, 6]] * 2 + [[1, 7, 8, 9]]):
         ac.insert(p)
     border = ac.walk([1])
     branches, used = retrieval_branches(ac, [border], 4)
     assert used == 4 and [b.tokens for b in branches] == [[2, 3, 4]]  # counts 8, 7 (2), 5 (3), 5 (4)
+
+
+# The root's 8 successors: "paper" keeps the breadth at the root (8, 4, 2, 1...), "first-release"
+# halves it there and keeps it at depth 1 (4, 2, 1, 1...); 12 nodes: the root's 8 children first.
+SHAPES = {"paper": ([8, 4, 2, 1, 1, 1, 1, 1], [[10, 1000 + i] for i in range(4)]),
+          "first-release": ([4, 2, 1, 1, 1, 1, 1, 1], [[10, 1000 + i] for i in range(4)])}
+# The authors' figure 9 test (hkr04/RACER 4b25165, tests/test_automaton_paper_alignment.py): k = 4,
+# token t's successors 4t+1..4t+4, 21 nodes with the root; its leaf paths, and fc494a3's for the same rows.
+FIGURE9 = {"paper": {(0, 4, 17), (0, 1, 5, 21), (0, 1, 5, 22), (0, 1, 6, 25), (0, 1, 7, 29), (0, 1, 8, 33),
+                     (0, 2, 9, 37), (0, 2, 10, 41), (0, 3, 13, 53)},
+           "first-release": {(0, 4, 17, 69), (0, 1, 5, 21, 85), (0, 1, 5, 22, 89), (0, 1, 6, 25, 101),
+                             (0, 2, 9, 37, 149), (0, 3, 13, 53, 213)}}
+
+
+@pytest.mark.parametrize("rule", sorted(SHAPES))
+def test_the_logits_tree_halves_its_breadth_in_either_shape(rule):
     m = SuccessorMatrix(8)
     m.rows = {0: tuple(range(10, 18)), **{t: tuple(range(100 * t, 100 * t + 8)) for t in range(10, 18)}}
-    tree = logits_branches(m, 0, 64, 8)
-    firsts = [b.tokens[0] for b in tree]
-    # the root's 8 successors, breadths halved at the root and kept at depth 1 (automaton.cpp:99):
-    # the first has 4 children, the second 2, the rest 1; the paper's rule (8, 4, 2...) on request
-    assert sorted(set(firsts)) == list(range(10, 18))
-    assert [firsts.count(t) for t in range(10, 18)] == [4, 2, 1, 1, 1, 1, 1, 1]
-    paper = [b.tokens[0] for b in logits_branches(m, 0, 64, 8, "paper")]
-    assert [paper.count(t) for t in range(10, 18)] == [8, 4, 2, 1, 1, 1, 1, 1]
-    # 12 nodes: the root's 8 children first (breadth first), then the first child's 4
-    short = sorted(b.tokens for b in logits_branches(m, 0, 12, 8))
-    assert short == [[10, 1000 + i] for i in range(4)] + [[t] for t in range(11, 18)]
+    firsts = [b.tokens[0] for b in logits_branches(m, 0, 64, 8, rule)]
+    counts, short = SHAPES[rule]
+    assert [firsts.count(t) for t in range(10, 18)] == counts
+    assert sorted(b.tokens for b in logits_branches(m, 0, 12, 8, rule)) == short + [[t] for t in range(11, 18)]
+    k4 = SuccessorMatrix(4)
+    k4.rows = {t: tuple(4 * t + j for j in range(1, 5)) for t in range(1024)}
+    tree = logits_branches(k4, 0, 20, 4, rule)
+    assert {(0, *b.tokens) for b in tree} == FIGURE9[rule]
+    assert len({tuple(b.tokens[:j]) for b in tree for j in range(1, len(b.tokens) + 1)}) == 20
 
 
 def _substring_counts(seqs: list[list[int]], depth: int) -> dict[tuple[int, ...], int]:

@@ -33,25 +33,47 @@ def saved_trace(tmp: Path) -> Path:
     return path
 
 
-def good_files(tmp: Path) -> dict[str, Path]:
+class GoodFiles(dict):
+    """Each kind of file the project writes: name -> path; the saved trace is written when first asked for."""
+
+    def __init__(self, tmp: Path) -> None:
+        super().__init__({"shipped-trace": SHIPPED, "race": RACE})
+        self.tmp = tmp
+
+    def __missing__(self, kind: str) -> Path:
+        if kind != "saved-trace":
+            raise KeyError(kind)
+        self[kind] = saved_trace(self.tmp)
+        return self[kind]
+
+    def get(self, kind: str, default=None):
+        return self[kind] if kind in GOOD_KINDS else default
+
+
+GOOD_KINDS = ("saved-trace", "shipped-trace", "race")
+
+
+def good_files(tmp: Path) -> GoodFiles:
     """Each kind of file the project writes: name -> path."""
-    return {"saved-trace": saved_trace(tmp), "shipped-trace": SHIPPED, "race": RACE}
+    return GoodFiles(tmp)
 
 
 def broken_file(tmp: Path, kind: str) -> Path:
     """A file of `kind` (a key of TRACE_REFUSALS) under `tmp`; 'missing' names none."""
     path = tmp / f"{kind}.json"
-    race = RACE.read_text(encoding="utf-8")
-    texts = {
-        "not-json": "hello, this is not JSON\n",
-        "empty": "",
-        "wrong-shape": '{"hello": "world"}',
-        "bad-step-fields": '{"format": "logitspec-trace/2", "steps": [{"index": 0, "colour": 1}]}',
-        "bad-race-lane": _race_with_a_bad_step(race),
-        "truncated": race[: len(race) // 2],
+    def race() -> str:
+        return RACE.read_text(encoding="utf-8")
+
+    texts = {  # each made only when asked for
+        "not-json": lambda: "hello, this is not JSON\n",
+        "empty": lambda: "",
+        "wrong-shape": lambda: '{"hello": "world"}',
+        "bad-step-fields": lambda: '{"format": "logitspec-trace/2", "steps": [{"index": 0, "colour": 1}]}',
+        "bad-race-lane": lambda: _race_with_a_bad_step(race()),
+        "truncated": lambda: race()[: len(race()) // 2],
     }
     if kind in texts:
-        path.write_text(texts[kind], encoding="utf-8")
+        path.write_text(texts[kind](), encoding="utf-8")
     elif kind == "folder":
         path.mkdir()
     elif kind == "binary":

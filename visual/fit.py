@@ -141,7 +141,7 @@ def for_app(app: go.Figure, slide: go.Figure, title: str, subtitle: str = "",
     meta = dict(a["layout"].get("meta") or {})
     meta.update(caption=dict(title=sub_x(title), subtitle=sub_x(subtitle)), slide=patch, fit=fit)
     a["layout"]["meta"] = meta
-    return go.Figure(a)
+    return go.Figure(a, _validate=False)  # both parts were validated when drawn; meta is free-form
 
 
 def slide_figure(fig: go.Figure) -> go.Figure:
@@ -165,7 +165,7 @@ def slide_figure(fig: go.Figure) -> go.Figure:
     for trace, changes in zip(d["data"], patch["data"]):
         apply(trace, changes)
     d["layout"]["meta"] = meta
-    return go.Figure(d)
+    return go.Figure(d, _validate=False)  # the app figure and its slide patch were validated when drawn
 
 
 def caption_html(fig: go.Figure | None) -> str:

@@ -16,7 +16,7 @@ import gradio as gr
 
 from logitspec.analysis.lanes import label as lane_label
 from logitspec.analysis.lanes import methods as lane_methods
-from logitspec.analysis.sets import SetFile, SetWriter
+from logitspec.analysis.sets import SetFile, SetWriter, run_name
 from logitspec.core.errors import DecodeError, ModelLoadError
 from logitspec.core.limits import InputError, Limits, check_prompt, size_words
 from logitspec.core.settings import DecodeSettings
@@ -153,6 +153,7 @@ class SetRunPanel:
         path = folder / f"set-{time.strftime('%Y%m%d-%H%M%S')}-{id(stop) % 10_000:04d}.jsonl.gz"
         deadline = [0.0]  # each prompt's runs have a race's time limit
         reason, done, total = None, 0, len(prompts)
+        names = {r.label: run_name(r.label, r.method, r.settings.to_dict()) for r in runs}
 
         def should_stop() -> bool:
             return stop.is_set() or time.monotonic() > deadline[0]
@@ -161,11 +162,11 @@ class SetRunPanel:
                 for p in decode_set(lm, questions, prompts, runs, writer, should_stop, self.services.models.thread.iterate):
                     if p.written:
                         done = p.prompt + 1
-                        yield {**self.tab.show_set(writer.set), self.progress: progress_html(done, total, self._words(p, done))}
+                        yield {**self.tab.show_set(writer.set), self.progress: progress_html(done, total, self._words(p, done, names))}
                     else:
                         if p.run == runs[0].label:  # a prompt starts
                             deadline[0] = time.monotonic() + Limits.from_env().run_seconds
-                        yield {self.progress: progress_html(done, total, self._words(p, done))}
+                        yield {self.progress: progress_html(done, total, self._words(p, done, names))}
             except SetStopped:
                 reason = "stopped" if stop.is_set() else "time limit"
             except DecodeError as e:
@@ -173,7 +174,7 @@ class SetRunPanel:
         yield self._final(writer.set, done, total, reason)
 
     @staticmethod
-    def _words(p, done: int) -> str:
+    def _words(p, done: int, names: dict[str, str]) -> str:
         q = p.question
         head = f"Prompt {p.prompt + 1} of {p.total} ({html.escape(str(q.get('category', '')))} " \
                f"{html.escape(str(q.get('question_id', '')))})"
@@ -181,7 +182,7 @@ class SetRunPanel:
             return f"{done} of {p.total} prompts done; {head} written."
         text = " ".join(p.prompt_text.split())
         start = text[:PROMPT_CHARS] + ("…" if len(text) > PROMPT_CHARS else "")
-        return f"{done} of {p.total} prompts done. {head}, {html.escape(p.run)}: “{html.escape(start)}”"
+        return f"{done} of {p.total} prompts done. {head}, {html.escape(names.get(p.run, p.run))}: “{html.escape(start)}”"
 
     def _final(self, written: SetFile, done: int, total: int, reason: str | None) -> dict:
         """The set's end: its tables (the finished prompts), what happened, and the set file to download."""

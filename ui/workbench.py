@@ -145,7 +145,7 @@ class WorkbenchTab:
         """One line: what the set holds and where it ran."""
         h = s.header
         cut = " The last run was cut off while written and is left out." if s.cut_short else ""
-        return (f"**{name}**: {_count(s.prompts, 'prompt')} × {_count(len(s.runs), 'run')} ({', '.join(s.runs)}), "
+        return (f"**{name}**: {_count(s.prompts, 'prompt')} × {_count(len(s.runs), 'run')} ({', '.join(s.names().values())}), "
                 f"{h.get('model', 'model not named')}, {machine_words(str(h.get('machine', ''))) or 'machine not named'}."
                 f"{cut}")
 
@@ -154,10 +154,12 @@ class WorkbenchTab:
         row = getattr(evt, "row_value", None)
         if s is None or not row:
             return gr.skip()
-        prompt, method = int(row[0]) - 1, str(row[3])
-        entry = next((e for e in s.entries if e.prompt == prompt and e.label == method), None)
+        prompt, names = int(row[0]) - 1, s.names()
+        # The table names a run as every view does; its label stays the set's own key.
+        entry = next((e for e in s.entries if e.prompt == prompt and names[e.label] == str(row[3])), None)
         if entry is None:
             return gr.skip()
+        method = entry.label
         from .view import View
 
         page = self.page
@@ -173,7 +175,7 @@ class WorkbenchTab:
                                                 visible=len(lanes) > 1)
         out.update(page.explorer.step_outputs(new, entry.summary.worst_step))
         out[page.race.status_md] = (f"**Exploring** prompt {prompt + 1} ({entry.category} {entry.question_id}) of "
-                                    f"{s.path.name}, {method}, at step {entry.summary.worst_step}: "
+                                    f"{s.path.name}, {names[method]}, at step {entry.summary.worst_step}: "
                                     f"{worst_words(entry.summary.longest_failed, entry.summary.looks_up)}.")
         machine = str(s.header.get("machine", ""))
         # The results above are this prompt's runs now, as a race file's are: never the last race's.

@@ -164,14 +164,16 @@ def verdict_text(res: RaceResult, stop_reason: str | None = None, lane: str = "l
     return " ".join(x for x in (text, shortfall(res, lane)) if x)
 
 
-def measuring_words(res: RaceResult) -> str:
+def measuring_words(res: RaceResult, recorded_on: str | None = None) -> str:
     """The one-off measuring (the cost curve, the thread count) each lane's clock holds, named with
-    its seconds; "" when no lane measured anything during the race."""
+    its seconds; "" when no lane measured anything during the race. A race read from a file measured
+    its own machine, not this one."""
     said = [f"{label(name, t)} {t.calibration_seconds:.2f} s" for name, t in res.traces.items()
             if t.calibration_seconds > 0]
     if not said:
         return ""
-    return (f"The times include the one-off measuring of this machine's pass costs done during the race "
+    whose = "this machine's" if recorded_on is None else "its machine's"
+    return (f"The times include the one-off measuring of {whose} pass costs done during the race "
             f"({'; '.join(said)}).")
 
 
@@ -252,7 +254,7 @@ def counters_html(traces: dict[str, RunTrace], running: bool, note: str = "",
     if res and not running and "logitspec" in traces:
         verdict = f"<p class='verdict'>{verdict_text(res, stop_reason, recorded_on=recorded_on)}</p>"
     state = "<p><i>racing…</i></p>" if running else ""
-    note = " ".join(x for x in (note, measuring_words(res) if res and not running else "") if x)
+    note = " ".join(x for x in (note, measuring_words(res, recorded_on) if res and not running else "") if x)
     extra = f"<p class='race-note'>{note}</p>" if note else ""
     many = " many" if len(traces) > 3 else ""  # a phone wraps long lane names then (ui/page.py)
     return (f"<div class='counters-wrap'><table class='counters{many}'>{head}{''.join(rows)}</table></div>"

@@ -24,7 +24,8 @@ def outcome_figure(s: SetFile, theme: str = "light") -> go.Figure:
     """Each run's steps by retrieval outcome, as stacked shares; the run with most failures on top
     (of a large set, the FIGURE_RUNS runs that failed most: the table holds every run)."""
     entries = sorted(s.entries, key=lambda e: (e.summary.failed_share, e.prompt))[-FIGURE_RUNS:]
-    labels = [f"#{e.prompt + 1} {e.category} {e.question_id} · {e.label}" for e in entries]
+    names = s.names()
+    labels = [f"#{e.prompt + 1} {e.category} {e.question_id} · {names[e.label]}" for e in entries]
     height = max(360, 200 + 26 * len(entries))
     title = "Steps by outcome, % of each run's passes" + (f" (the {FIGURE_RUNS} runs that failed most)"
                                                           if len(s.entries) > FIGURE_RUNS else "")

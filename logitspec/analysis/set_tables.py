@@ -51,10 +51,10 @@ def ngram_cell(pairs: list[tuple[str, int]]) -> str:
 
 def prompt_rows(s: SetFile) -> list[dict[str, Any]]:
     """One row per run (a prompt under a method), in the order written."""
-    outcomes, drafts, rows = outcomes_of(s.entries), drafts_counted(s.entries), []
+    outcomes, drafts, rows, names = outcomes_of(s.entries), drafts_counted(s.entries), [], s.names()
     for e in s.entries:
         r = e.summary
-        rows.append({"prompt": e.prompt + 1, "id": str(e.question_id), "category": e.category, "method": e.label,
+        rows.append({"prompt": e.prompt + 1, "id": str(e.question_id), "category": e.category, "method": names[e.label],
                      **_counts(r, outcomes, drafts),
                      "opens at step": r.worst_step, "most failed n-grams": ngram_cell(r.top_ngrams(3))})
     return rows
@@ -62,10 +62,10 @@ def prompt_rows(s: SetFile) -> list[dict[str, Any]]:
 
 def overall_rows(s: SetFile) -> list[dict[str, Any]]:
     """One row per run (a method, or a method under one of its settings): every prompt's runs pooled."""
-    outcomes, drafts, rows = outcomes_of(s.entries), drafts_counted(s.entries), []
+    outcomes, drafts, rows, names = outcomes_of(s.entries), drafts_counted(s.entries), [], s.names()
     for m in s.runs:
         pooled = summarise_set([e.summary for e in s.entries if e.label == m])
-        rows.append({"method": m, "prompts": pooled.runs, **_counts(pooled, outcomes, drafts),
+        rows.append({"method": names[m], "prompts": pooled.runs, **_counts(pooled, outcomes, drafts),
                      "most failed n-grams": ngram_cell(pooled.failed_ngrams[:5])})
     return rows
 
@@ -73,13 +73,13 @@ def overall_rows(s: SetFile) -> list[dict[str, Any]]:
 def position_rows(s: SetFile) -> list[dict[str, Any]]:
     """Per method that looks something up, and bucket of output positions: the steps there and the
     share that failed."""
-    rows = []
+    rows, names = [], s.names()
     for m in s.runs:
         pooled = summarise_set([e.summary for e in s.entries if e.label == m])
         if not pooled.looks_up:
             continue
         for start, failed, steps in pooled.by_position:
-            rows.append({"method": m, "output tokens": f"{start}–{start + 15}", "steps": steps, "failed": failed,
+            rows.append({"method": names[m], "output tokens": f"{start}–{start + 15}", "steps": steps, "failed": failed,
                          "failed %": round(100 * failed / steps, 1) if steps else 0.0})
     return rows
 

@@ -46,6 +46,17 @@ class SetEntry:
     length: int = 0
 
 
+def run_name(run: str, method: str, settings: dict[str, Any]) -> str:
+    """A run's name on screen: its lane's, as every other view names it, and the setting that differs
+    where its method ran twice ("LogitSpec (cost tree) pool=longest" for the label "logitspec pool=longest")."""
+    from types import SimpleNamespace
+
+    from .lanes import label
+
+    rest = run[len(method):] if run.startswith(method + " ") else ""
+    return label(method, SimpleNamespace(method=method, settings=settings)) + rest
+
+
 @dataclass
 class SetFile:
     """A set file's header and runs, in the order written."""
@@ -59,6 +70,14 @@ class SetFile:
     def runs(self) -> list[str]:
         """The runs' labels, in the order written."""
         return list(dict.fromkeys(e.label for e in self.entries))
+
+    def names(self) -> dict[str, str]:
+        """Each run's label -> its name on screen (`run_name`)."""
+        settings, out = self.header.get("settings") or {}, {}
+        for e in self.entries:
+            if e.label not in out:
+                out[e.label] = run_name(e.label, e.method, settings.get(e.label) or {})
+        return out
 
     @property
     def prompts(self) -> int:

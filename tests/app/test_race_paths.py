@@ -58,7 +58,7 @@ def _workbench_row(ui: Page) -> dict:
 
     wb, s = ui.workbench, read_set(SETS_DIR / WORKBENCH_SET)
     e = s.entries[0]
-    row = [e.prompt + 1, str(e.question_id), e.category, e.label]
+    row = [e.prompt + 1, str(e.question_id), e.category, s.names()[e.label]]
     return wb.open_row(s, OUTCOMES, View(), gr.SelectData(wb.table, {"index": [0, 0], "value": 1, "row_value": row}))
 
 

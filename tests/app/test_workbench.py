@@ -56,7 +56,7 @@ def _csv(button) -> list[dict]:
 def test_a_set_opens_as_tables_agreeing_with_its_traces(ui, set_path, traces):
     wb = ui.workbench
     out = wb.open_set(str(set_path))
-    assert out[wb.note].startswith("**three.jsonl**: 3 prompts × 1 run (logitspec)")
+    assert out[wb.note].startswith("**three.jsonl**: 3 prompts × 1 run (LogitSpec (cost tree))"), out[wb.note]
     table = out[wb.table].value
     assert list(table["headers"])[:4] == ["prompt", "id", "category", "method"]
     rows = _csv(out[wb.csv])
@@ -68,7 +68,7 @@ def test_a_set_opens_as_tables_agreeing_with_its_traces(ui, set_path, traces):
         assert float(row["failed %"]) == round(100 * sum(s.outcome in FAILED for s in fwd) / len(fwd), 1)
         assert float(row["g1 matched %"]) == round(100 * sum(s.outcome == "g1 matched" for s in fwd) / len(fwd), 1)
     every = [s for t in traces for s in t.steps if s.forward]
-    assert int(rows[-1]["steps"]) == len(every) and rows[-1]["method"] == "logitspec"
+    assert int(rows[-1]["steps"]) == len(every) and rows[-1]["method"] == "LogitSpec (cost tree)"
     fig = out[wb.plot].value
     assert fig is not None
 
@@ -76,7 +76,7 @@ def test_a_set_opens_as_tables_agreeing_with_its_traces(ui, set_path, traces):
 def test_a_row_opens_its_run_in_the_explorer_at_its_worst_step(ui, set_path):
     wb, s = ui.workbench, read_set(set_path)
     entry = s.entries[1]
-    row = [2, str(entry.question_id), entry.category, "logitspec"]
+    row = [2, str(entry.question_id), entry.category, "LogitSpec (cost tree)"]
     evt = gr.SelectData(wb.table, {"index": [1, 0], "value": 2, "row_value": row})
     out = wb.open_row(s, OUTCOMES, View(), evt)
     view = out[ui.state]
@@ -91,7 +91,7 @@ def test_a_prompt_of_two_methods_shows_them_side_by_side(ui):
 
     wb, s = ui.workbench, read_set(SETS_DIR / "coding-64.jsonl.gz")
     e = next(e for e in s.entries if e.method == "pld")
-    row = [e.prompt + 1, str(e.question_id), e.category, "pld"]
+    row = [e.prompt + 1, str(e.question_id), e.category, "prompt lookup"]
     out = wb.open_row(s, OUTCOMES, View(), gr.SelectData(wb.table, {"index": [1, 0], "value": 1, "row_value": row}))
     words = out[wb.compare_md]
     assert words.startswith(f"**Prompt {e.prompt + 1}, side by side:** The outputs agree for all 64 tokens"), words
@@ -105,6 +105,27 @@ def test_a_prompt_of_two_methods_shows_them_side_by_side(ui):
                                                              for n in lanes), counters
     assert "A recorded race on" in counters and "summariz" not in counters.lower()
     assert out[ui.files.download].value is None
+
+
+def test_the_workbench_names_each_run_as_every_other_view_does(ui):
+    """Its tables, figure, note and status line say "prompt lookup", as the results table does, never
+    the set's key "pld"."""
+    from ui.workbench import SETS_DIR
+
+    wb, s = ui.workbench, read_set(SETS_DIR / "coding-64.jsonl.gz")
+    opened = wb.open_set(str(SETS_DIR / "coding-64.jsonl.gz"))
+    want = {"LogitSpec (cost tree)", "prompt lookup"}
+    for table in (wb.overall, wb.table, wb.positions):
+        assert set(opened[table].value["data"][i][list(opened[table].value["headers"]).index("method")]
+                   for i in range(len(opened[table].value["data"]))) == want, table.elem_id
+    assert "(LogitSpec (cost tree), prompt lookup)" in opened[wb.note], opened[wb.note]
+    from visual.workbench import outcome_figure
+
+    assert {y.split(" · ")[-1] for d in outcome_figure(s).data for y in d.y} == want
+    e = next(e for e in s.entries if e.method == "pld")
+    row = [e.prompt + 1, str(e.question_id), e.category, "prompt lookup"]
+    out = wb.open_row(s, OUTCOMES, View(), gr.SelectData(wb.table, {"index": [1, 0], "value": 1, "row_value": row}))
+    assert ", prompt lookup, at step" in out[ui.race.status_md] and "pld" not in out[ui.race.status_md]
 
 
 @pytest.mark.parametrize("content, words", [
@@ -187,7 +208,7 @@ def test_the_run_set_beside_a_row_is_the_visitors_choice(ui, tmp_path):
         for label, t in (("logitspec", lanes["logitspec"]), ("pld", lanes["pld"]), ("logitspec again", lanes["logitspec"])):
             w.add(0, {"question_id": e.question_id, "category": e.category}, t, label)
     s = read_set(path)
-    row = [1, str(e.question_id), e.category, "pld"]
+    row = [1, str(e.question_id), e.category, "prompt lookup"]
     out = wb.open_row(s, OUTCOMES, View(), gr.SelectData(wb.table, {"index": [0, 0], "value": 1, "row_value": row}))
     beside = out[wb.beside]
     assert beside.visible and [v for _, v in beside.choices] == ["logitspec", "logitspec again"], beside.choices
@@ -209,7 +230,7 @@ def test_a_rows_and_a_choices_replies_fill_only_what_their_events_list():
     wb, s = page.workbench, read_set(SETS_DIR / "coding-64.jsonl.gz")
     e = s.entries[0]
     out = wb.open_row(s, OUTCOMES, View(), gr.SelectData(wb.table, {"index": [0, 0], "value": 1,
-                                                                    "row_value": [1, str(e.question_id), e.category, e.label]}))
+                                                                    "row_value": [1, str(e.question_id), e.category, s.names()[e.label]]}))
     picked = wb.pick_beside(s, out[wb.row_state], "pld" if e.label != "pld" else "logitspec")
     for handler, reply in ((wb.open_row, out), (wb.pick_beside, picked)):
         listed = {id(c) for fn in demo.fns.values() if getattr(fn.fn, "__func__", None) is handler.__func__

@@ -58,7 +58,7 @@ def test_a_category_runs_prompt_by_prompt_into_a_set_file_that_opens_back(ui, bu
     said = [r[panel.progress] for r in replies if panel.progress in r]
     questions = pick_questions("coding", None)
     for i, q in enumerate(questions):  # each prompt's start is shown under each run, with how many are done
-        assert any(f"{i} of 3 prompts done. Prompt {i + 1} of 3 (coding {q['question_id']}), pld:" in w for w in said)
+        assert any(f"{i} of 3 prompts done. Prompt {i + 1} of 3 (coding {q['question_id']}), prompt lookup:" in w for w in said)
     assert "<b>Done:</b> all 3 prompts." in said[-1] and "value='3' max='3'" in said[-1]
     final = replies[-1]
     s = final[wb.set_state]
@@ -134,10 +134,11 @@ def test_one_method_under_two_settings_is_compared_where_its_runs_part(ui, monke
     final = _run(ui, "coding", None, ["logitspec"], "pool=longest", 16, "bundled")[-1]
     s = final[wb.set_state]
     names = ["logitspec pool=recent", "logitspec pool=longest"]
-    assert s.runs == names and list(final[wb.overall].value["data"][i][0] for i in (0, 1)) == names
+    shown = ["LogitSpec (cost tree) pool=recent", "LogitSpec (cost tree) pool=longest"]  # as every view names the lane
+    assert s.runs == names and list(final[wb.overall].value["data"][i][0] for i in (0, 1)) == shown
     assert [s.trace(e).settings["pool"] for e in s.entries[:2]] == ["recent", "longest"]
     for e in s.entries[1::2]:
-        row = [e.prompt + 1, str(e.question_id), e.category, e.label]
+        row = [e.prompt + 1, str(e.question_id), e.category, s.names()[e.label]]
         out = wb.open_row(s, OUTCOMES, View(), gr.SelectData(wb.table, {"index": [1, 0], "value": 1, "row_value": row}))
         words = out[wb.compare_md]
         assert words.startswith(f"**Prompt {e.prompt + 1}, side by side:** One method under two settings "

@@ -40,14 +40,14 @@ def test_an_uploaded_set_shows_its_table_and_a_row_opens_its_run(browser, app_ur
     rows = page.evaluate(ROWS_JS, ROW)
     shown = {(r[0], r[3]): r for r in rows}
     for e in s.entries:  # every run's row, with its steps as its trace counts them
-        row = shown[(str(e.prompt + 1), e.method)]
+        row = shown[(str(e.prompt + 1), s.names()[e.label])]  # named as every view names the lane
         assert row[4] == str(len([st for st in s.trace(e).steps if st.forward])), row
     page.wait_for_selector("#wb-plot .js-plotly-plot", state="attached", timeout=60_000)
     assert page.locator("#wb-csv").is_visible()
     shot(page, f"workbench-{viewport['width']}", "#wb-intro", height=1400)
 
     target = next(e for e in s.entries if e.method == "pld" and e.summary.worst_step > 0)
-    index = next(i for i, r in enumerate(rows) if (r[0], r[3]) == (str(target.prompt + 1), "pld"))
+    index = next(i for i, r in enumerate(rows) if (r[0], r[3]) == (str(target.prompt + 1), "prompt lookup"))
     page.locator(ROW).nth(index).locator("[role=gridcell]").nth(2).click()
     page.wait_for_function("() => (document.querySelector('#status')?.innerText || '').includes('Exploring prompt')",
                            timeout=60_000)
@@ -125,11 +125,11 @@ def test_one_method_under_two_settings_runs_and_shows_side_by_side(browser, app_
     page.locator("#wb-run").click()
     page.wait_for_function(ENDED, timeout=240_000)
     assert "Done: all 2 prompts." in page.locator("#wb-progress").inner_text()
-    assert "2 prompts × 2 runs (pld pool=recent, pld pool=longest)" in page.locator("#wb-note").inner_text()
+    assert "2 prompts × 2 runs (prompt lookup pool=recent, prompt lookup pool=longest)" in page.locator("#wb-note").inner_text()
     page.locator("#wb-table").scroll_into_view_if_needed()
     page.wait_for_function("(sel) => document.querySelectorAll(sel).length === 4", arg=ROW, timeout=60_000)
     rows = page.evaluate(ROWS_JS, ROW)
-    assert [r[3] for r in rows] == ["pld pool=recent", "pld pool=longest"] * 2
+    assert [r[3] for r in rows] == ["prompt lookup pool=recent", "prompt lookup pool=longest"] * 2
     page.locator(ROW).nth(1).locator("[role=gridcell]").nth(2).click()
     page.wait_for_function("() => (document.querySelector('#status')?.innerText || '').includes('Exploring prompt 1')",
                            timeout=60_000)

@@ -44,3 +44,13 @@ def test_the_verdict_and_the_step_name_the_measuring_and_its_seconds(four):
     assert f"{t.steps[i].calibration_seconds:.2f} s measuring" in summary
     j = next(i for i, s in enumerate(t.steps) if s.forward and s.calibration_seconds == 0)
     assert "measuring" not in step_summary_md(t, j)
+
+
+def test_a_recorded_race_names_the_measuring_of_its_own_machine_not_this_one(four):
+    """A race read from a file measured where it ran: its note never says "this machine's" beside
+    "A recorded race on <machine>"."""
+    live = counters_html(four, False).split("<p class='race-note'>")[1]
+    recorded = counters_html(four, False, "A recorded race on AMD EPYC, 2 cores; not live.",
+                             recorded_on="AMD EPYC, 2 cores").split("<p class='race-note'>")[1]
+    assert "measuring of this machine's pass costs" in live
+    assert "this machine" not in recorded and "measuring of its machine's pass costs" in recorded

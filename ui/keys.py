@@ -19,12 +19,42 @@ KEYS_JS = """
     return true;
   };
   const typing = (t) => !!t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName));
+  const lessonStops = () => Array.from(document.querySelectorAll('#explain-lesson .lesson-stage, #lesson-glossary'))
+    .filter(shown);
+  const drawn = (stops) => stops.every(el => !el.classList.contains('lesson-stage') || el.querySelector('.main-svg'));
+  // A link to Explain opens on the lesson once the page's first reply lands: a press before is the lesson's.
+  let landed = new URLSearchParams(window.location.search).get('tab') !== 'explain';
+  const watch = landed ? null : setInterval(() => {
+    if (shown(document.getElementById('explain-levels'))) { landed = true; clearInterval(watch); }
+  }, 100);
+  const linked = () => !landed;
+  // A press while the lesson is drawn waits until its stages stop moving: before, a stage has no place.
+  let waiting = 0, timer = null;
+  const later = () => {
+    let last = '', still = 0, ticks = 0;
+    timer = setInterval(() => {
+      const stops = lessonStops();
+      const tops = drawn(stops) ? stops.map(el => Math.round(el.getBoundingClientRect().top)).join() : '';
+      still = tops && tops === last ? still + 1 : 0;
+      last = tops;
+      if (still < 3 && ++ticks < 600) return;
+      clearInterval(timer);
+      timer = null;
+      const n = waiting;
+      waiting = 0;
+      for (let k = 0; k < Math.abs(n) && lessonStops().length; k++) stage(Math.sign(n));
+    }, 100);
+  };
   // On the lesson, a move brings the previous or next stage (then the glossary) to the top of the
   // screen: each stage fits one screen, so a teacher moves through the lesson one screen at a time.
   const stage = (dir) => {
-    const stops = Array.from(document.querySelectorAll('#explain-lesson .lesson-stage, #lesson-glossary'))
-      .filter(shown);
-    if (!stops.length) return false;
+    const stops = lessonStops();
+    if (!stops.length && !linked()) return false;
+    if (timer || !stops.length || !drawn(stops)) {
+      waiting += dir;
+      if (!timer) later();
+      return true;
+    }
     const tops = stops.map(el => el.getBoundingClientRect().top);
     const i = dir > 0 ? tops.findIndex(t => t > 5) : tops.map(t => t < -5).lastIndexOf(true);
     if (i >= 0) stops[i].scrollIntoView({block: 'start'});

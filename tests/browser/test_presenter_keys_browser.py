@@ -1,6 +1,7 @@
 """A presenter's clicker, in a real browser at a projector's size: PageDown / PageUp and space move
 one lesson stage or one explorer step whatever has the focus (the tab button just clicked
-included), a link to the Explain tab opens the lesson, and a bad link keeps its message in view.
+included, or a press while the lesson is still loading), a link to the Explain tab opens the lesson,
+and a bad link keeps its message in view.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ SCREEN = {"width": 1920, "height": 1080}
 RUN = "coding-122"
 STAGE_AT_TOP_JS = """(i) => Math.abs(document.querySelectorAll('#explain-lesson .lesson-stage')[i]
     .getBoundingClientRect().top) < 8"""
+DRAWN_JS = "() => !!document.querySelector('#lesson-keep-plot .js-plotly-plot .main-svg')"
 LABEL_JS = "() => (document.querySelector('#step-label')?.innerText || '')"
 LEVEL_JS = """() => (document.querySelector('#explain-levels [role=tab][aria-selected=true]')?.innerText
     || '').trim()"""
@@ -28,10 +30,17 @@ def _wait_label(page, n: int, timeout: int = 60_000) -> None:
 @pytest.fixture(scope="module")
 def lesson_page(browser, app_url):
     page = _page(browser, app_url, f"trace={RUN}&step=5&tab=explain")
-    page.wait_for_function("() => !!document.querySelector('#lesson-keep-plot .js-plotly-plot .main-svg')",
-                           timeout=240_000)
+    page.wait_for_function("() => window.__logitspecKeys === true", timeout=240_000, polling=20)
+    page.pressed_early = not page.evaluate(DRAWN_JS)  # a clicker pressed while the lesson loads
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function(DRAWN_JS, timeout=240_000)
     yield page
     page.context.close()
+
+
+def test_a_press_while_the_lesson_loads_moves_once_it_is_drawn(lesson_page):
+    assert lesson_page.pressed_early, "the lesson was drawn before the press: nothing was checked"
+    lesson_page.wait_for_function(STAGE_AT_TOP_JS, arg=0, timeout=30_000)
 
 
 def test_a_link_to_explain_opens_the_lesson_even_with_a_step(lesson_page):

@@ -50,7 +50,7 @@ def test_a_480_question_summary_opens_in_the_app(big_set):
     seconds = time.perf_counter() - t0
     size = big_set.stat().st_size / 2**20
     print(f"opened {size:.0f} MB gzipped, 480 questions x 2 methods, in {seconds:.2f} s")
-    assert out[wb.note].startswith(f"**{big_set.name}**: 480 prompts × 2 runs (logitspec, pld)"), out[wb.note]
+    assert out[wb.note].startswith(f"**{big_set.name}**: 480 prompts × 2 runs (LogitSpec (cost tree), prompt lookup)"), out[wb.note]
     assert len(out[wb.table].value["data"]) == 2 * QUESTIONS and size > 25  # over Gradio's and the traces' limits
     report_times("set-480-open", OPEN_SECONDS, seconds=seconds, megabytes=size)  # timed, not bounded
 
